@@ -1,0 +1,25 @@
+//! Uppercases each record's value (ASCII); key, headers and timestamp pass
+//! through. Written to emit in place (copy, then uppercase the copy) so the
+//! loop allocates nothing per record and vectorises with simd128.
+
+use weir_guest::{Output, Record, RecordError};
+
+fn uppercase(record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    out.emit_with(|buf| {
+        let start = buf.len();
+        buf.extend_from_slice(record.value());
+        buf[start..].make_ascii_uppercase();
+    });
+    Ok(())
+}
+
+weir_guest::flat_map!(uppercase);
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uppercases_values_and_keeps_non_ascii() {
+        let run = weir_guest::testing::flat_map(super::uppercase, &["abc", "Hello, wörld"]).unwrap();
+        assert_eq!(run.values(), vec!["ABC", "HELLO, WöRLD"]);
+    }
+}

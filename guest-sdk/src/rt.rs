@@ -1,0 +1,120 @@
+//! Glue between the generated export trait and a user's [`Transform`]; used
+//! by the export macros, not by users directly.
+
+use std::any::Any;
+use std::cell::RefCell;
+
+use crate::emit::{Emitter, Output};
+use crate::record::{Batch, Headers, Position, Record};
+use crate::transform::{FilterFn, FlatMapFn, MapFn};
+use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
+use crate::wit::RecordError as WireRecordError;
+use crate::{BatchOutput, Config, RecordError, Transform};
+
+thread_local! {
+    /// The one transform instance of this component instance (a component
+    /// instance serves exactly one partition task).
+    static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+}
+
+pub fn init<T: Transform>(config: Vec<(String, String)>) -> Result<(), String> {
+    let t = T::init(&Config::new(config))?;
+    INSTANCE.with(|cell| *cell.borrow_mut() = Some(Box::new(t)));
+    Ok(())
+}
+
+fn with_instance<T: Transform, R>(f: impl FnOnce(&mut T) -> R) -> Result<R, String> {
+    INSTANCE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let t = slot
+            .as_mut()
+            .and_then(|b| b.downcast_mut::<T>())
+            .ok_or_else(|| "transform called before a successful init".to_string())?;
+        Ok(f(t))
+    })
+}
+
+/// Run `t` over one wire batch; shared by the export and the native test harness.
+pub fn run_batch<T: Transform>(t: &mut T, input: &WireBatch) -> Result<OutputBatch, String> {
+    run_batch_with(input, |batch, out| t.process_batch(batch, out))
+}
+
+pub(crate) fn run_batch_with(
+    input: &WireBatch,
+    f: impl FnOnce(&Batch<'_>, &mut BatchOutput) -> Result<(), String>,
+) -> Result<OutputBatch, String> {
+    let n = input.value_ends.len();
+    let mut out = BatchOutput {
+        emitter: Emitter::with_capacity(n, input.values.len()),
+    };
+    f(&Batch { wire: input }, &mut out)?;
+    Ok(out.emitter.finish(n))
+}
+
+pub fn process_batch<T: Transform>(input: WireBatch) -> Result<OutputBatch, String> {
+    with_instance::<T, _>(|t| run_batch(t, &input))?
+}
+
+pub fn process_record<T: Transform>(
+    input: WireRecord,
+) -> Result<Vec<OutputRecord>, WireRecordError> {
+    let record = Record {
+        index: 0,
+        key: input.key.as_deref(),
+        value: &input.value,
+        headers: Headers::List(&input.headers),
+        timestamp: input.timestamp,
+        position: Position {
+            partition: input.position.partition,
+            offset: input.position.offset,
+        },
+    };
+    let mut emitter = Emitter::with_capacity(1, input.value.len());
+    let result = with_instance::<T, _>(|t| {
+        let mut out = Output::new(&mut emitter, record);
+        t.process(&record, &mut out)
+    })
+    .map_err(WireRecordError::Fatal)?;
+    match result {
+        Ok(()) => Ok(emitter.into_records()),
+        Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),
+        Err(RecordError::Fatal(m)) => Err(WireRecordError::Fatal(m)),
+    }
+}
+
+/// Config check for the function-style macros, which take no config.
+pub fn no_config(config: &Config) -> Result<(), String> {
+    match config.pairs().first() {
+        Some((k, _)) => Err(format!(
+            "unknown config key `{k}`: this transform takes no config"
+        )),
+        None => Ok(()),
+    }
+}
+
+pub fn apply_map<F: MapFn>(
+    f: &F,
+    record: &Record<'_>,
+    out: &mut Output<'_, '_>,
+) -> Result<(), RecordError> {
+    f.apply(record, out)
+}
+
+pub fn apply_filter<F: FilterFn>(
+    f: &F,
+    record: &Record<'_>,
+    out: &mut Output<'_, '_>,
+) -> Result<(), RecordError> {
+    if f.keep(record)? {
+        out.forward();
+    }
+    Ok(())
+}
+
+pub fn apply_flat_map<F: FlatMapFn>(
+    f: &F,
+    record: &Record<'_>,
+    out: &mut Output<'_, '_>,
+) -> Result<(), RecordError> {
+    f.run(record, out)
+}

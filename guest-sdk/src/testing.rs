@@ -1,0 +1,201 @@
+//! Run transforms natively in unit tests, through the same batch encoding
+//! the host uses, so what passes here behaves the same inside weir.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use crate::record::{Headers, encode_header, span};
+use crate::wit::{Batch as WireBatch, OutputBatch};
+use crate::{Config, FilterFn, FlatMapFn, MapFn, Output, Record, RecordError, Transform};
+
+#[derive(Default)]
+pub(crate) struct Metrics {
+    pub(crate) counters: BTreeMap<String, u64>,
+    pub(crate) gauges: BTreeMap<String, f64>,
+}
+
+thread_local! {
+    pub(crate) static METRICS: RefCell<Metrics> = RefCell::new(Metrics::default());
+}
+
+/// Current value of a counter reported through [`crate::host::counter_add`].
+pub fn counter(name: &str) -> u64 {
+    METRICS.with(|m| m.borrow().counters.get(name).copied().unwrap_or(0))
+}
+
+/// Current value of a gauge reported through [`crate::host::gauge_set`].
+pub fn gauge(name: &str) -> Option<f64> {
+    METRICS.with(|m| m.borrow().gauges.get(name).copied())
+}
+
+/// One output record, decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Emitted {
+    pub output: Option<String>,
+    pub key: Option<Vec<u8>>,
+    pub value: Vec<u8>,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub timestamp: i64,
+    /// Index of the input record it came from.
+    pub origin: u32,
+}
+
+impl Emitted {
+    pub fn value_str(&self) -> &str {
+        std::str::from_utf8(&self.value).expect("output value is not UTF-8")
+    }
+}
+
+/// What one batch produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Run {
+    pub emitted: Vec<Emitted>,
+    /// `(input index, reason)` of each refused record.
+    pub rejected: Vec<(u32, String)>,
+}
+
+impl Run {
+    /// Output values as strings, in order.
+    pub fn values(&self) -> Vec<&str> {
+        self.emitted.iter().map(Emitted::value_str).collect()
+    }
+}
+
+/// Build a transform from config pairs, as the host's `init` would.
+pub fn init<T: Transform>(config: &[(&str, &str)]) -> Result<T, String> {
+    T::init(&Config::new(
+        config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    ))
+}
+
+/// Encode `records` as one batch, run it through `t`, and decode the output.
+pub fn run<T: Transform>(t: &mut T, records: &[Record<'_>]) -> Result<Run, String> {
+    let wire = encode(records);
+    let out = crate::rt::run_batch(t, &wire)?;
+    Ok(decode(&wire, &out))
+}
+
+/// Run a per-record function (the shape `flat_map!` takes) over `records`.
+pub fn run_fn(
+    records: &[Record<'_>],
+    mut f: impl FnMut(&Record<'_>, &mut Output<'_, '_>) -> Result<(), RecordError>,
+) -> Result<Run, String> {
+    let wire = encode(records);
+    let out = crate::rt::run_batch_with(&wire, |batch, out| {
+        for r in batch.records() {
+            out.run(r, &mut f)?;
+        }
+        Ok(())
+    })?;
+    Ok(decode(&wire, &out))
+}
+
+/// Records with the given values, offsets 0.., no keys or headers.
+pub fn records<'a>(values: &[&'a str]) -> Vec<Record<'a>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Record::new(v.as_bytes()).with_position(0, i as i64))
+        .collect()
+}
+
+/// Test a `map!` function on plain values.
+pub fn map<F: MapFn>(f: F, values: &[&str]) -> Result<Run, String> {
+    run_fn(&records(values), |r, o| f.apply(r, o))
+}
+
+/// Test a `filter!` function on plain values.
+pub fn filter<F: FilterFn>(f: F, values: &[&str]) -> Result<Run, String> {
+    run_fn(&records(values), |r, o| crate::rt::apply_filter(&f, r, o))
+}
+
+/// Test a `flat_map!` function on plain values.
+pub fn flat_map<F: FlatMapFn>(f: F, values: &[&str]) -> Result<Run, String> {
+    run_fn(&records(values), |r, o| f.run(r, o))
+}
+
+/// Run a batch of plain values (no keys or headers, timestamps 0).
+pub fn run_values<T: Transform>(t: &mut T, values: &[&str]) -> Result<Run, String> {
+    run(t, &records(values))
+}
+
+fn encode(records: &[Record<'_>]) -> WireBatch {
+    let mut b = WireBatch {
+        partition: records.first().map_or(0, |r| r.position().partition),
+        values: vec![],
+        value_ends: vec![],
+        keys: vec![],
+        key_ends: vec![],
+        has_key: vec![],
+        headers: vec![],
+        header_ends: vec![],
+        timestamps: vec![],
+        offsets: vec![],
+    };
+    for r in records {
+        b.values.extend_from_slice(r.value());
+        b.value_ends.push(b.values.len() as u32);
+        b.keys.extend_from_slice(r.key().unwrap_or_default());
+        b.key_ends.push(b.keys.len() as u32);
+        b.has_key.push(r.key().is_some());
+        for (n, v) in r.headers().iter() {
+            encode_header(&mut b.headers, n, v);
+        }
+        b.header_ends.push(b.headers.len() as u32);
+        b.timestamps.push(r.timestamp());
+        b.offsets.push(r.position().offset);
+    }
+    if !b.has_key.iter().any(|k| *k) {
+        b.key_ends.clear();
+        b.has_key.clear();
+    }
+    if b.headers.is_empty() {
+        b.header_ends.clear();
+    }
+    b
+}
+
+fn decode(input: &WireBatch, out: &OutputBatch) -> Run {
+    let emitted = (0..out.value_ends.len())
+        .map(|i| {
+            let origin = if out.origins.is_empty() {
+                i as u32
+            } else {
+                out.origins[i]
+            };
+            let route = out.routes.get(i).copied().unwrap_or(0);
+            let headers = if out.header_ends.is_empty() {
+                vec![]
+            } else {
+                Headers::Encoded(span(&out.headers, &out.header_ends, i))
+                    .iter()
+                    .map(|(n, v)| (n.to_string(), v.to_vec()))
+                    .collect()
+            };
+            Emitted {
+                output: (route != 0).then(|| out.outputs[route as usize - 1].clone()),
+                key: (!out.has_key.is_empty() && out.has_key[i])
+                    .then(|| span(&out.keys, &out.key_ends, i).to_vec()),
+                value: span(&out.values, &out.value_ends, i).to_vec(),
+                headers,
+                timestamp: out
+                    .timestamps
+                    .get(i)
+                    .copied()
+                    .unwrap_or_else(|| input.timestamps[origin as usize]),
+                origin,
+            }
+        })
+        .collect();
+    Run {
+        emitted,
+        rejected: out
+            .rejected
+            .iter()
+            .map(|b| (b.index, b.reason.clone()))
+            .collect(),
+    }
+}
