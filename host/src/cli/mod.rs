@@ -1,0 +1,65 @@
+//! Argument parsing and wiring; the only place that uses `anyhow` and
+//! installs a tracing subscriber.
+
+mod transform;
+mod validate;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use weir::runtime::{Runtime, RuntimeOptions};
+
+#[derive(Parser)]
+#[command(name = "weir", version, about = "WebAssembly stream transforms, exactly once")]
+struct Cli {
+    /// Directory for compiled components (default: $WEIR_CACHE_DIR or ~/.cache/weir/components).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Compile components every time instead of using the cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check that a component is a weir transform and show its interface.
+    Validate(validate::Args),
+    /// Run a transform over stdin lines (one record each) and print the output.
+    Transform(transform::Args),
+}
+
+pub fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+pub fn run() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let mut options = RuntimeOptions::default();
+    if let Some(dir) = cli.cache_dir {
+        options.cache_dir = Some(dir);
+    }
+    if cli.no_cache {
+        options.cache_dir = None;
+    }
+    let runtime = Runtime::new(options)?;
+    match cli.command {
+        Command::Validate(args) => validate::run(&runtime, args),
+        Command::Transform(args) => transform::run(&runtime, args),
+    }
+}
+
+/// Parse `key=value`.
+pub(crate) fn parse_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{s}`")),
+    }
+}

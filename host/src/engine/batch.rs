@@ -1,0 +1,281 @@
+//! The engine's batch representation: columnar, one buffer per field, the
+//! same layout as the WIT `batch`/`output-batch` records. Batches stay in this
+//! form from source to sink, so the hot path never allocates per record.
+
+/// A record header as a borrowed `(name, value)` pair.
+pub type HeaderRef<'a> = (&'a str, &'a [u8]);
+
+/// A batch of input records from one source partition.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecordBatch {
+    pub partition: u32,
+    pub values: Vec<u8>,
+    pub value_ends: Vec<u32>,
+    pub keys: Vec<u8>,
+    /// Empty when no record has a key; otherwise one entry per record.
+    pub key_ends: Vec<u32>,
+    pub has_key: Vec<bool>,
+    /// Encoded headers: per entry `name-len u32 LE, name, value-len u32 LE, value`.
+    pub headers: Vec<u8>,
+    /// Empty when no record has headers; otherwise one entry per record.
+    pub header_ends: Vec<u32>,
+    pub timestamps: Vec<i64>,
+    pub offsets: Vec<i64>,
+}
+
+/// One record of a batch, borrowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordRef<'a> {
+    pub key: Option<&'a [u8]>,
+    pub value: &'a [u8],
+    pub headers: &'a [u8],
+    pub timestamp: i64,
+    pub offset: i64,
+}
+
+impl RecordRef<'_> {
+    pub fn headers(&self) -> HeaderIter<'_> {
+        HeaderIter(self.headers)
+    }
+}
+
+/// Record `i`'s bytes in a column described by end offsets.
+#[inline]
+pub fn span<'a>(data: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
+    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
+    &data[start..ends[i] as usize]
+}
+
+/// Iterates encoded headers; stops at the first malformed entry (batches are
+/// validated before they are trusted).
+pub struct HeaderIter<'a>(&'a [u8]);
+
+impl<'a> HeaderIter<'a> {
+    pub fn new(encoded: &'a [u8]) -> Self {
+        HeaderIter(encoded)
+    }
+}
+
+impl<'a> Iterator for HeaderIter<'a> {
+    type Item = HeaderRef<'a>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (name, rest) = take_chunk(self.0)?;
+        let (value, rest) = take_chunk(rest)?;
+        self.0 = rest;
+        Some((std::str::from_utf8(name).ok()?, value))
+    }
+}
+
+fn take_chunk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
+    let rest = &buf[4..];
+    (rest.len() >= len).then(|| rest.split_at(len))
+}
+
+pub fn encode_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(name.as_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(value);
+}
+
+impl RecordBatch {
+    pub fn new(partition: u32) -> Self {
+        RecordBatch {
+            partition,
+            ..Default::default()
+        }
+    }
+
+    /// An empty batch with room for `records` records of `bytes` value bytes.
+    pub fn with_capacity(partition: u32, records: usize, bytes: usize) -> Self {
+        RecordBatch {
+            partition,
+            values: Vec::with_capacity(bytes),
+            value_ends: Vec::with_capacity(records),
+            timestamps: Vec::with_capacity(records),
+            offsets: Vec::with_capacity(records),
+            ..Default::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.value_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.value_ends.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.values.clear();
+        self.value_ends.clear();
+        self.keys.clear();
+        self.key_ends.clear();
+        self.has_key.clear();
+        self.headers.clear();
+        self.header_ends.clear();
+        self.timestamps.clear();
+        self.offsets.clear();
+    }
+
+    /// Append a record without headers.
+    pub fn push(&mut self, key: Option<&[u8]>, value: &[u8], timestamp: i64, offset: i64) {
+        self.push_with_headers(key, value, &[], timestamp, offset);
+    }
+
+    /// Append a record; key and header columns materialise on first use.
+    pub fn push_with_headers(
+        &mut self,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[HeaderRef<'_>],
+        timestamp: i64,
+        offset: i64,
+    ) {
+        let n = self.len();
+        if key.is_some() && self.key_ends.is_empty() && n > 0 {
+            self.key_ends.resize(n, 0);
+            self.has_key.resize(n, false);
+        }
+        if let Some(k) = key {
+            self.keys.extend_from_slice(k);
+        }
+        if !self.key_ends.is_empty() || key.is_some() {
+            self.key_ends.push(self.keys.len() as u32);
+            self.has_key.push(key.is_some());
+        }
+        if !headers.is_empty() && self.header_ends.is_empty() && n > 0 {
+            self.header_ends.resize(n, 0);
+        }
+        for (name, v) in headers {
+            encode_header(&mut self.headers, name, v);
+        }
+        if !self.header_ends.is_empty() || !headers.is_empty() {
+            self.header_ends.push(self.headers.len() as u32);
+        }
+        self.values.extend_from_slice(value);
+        self.value_ends.push(self.values.len() as u32);
+        self.timestamps.push(timestamp);
+        self.offsets.push(offset);
+    }
+
+    /// Record `i`; panics if out of range.
+    #[inline]
+    pub fn get(&self, i: usize) -> RecordRef<'_> {
+        let key = if self.key_ends.is_empty() || !self.has_key[i] {
+            None
+        } else {
+            Some(span(&self.keys, &self.key_ends, i))
+        };
+        let headers = if self.header_ends.is_empty() {
+            &[][..]
+        } else {
+            span(&self.headers, &self.header_ends, i)
+        };
+        RecordRef {
+            key,
+            value: span(&self.values, &self.value_ends, i),
+            headers,
+            timestamp: self.timestamps[i],
+            offset: self.offsets[i],
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = RecordRef<'_>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+
+    /// Check every column agrees with the record count and every end offset
+    /// is in range, so `get` cannot panic.
+    pub fn validate(&self) -> Result<(), EncodingError> {
+        let n = self.len();
+        check_ends("value-ends", &self.value_ends, self.values.len())?;
+        check_optional_column("key-ends", &self.key_ends, n)?;
+        check_optional_column("has-key", &self.has_key, self.key_ends.len())?;
+        check_ends("key-ends", &self.key_ends, self.keys.len())?;
+        check_optional_column("header-ends", &self.header_ends, n)?;
+        check_ends("header-ends", &self.header_ends, self.headers.len())?;
+        check_headers(&self.headers, &self.header_ends)?;
+        check_len("timestamps", self.timestamps.len(), n)?;
+        check_len("offsets", self.offsets.len(), n)
+    }
+}
+
+/// A batch encoding that breaks the WIT contract's rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{column}: {problem}")]
+pub struct EncodingError {
+    pub column: &'static str,
+    pub problem: String,
+}
+
+pub(crate) fn malformed(column: &'static str, problem: String) -> EncodingError {
+    EncodingError { column, problem }
+}
+
+pub(crate) fn check_len(column: &'static str, got: usize, want: usize) -> Result<(), EncodingError> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(malformed(column, format!("has {got} entries, expected {want}")))
+    }
+}
+
+pub(crate) fn check_optional_column<T>(
+    column: &'static str,
+    col: &[T],
+    n: usize,
+) -> Result<(), EncodingError> {
+    if col.is_empty() {
+        Ok(())
+    } else {
+        check_len(column, col.len(), n)
+    }
+}
+
+pub(crate) fn check_ends(
+    column: &'static str,
+    ends: &[u32],
+    data_len: usize,
+) -> Result<(), EncodingError> {
+    let mut prev = 0u32;
+    for (i, &end) in ends.iter().enumerate() {
+        if end < prev {
+            return Err(malformed(
+                column,
+                format!("entry {i} ({end}) is below the previous end ({prev})"),
+            ));
+        }
+        prev = end;
+    }
+    if prev as usize > data_len {
+        return Err(malformed(
+            column,
+            format!("last end {prev} is past the data length {data_len}"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn check_headers(data: &[u8], ends: &[u32]) -> Result<(), EncodingError> {
+    for i in 0..ends.len() {
+        let mut rest = span(data, ends, i);
+        while !rest.is_empty() {
+            let entry = take_chunk(rest)
+                .and_then(|(name, r)| Some((name, take_chunk(r)?)))
+                .filter(|(name, _)| std::str::from_utf8(name).is_ok());
+            match entry {
+                Some((_, (_, r))) => rest = r,
+                None => {
+                    return Err(malformed(
+                        "headers",
+                        format!("record {i} has a truncated or non-UTF-8 header entry"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}

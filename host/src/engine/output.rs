@@ -1,0 +1,221 @@
+//! What a transform returns for one input batch: output records in columnar
+//! form (same layout as the WIT `output-batch`) plus the refused records.
+
+use super::batch::{
+    EncodingError, HeaderRef, RecordBatch, check_ends, check_headers, check_len,
+    check_optional_column, encode_header, malformed, span,
+};
+
+/// Output records of one batch. Optional columns follow the WIT rules: an
+/// empty `timestamps` keeps the input timestamps, an empty `origins` means one
+/// output per input in order, an empty `routes` sends all to the default output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutputBatch {
+    pub values: Vec<u8>,
+    pub value_ends: Vec<u32>,
+    pub keys: Vec<u8>,
+    pub key_ends: Vec<u32>,
+    pub has_key: Vec<bool>,
+    pub headers: Vec<u8>,
+    pub header_ends: Vec<u32>,
+    pub timestamps: Vec<i64>,
+    pub origins: Vec<u32>,
+    pub outputs: Vec<String>,
+    pub routes: Vec<u32>,
+}
+
+/// An input record the transform refused, with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejected {
+    pub index: u32,
+    pub reason: String,
+}
+
+/// The result of processing one batch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TransformOutput {
+    pub batch: OutputBatch,
+    pub rejected: Vec<Rejected>,
+}
+
+/// One output record, borrowed; timestamps and origins already resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutputRef<'a> {
+    /// `None` for the default output.
+    pub output: Option<&'a str>,
+    pub key: Option<&'a [u8]>,
+    pub value: &'a [u8],
+    pub headers: &'a [u8],
+    pub timestamp: i64,
+    /// Index of the input record it came from.
+    pub origin: u32,
+}
+
+impl OutputRef<'_> {
+    pub fn headers(&self) -> super::batch::HeaderIter<'_> {
+        super::batch::HeaderIter::new(self.headers)
+    }
+}
+
+impl OutputBatch {
+    pub fn len(&self) -> usize {
+        self.value_ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.value_ends.is_empty()
+    }
+
+    /// Append a record in full form (materialising optional columns as
+    /// needed); used by native transforms and the per-record call path.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push(
+        &mut self,
+        origin: u32,
+        output: Option<&str>,
+        key: Option<&[u8]>,
+        value: &[u8],
+        headers: &[HeaderRef<'_>],
+        timestamp: i64,
+    ) {
+        let n = self.len();
+        self.values.extend_from_slice(value);
+        self.value_ends.push(self.values.len() as u32);
+        if let Some(k) = key {
+            self.keys.extend_from_slice(k);
+        }
+        if key.is_some() && self.key_ends.is_empty() {
+            self.key_ends.resize(n, 0);
+            self.has_key.resize(n, false);
+        }
+        if !self.key_ends.is_empty() {
+            self.key_ends.push(self.keys.len() as u32);
+            self.has_key.push(key.is_some());
+        }
+        for (name, v) in headers {
+            encode_header(&mut self.headers, name, v);
+        }
+        if !headers.is_empty() && self.header_ends.is_empty() {
+            self.header_ends.resize(n, 0);
+        }
+        if !self.header_ends.is_empty() {
+            self.header_ends.push(self.headers.len() as u32);
+        }
+        self.timestamps.push(timestamp);
+        self.origins.push(origin);
+        let route = match output {
+            None => 0,
+            Some(name) => match self.outputs.iter().position(|o| o == name) {
+                Some(i) => i as u32 + 1,
+                None => {
+                    self.outputs.push(name.to_owned());
+                    self.outputs.len() as u32
+                }
+            },
+        };
+        if route != 0 && self.routes.is_empty() {
+            self.routes.resize(n, 0);
+        }
+        if !self.routes.is_empty() {
+            self.routes.push(route);
+        }
+    }
+
+    /// Output record `i`, resolving inherited fields from `input`.
+    #[inline]
+    pub fn get<'a>(&'a self, input: &'a RecordBatch, i: usize) -> OutputRef<'a> {
+        let origin = if self.origins.is_empty() {
+            i as u32
+        } else {
+            self.origins[i]
+        };
+        let route = self.routes.get(i).copied().unwrap_or(0);
+        OutputRef {
+            output: (route != 0).then(|| self.outputs[route as usize - 1].as_str()),
+            key: if self.key_ends.is_empty() || !self.has_key[i] {
+                None
+            } else {
+                Some(span(&self.keys, &self.key_ends, i))
+            },
+            value: span(&self.values, &self.value_ends, i),
+            headers: if self.header_ends.is_empty() {
+                &[]
+            } else {
+                span(&self.headers, &self.header_ends, i)
+            },
+            timestamp: match self.timestamps.get(i) {
+                Some(t) => *t,
+                None => input.timestamps[origin as usize],
+            },
+            origin,
+        }
+    }
+
+    pub fn iter<'a>(&'a self, input: &'a RecordBatch) -> impl Iterator<Item = OutputRef<'a>> + 'a {
+        (0..self.len()).map(move |i| self.get(input, i))
+    }
+
+    /// Check the encoding against the input it answers, so nothing a guest
+    /// returns can make `get` panic or point at a record that does not exist.
+    pub fn validate(&self, input_len: usize) -> Result<(), EncodingError> {
+        let n = self.len();
+        check_ends("value-ends", &self.value_ends, self.values.len())?;
+        check_optional_column("key-ends", &self.key_ends, n)?;
+        check_len("has-key", self.has_key.len(), self.key_ends.len())?;
+        check_ends("key-ends", &self.key_ends, self.keys.len())?;
+        check_optional_column("header-ends", &self.header_ends, n)?;
+        check_ends("header-ends", &self.header_ends, self.headers.len())?;
+        check_headers(&self.headers, &self.header_ends)?;
+        check_optional_column("timestamps", &self.timestamps, n)?;
+        if self.origins.is_empty() {
+            if n != input_len {
+                return Err(malformed(
+                    "origins",
+                    format!("is empty (one output per input) but there are {n} outputs for {input_len} inputs"),
+                ));
+            }
+        } else {
+            check_len("origins", self.origins.len(), n)?;
+            let mut prev = 0;
+            for (i, &o) in self.origins.iter().enumerate() {
+                if o as usize >= input_len || o < prev {
+                    return Err(malformed(
+                        "origins",
+                        format!("entry {i} ({o}) is out of order or not below the input count {input_len}"),
+                    ));
+                }
+                prev = o;
+            }
+        }
+        check_optional_column("routes", &self.routes, n)?;
+        if let Some((i, r)) = self
+            .routes
+            .iter()
+            .enumerate()
+            .find(|(_, r)| **r as usize > self.outputs.len())
+        {
+            return Err(malformed(
+                "routes",
+                format!("entry {i} names output {r} but only {} are listed", self.outputs.len()),
+            ));
+        }
+        if let Some(name) = self.outputs.iter().find(|o| o.is_empty()) {
+            return Err(malformed("outputs", format!("output name {name:?} is empty")));
+        }
+        Ok(())
+    }
+}
+
+impl TransformOutput {
+    /// Validate the batch and the rejected indexes against the input.
+    pub fn validate(&self, input_len: usize) -> Result<(), EncodingError> {
+        self.batch.validate(input_len)?;
+        match self.rejected.iter().find(|r| r.index as usize >= input_len) {
+            Some(r) => Err(malformed(
+                "rejected",
+                format!("index {} is not below the input count {input_len}", r.index),
+            )),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The transform seam: the engine calls a [`Transform`] once per batch and
+//! does not know whether it is a WASM component or a native closure.
+
+use std::time::Duration;
+
+use super::batch::RecordBatch;
+use super::output::{OutputBatch, TransformOutput};
+
+/// Why a transform call failed. Bad records are not errors: they come back in
+/// [`TransformOutput::rejected`] and the pipeline's error policy handles them.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TransformError {
+    /// The guest trapped (panic, unreachable, out-of-bounds...). The
+    /// instance is discarded; the next call runs on a fresh one.
+    #[error("guest trapped: {message}")]
+    Trap { message: String },
+    /// The guest ran past its per-call CPU deadline.
+    #[error("guest exceeded its CPU deadline of {limit:?} for one call")]
+    Deadline { limit: Duration },
+    /// The guest tried to grow its memory past the limit.
+    #[error("guest exceeded its memory limit of {limit} bytes")]
+    OutOfMemory { limit: usize },
+    /// The transform reported itself broken; the pipeline must stop.
+    #[error("transform failed: {0}")]
+    Fatal(String),
+    /// The guest returned output that breaks the batch encoding rules.
+    #[error("guest returned a malformed batch: {0}")]
+    Malformed(String),
+    /// `init` refused the pipeline's transform config.
+    #[error("transform refused its config: {0}")]
+    Config(String),
+}
+
+impl TransformError {
+    /// Whether the instance that produced this error is unusable (a trap
+    /// poisons a component instance, so it must be rebuilt).
+    pub fn poisons_instance(&self) -> bool {
+        matches!(
+            self,
+            TransformError::Trap { .. }
+                | TransformError::Deadline { .. }
+                | TransformError::OutOfMemory { .. }
+        )
+    }
+}
+
+/// Query logic applied to each batch of one partition. One instance serves
+/// one partition task and is reused for every batch of that task.
+pub trait Transform: Send {
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError>;
+}
+
+/// A native transform from a closure over the engine's own batches: the
+/// baseline the WASM path is measured against, and handy in tests.
+pub struct FnTransform<F>(pub F);
+
+impl<F> Transform for FnTransform<F>
+where
+    F: FnMut(&RecordBatch, &mut OutputBatch) -> Result<(), TransformError> + Send,
+{
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let mut out = TransformOutput::default();
+        (self.0)(input, &mut out.batch)?;
+        Ok(out)
+    }
+}

@@ -1,0 +1,70 @@
+//! Moves batches between the engine's representation and the generated WIT
+//! types. Both share one columnar layout, so this is a handful of buffer
+//! copies or moves per batch, never work per record.
+
+use super::bindings::{Batch, Header, OutputBatch, Record};
+use crate::engine::batch::{RecordBatch, RecordRef};
+use crate::engine::output::{OutputBatch as EngineOutput, Rejected, TransformOutput};
+
+pub(crate) fn to_wit(b: &RecordBatch) -> Batch {
+    Batch {
+        partition: b.partition,
+        values: b.values.clone(),
+        value_ends: b.value_ends.clone(),
+        keys: b.keys.clone(),
+        key_ends: b.key_ends.clone(),
+        has_key: b.has_key.clone(),
+        headers: b.headers.clone(),
+        header_ends: b.header_ends.clone(),
+        timestamps: b.timestamps.clone(),
+        offsets: b.offsets.clone(),
+    }
+}
+
+pub(crate) fn from_wit(o: OutputBatch) -> TransformOutput {
+    TransformOutput {
+        batch: EngineOutput {
+            values: o.values,
+            value_ends: o.value_ends,
+            keys: o.keys,
+            key_ends: o.key_ends,
+            has_key: o.has_key,
+            headers: o.headers,
+            header_ends: o.header_ends,
+            timestamps: o.timestamps,
+            origins: o.origins,
+            outputs: o.outputs,
+            routes: o.routes,
+        },
+        rejected: o
+            .rejected
+            .into_iter()
+            .map(|r| Rejected {
+                index: r.index,
+                reason: r.reason,
+            })
+            .collect(),
+    }
+}
+
+/// Refill `scratch` with record `r`, reusing its buffers across records.
+pub(crate) fn fill_record(scratch: &mut Record, partition: u32, r: &RecordRef<'_>) {
+    scratch.value.clear();
+    scratch.value.extend_from_slice(r.value);
+    match (r.key, &mut scratch.key) {
+        (Some(k), Some(buf)) => {
+            buf.clear();
+            buf.extend_from_slice(k);
+        }
+        (Some(k), slot) => *slot = Some(k.to_vec()),
+        (None, slot) => *slot = None,
+    }
+    scratch.headers.clear();
+    scratch.headers.extend(r.headers().map(|(name, value)| Header {
+        name: name.to_owned(),
+        value: value.to_vec(),
+    }));
+    scratch.timestamp = r.timestamp;
+    scratch.position.partition = partition;
+    scratch.position.offset = r.offset;
+}

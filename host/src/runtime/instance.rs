@@ -1,0 +1,267 @@
+//! One partition task's instance of a transform: its own Store, reused for
+//! every batch, rebuilt from the shared instance-pre after a trap.
+
+use std::sync::Arc;
+
+use wasmtime::{Store, Trap};
+
+use super::bindings::{Guest, Position, Record, RecordError, Transformer};
+use super::convert::{fill_record, from_wit, to_wit};
+use super::state::{GuestMetrics, HostState};
+use super::{Limits, TransformComponent, one_line};
+use crate::engine::batch::RecordBatch;
+use crate::engine::output::{Rejected, TransformOutput};
+use crate::engine::transform::{Transform, TransformError};
+
+/// Which guest export a [`WasmTransform`] calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallMode {
+    /// One `process-batch` call per batch (the fast path).
+    Batch,
+    /// One `process-record` call per record (lowest latency per record).
+    PerRecord,
+}
+
+struct Live {
+    store: Store<HostState>,
+    bindings: Transformer,
+}
+
+/// A transform component bound to one partition task.
+pub struct WasmTransform {
+    component: TransformComponent,
+    config: Vec<(String, String)>,
+    limits: Limits,
+    label: Arc<str>,
+    mode: CallMode,
+    live: Option<Live>,
+    instances_created: u64,
+    scratch: Record,
+    /// Metrics of instances already discarded, so counts survive a trap.
+    retired_metrics: GuestMetrics,
+}
+
+impl WasmTransform {
+    /// Instantiate and `init` the component; a refused config or a trap in
+    /// `init` is returned here, before any record is processed.
+    pub fn new(
+        component: &TransformComponent,
+        config: Vec<(String, String)>,
+        limits: Limits,
+        label: &str,
+        mode: CallMode,
+    ) -> Result<Self, TransformError> {
+        let mut t = WasmTransform {
+            component: component.clone(),
+            config,
+            limits,
+            label: label.into(),
+            mode,
+            live: None,
+            instances_created: 0,
+            scratch: Record {
+                key: None,
+                value: Vec::new(),
+                headers: Vec::new(),
+                timestamp: 0,
+                position: Position {
+                    partition: 0,
+                    offset: 0,
+                },
+            },
+            retired_metrics: GuestMetrics::default(),
+        };
+        t.ensure_live()?;
+        Ok(t)
+    }
+
+    /// How many instances were created so far (1 + one per recovered trap).
+    pub fn instances_created(&self) -> u64 {
+        self.instances_created
+    }
+
+    /// Counters and gauges the guest reported, across instance restarts.
+    pub fn metrics(&self) -> GuestMetrics {
+        let mut m = self.retired_metrics.clone();
+        if let Some(live) = &self.live {
+            let cur = &live.store.data().metrics;
+            for (k, v) in &cur.counters {
+                *m.counters.entry(k.clone()).or_default() += v;
+            }
+            m.gauges.extend(cur.gauges.iter().map(|(k, v)| (k.clone(), *v)));
+            m.dropped += cur.dropped;
+        }
+        m
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        let tick = self.component.inner.epoch_tick.as_nanos().max(1);
+        (self.limits.call_deadline.as_nanos() / tick) as u64 + 1
+    }
+
+    fn ensure_live(&mut self) -> Result<&mut Live, TransformError> {
+        if self.live.is_none() {
+            let live = self.instantiate()?;
+            self.live = Some(live);
+        }
+        Ok(self.live.as_mut().expect("just set"))
+    }
+
+    fn instantiate(&mut self) -> Result<Live, TransformError> {
+        let inner = &self.component.inner;
+        let state = HostState::new(self.label.clone(), self.limits.max_memory);
+        let mut store = Store::new(&inner.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline(self.deadline_ticks());
+        self.instances_created += 1;
+        let bindings = match inner.pre.instantiate(&mut store) {
+            Ok(b) => b,
+            Err(e) => return Err(classify(&e, &store, &self.limits)),
+        };
+        store.set_epoch_deadline(self.deadline_ticks());
+        match guest(&bindings).call_init(&mut store, &self.config) {
+            Ok(Ok(())) => Ok(Live { store, bindings }),
+            Ok(Err(msg)) => Err(TransformError::Config(msg)),
+            Err(e) => Err(classify(&e, &store, &self.limits)),
+        }
+    }
+
+    /// Drop a poisoned instance, keeping its metrics.
+    fn retire(&mut self) {
+        if let Some(live) = self.live.take() {
+            let m = &live.store.data().metrics;
+            for (k, v) in &m.counters {
+                *self.retired_metrics.counters.entry(k.clone()).or_default() += v;
+            }
+            self.retired_metrics
+                .gauges
+                .extend(m.gauges.iter().map(|(k, v)| (k.clone(), *v)));
+            self.retired_metrics.dropped += m.dropped;
+        }
+    }
+
+    fn call_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let ticks = self.deadline_ticks();
+        let limits = self.limits;
+        let live = self.ensure_live()?;
+        live.store.set_epoch_deadline(ticks);
+        let wire = to_wit(input);
+        match guest(&live.bindings).call_process_batch(&mut live.store, &wire) {
+            Ok(Ok(out)) => Ok(from_wit(out)),
+            Ok(Err(msg)) => Err(TransformError::Fatal(msg)),
+            Err(e) => Err(classify(&e, &live.store, &limits)),
+        }
+    }
+
+    fn call_records(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let ticks = self.deadline_ticks();
+        let limits = self.limits;
+        let mut scratch = std::mem::replace(&mut self.scratch, empty_record());
+        let live = self.ensure_live()?;
+        let mut out = TransformOutput::default();
+        let mut result = Ok(());
+        for i in 0..input.len() {
+            let r = input.get(i);
+            fill_record(&mut scratch, input.partition, &r);
+            live.store.set_epoch_deadline(ticks);
+            match guest(&live.bindings).call_process_record(&mut live.store, &scratch) {
+                Ok(Ok(records)) => {
+                    for o in records {
+                        let headers: Vec<(&str, &[u8])> = o
+                            .headers
+                            .iter()
+                            .map(|h| (h.name.as_str(), h.value.as_slice()))
+                            .collect();
+                        out.batch.push(
+                            i as u32,
+                            o.output.as_deref(),
+                            o.key.as_deref(),
+                            &o.value,
+                            &headers,
+                            o.timestamp.unwrap_or(r.timestamp),
+                        );
+                    }
+                }
+                Ok(Err(RecordError::BadRecord(reason))) => out.rejected.push(Rejected {
+                    index: i as u32,
+                    reason,
+                }),
+                Ok(Err(RecordError::Fatal(msg))) => {
+                    result = Err(TransformError::Fatal(format!(
+                        "record {i} (partition {}, offset {}): {msg}",
+                        input.partition, r.offset
+                    )));
+                    break;
+                }
+                Err(e) => {
+                    result = Err(classify(&e, &live.store, &limits));
+                    break;
+                }
+            }
+        }
+        self.scratch = scratch;
+        result.map(|()| out)
+    }
+}
+
+fn empty_record() -> Record {
+    Record {
+        key: None,
+        value: Vec::new(),
+        headers: Vec::new(),
+        timestamp: 0,
+        position: Position {
+            partition: 0,
+            offset: 0,
+        },
+    }
+}
+
+fn guest(bindings: &Transformer) -> &Guest {
+    bindings.weir_transform_transform()
+}
+
+/// Turn a failed guest call into a typed error, with what the guest printed
+/// to stderr (e.g. a panic message) when there is any.
+fn classify(e: &wasmtime::Error, store: &Store<HostState>, limits: &Limits) -> TransformError {
+    let state = store.data();
+    if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+        return TransformError::Deadline {
+            limit: limits.call_deadline,
+        };
+    }
+    if state.limiter.exceeded {
+        return TransformError::OutOfMemory {
+            limit: limits.max_memory,
+        };
+    }
+    let mut message = one_line(e);
+    let stderr = state.stderr.take_tail();
+    if !stderr.is_empty() {
+        message = format!("{message} (guest stderr: {stderr})");
+    }
+    TransformError::Trap { message }
+}
+
+impl Transform for WasmTransform {
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let result = match self.mode {
+            CallMode::Batch => self.call_batch(input),
+            CallMode::PerRecord => self.call_records(input),
+        };
+        match result {
+            Ok(out) => {
+                out.validate(input.len())
+                    .map_err(|e| TransformError::Malformed(e.to_string()))?;
+                Ok(out)
+            }
+            Err(e) => {
+                if e.poisons_instance() {
+                    self.retire();
+                }
+                Err(e)
+            }
+        }
+    }
+}

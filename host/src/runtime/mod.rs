@@ -1,0 +1,204 @@
+//! The WASM runtime: loads, validates and caches components, and runs them
+//! as engine [`Transform`](crate::engine::Transform)s.
+//!
+//! One [`Runtime`] per process holds the wasmtime `Engine`, the `Linker` and
+//! the epoch ticker; one [`TransformComponent`] per loaded binary holds the
+//! shared instance-pre; one [`WasmTransform`] per partition task owns its own
+//! `Store`, so guests share nothing at run time.
+
+mod bindings;
+mod cache;
+mod convert;
+mod inspect;
+mod instance;
+mod output_pipe;
+mod state;
+mod ticker;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, Linker};
+use wasmtime::{Config, Engine};
+
+pub use bindings::{EXPORT_INTERFACE, PACKAGE, WORLD};
+pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
+pub use inspect::{Interfaces, LoadError};
+pub use instance::{CallMode, WasmTransform};
+pub use state::GuestMetrics;
+
+use bindings::{Transformer, TransformerPre};
+use state::HostState;
+
+/// Per-instance resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest linear memory a guest may grow to, in bytes.
+    pub max_memory: usize,
+    /// Longest one guest call (init, a batch, a record) may run.
+    pub call_deadline: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_memory: 256 << 20,
+            call_deadline: Duration::from_secs(10),
+        }
+    }
+}
+
+/// How the process-wide runtime is set up.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Granularity of CPU deadlines.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            cache_dir: default_cache_dir(),
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// Errors setting up the runtime itself (not a particular component).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the WebAssembly runtime: {0}")]
+pub struct RuntimeError(String);
+
+/// The process-wide WebAssembly runtime.
+pub struct Runtime {
+    engine: Engine,
+    linker: Arc<Linker<HostState>>,
+    options: RuntimeOptions,
+    _ticker: ticker::Ticker,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        let mut linker = Linker::<HostState>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
+        Transformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
+        let ticker = ticker::Ticker::start(engine.clone(), options.epoch_tick);
+        Ok(Runtime {
+            engine,
+            linker: Arc::new(linker),
+            options,
+            _ticker: ticker,
+        })
+    }
+
+    /// Load, validate and (via the cache) compile a transform component.
+    /// `grants` lists interfaces the pipeline allows beyond the defaults.
+    pub fn load(&self, path: &Path, grants: &[String]) -> Result<TransformComponent, LoadError> {
+        let bytes = std::fs::read(path).map_err(|err| LoadError::Read {
+            path: path.into(),
+            err,
+        })?;
+        self.load_bytes(path, &bytes, grants)
+    }
+
+    /// As [`Runtime::load`], for bytes already in memory; `path` names them in errors.
+    pub fn load_bytes(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        grants: &[String],
+    ) -> Result<TransformComponent, LoadError> {
+        inspect::check_header(path, bytes)?;
+        let sha256 = sha256_hex(bytes);
+        let (component, cache, compile_time) = cache::load_or_compile(
+            &self.engine,
+            bytes,
+            &sha256,
+            self.options.cache_dir.as_deref(),
+        )
+        .map_err(|e| LoadError::Invalid {
+            path: path.into(),
+            message: one_line(&e),
+        })?;
+        let interfaces = inspect::interfaces(&self.engine, &component);
+        inspect::check_interfaces(path, &interfaces, grants)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Link {
+                path: path.into(),
+                message: one_line(&e),
+            })?;
+        let pre = TransformerPre::new(pre).map_err(|e| LoadError::WrongExports {
+            path: path.into(),
+            message: one_line(&e),
+        })?;
+        Ok(TransformComponent {
+            inner: Arc::new(ComponentInner {
+                pre,
+                engine: self.engine.clone(),
+                epoch_tick: self.options.epoch_tick,
+                info: ComponentInfo {
+                    path: path.into(),
+                    sha256,
+                    size: bytes.len(),
+                    interfaces,
+                    cache,
+                    load_time: compile_time,
+                },
+            }),
+        })
+    }
+}
+
+/// Facts about a loaded component, for `weir validate` and dead letters.
+#[derive(Debug, Clone)]
+pub struct ComponentInfo {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub size: usize,
+    pub interfaces: Interfaces,
+    pub cache: CacheOutcome,
+    /// Time to compile or to load from the cache.
+    pub load_time: Duration,
+}
+
+/// A validated, compiled component, cheap to clone and share across
+/// partition tasks.
+#[derive(Clone)]
+pub struct TransformComponent {
+    inner: Arc<ComponentInner>,
+}
+
+struct ComponentInner {
+    pre: TransformerPre<HostState>,
+    engine: Engine,
+    epoch_tick: Duration,
+    info: ComponentInfo,
+}
+
+impl TransformComponent {
+    pub fn info(&self) -> &ComponentInfo {
+        &self.inner.info
+    }
+}
+
+/// Render a wasmtime error chain on one line.
+pub(crate) fn one_line(e: &wasmtime::Error) -> String {
+    let text = format!("{e:#}");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

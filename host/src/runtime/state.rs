@@ -1,0 +1,152 @@
+//! Per-store host state: the (empty by default) WASI context, the memory
+//! limiter, and what the guest logged and counted.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use wasmtime::ResourceLimiter;
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::{Level, LogHost, MetricsHost, TypesHost};
+use super::output_pipe::GuestOutput;
+
+/// Guests may create at most this many distinct metric names, so a guest
+/// cannot grow host memory without bound through metric names.
+const MAX_METRICS: usize = 1024;
+/// Longest metric name or log line kept, in bytes.
+const MAX_TEXT: usize = 4096;
+
+/// Counters and gauges reported by a guest.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GuestMetrics {
+    pub counters: BTreeMap<String, u64>,
+    pub gauges: BTreeMap<String, f64>,
+    /// Metric updates refused because the name limit was reached.
+    pub dropped: u64,
+}
+
+/// Denies memory growth past the limit and remembers that it did, so the
+/// resulting guest abort is reported as "out of memory", not a bare trap.
+pub(crate) struct Limiter {
+    pub(crate) max_memory: usize,
+    pub(crate) exceeded: bool,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.max_memory {
+            self.exceeded = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+pub(crate) struct HostState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: Limiter,
+    pub(crate) label: Arc<str>,
+    pub(crate) metrics: GuestMetrics,
+    pub(crate) stderr: GuestOutput,
+}
+
+impl HostState {
+    pub(crate) fn new(label: Arc<str>, max_memory: usize) -> Self {
+        let stdout = GuestOutput::new("stdout", label.clone());
+        let stderr = GuestOutput::new("stderr", label.clone());
+        // No preopens, no environment, no network, no inherited stdio.
+        let wasi = WasiCtx::builder()
+            .stdout(stdout)
+            .stderr(stderr.clone())
+            .allow_ip_name_lookup(false)
+            .allow_tcp(false)
+            .allow_udp(false)
+            .build();
+        HostState {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: Limiter {
+                max_memory,
+                exceeded: false,
+            },
+            label,
+            metrics: GuestMetrics::default(),
+            stderr,
+        }
+    }
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+fn clip(s: &str) -> &str {
+    if s.len() <= MAX_TEXT {
+        return s;
+    }
+    let mut end = MAX_TEXT;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+impl LogHost for HostState {
+    fn log(&mut self, level: Level, message: String) {
+        let (label, msg) = (&*self.label, clip(&message));
+        match level {
+            Level::Trace => tracing::trace!(target: "weir::guest", guest = label, "{msg}"),
+            Level::Debug => tracing::debug!(target: "weir::guest", guest = label, "{msg}"),
+            Level::Info => tracing::info!(target: "weir::guest", guest = label, "{msg}"),
+            Level::Warn => tracing::warn!(target: "weir::guest", guest = label, "{msg}"),
+            Level::Error => tracing::error!(target: "weir::guest", guest = label, "{msg}"),
+        }
+    }
+}
+
+impl MetricsHost for HostState {
+    fn counter_add(&mut self, name: String, delta: u64) {
+        let m = &mut self.metrics;
+        if let Some(c) = m.counters.get_mut(&name) {
+            *c = c.saturating_add(delta);
+        } else if m.counters.len() + m.gauges.len() < MAX_METRICS {
+            m.counters.insert(clip(&name).to_owned(), delta);
+        } else {
+            m.dropped += 1;
+        }
+    }
+
+    fn gauge_set(&mut self, name: String, value: f64) {
+        let m = &mut self.metrics;
+        if let Some(g) = m.gauges.get_mut(&name) {
+            *g = value;
+        } else if m.counters.len() + m.gauges.len() < MAX_METRICS {
+            m.gauges.insert(clip(&name).to_owned(), value);
+        } else {
+            m.dropped += 1;
+        }
+    }
+}
+
+impl TypesHost for HostState {}
