@@ -1,6 +1,6 @@
 //! Compile once: precompiled components are cached on disk, keyed by the
 //! component's SHA-256 and the engine's compatibility hash, so a second start
-//! loads machine code by mmap (milliseconds) instead of compiling (seconds
+//! loads machine code (milliseconds) instead of compiling (seconds
 //! for a Python or JavaScript guest).
 
 use std::hash::{Hash, Hasher};
@@ -51,11 +51,13 @@ pub(crate) fn load_or_compile(
         return Ok((c, CacheOutcome::Disabled, start.elapsed()));
     };
     let path = artifact_path(dir, content_hash, engine);
-    if path.exists() {
-        // SAFETY: the file was written by `serialize` below into weir's own
+    // Read into memory rather than mmap: a cache file replaced or truncated
+    // while weir runs must not crash the process (SIGBUS on a mapped page).
+    if let Ok(artifact) = std::fs::read(&path) {
+        // SAFETY: the bytes come from `serialize` below, stored in weir's own
         // cache directory under a name derived from the content hash and the
-        // engine settings; wasmtime re-checks compatibility on load.
-        match unsafe { Component::deserialize_file(engine, &path) } {
+        // engine settings; wasmtime re-checks the header and compatibility.
+        match unsafe { Component::deserialize(engine, &artifact) } {
             Ok(c) => return Ok((c, CacheOutcome::Hit, start.elapsed())),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "discarding unusable cached artifact: {e:#}");

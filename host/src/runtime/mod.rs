@@ -77,7 +77,7 @@ pub struct Runtime {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
     options: RuntimeOptions,
-    _ticker: ticker::Ticker,
+    ticker: Arc<ticker::Ticker>,
 }
 
 impl Runtime {
@@ -92,12 +92,12 @@ impl Runtime {
             .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
         Transformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
-        let ticker = ticker::Ticker::start(engine.clone(), options.epoch_tick);
+        let ticker = Arc::new(ticker::Ticker::start(engine.clone(), options.epoch_tick));
         Ok(Runtime {
             engine,
             linker: Arc::new(linker),
             options,
-            _ticker: ticker,
+            ticker,
         })
     }
 
@@ -147,6 +147,7 @@ impl Runtime {
             inner: Arc::new(ComponentInner {
                 pre,
                 engine: self.engine.clone(),
+                _ticker: self.ticker.clone(),
                 epoch_tick: self.options.epoch_tick,
                 info: ComponentInfo {
                     path: path.into(),
@@ -183,6 +184,9 @@ pub struct TransformComponent {
 struct ComponentInner {
     pre: TransformerPre<HostState>,
     engine: Engine,
+    /// Keeps deadlines enforced for as long as any instance may run, even
+    /// after the `Runtime` that loaded the component is dropped.
+    _ticker: Arc<ticker::Ticker>,
     epoch_tick: Duration,
     info: ComponentInfo,
 }

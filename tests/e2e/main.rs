@@ -1,0 +1,10 @@
+//! End-to-end tests: real guests built from source, run through the real
+//! host runtime and the real `weir` binary.
+
+mod testkit;
+
+mod bad_components;
+mod cli;
+mod examples;
+mod misbehaving_guests;
+mod polyglot;

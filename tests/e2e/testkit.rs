@@ -1,0 +1,113 @@
+//! Shared helpers for the end-to-end tests and benchmarks: guests are built
+//! from source here (once per test process; cargo's own lock serialises
+//! concurrent test binaries), never checked in.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use weir::engine::RecordBatch;
+use weir::runtime::{Runtime, RuntimeOptions};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("host/ has a parent")
+        .to_path_buf()
+}
+
+fn guest_target_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("guests")
+}
+
+/// Build one guest workspace for wasm32-wasip2 (release, simd128 via the
+/// workspace's .cargo/config.toml).
+fn build_workspace(dir: &Path) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--quiet"])
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", guest_target_dir())
+        // Flags meant for the host build must not leak into the guest build.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .status()
+        .expect("running cargo to build guests");
+    assert!(
+        status.success(),
+        "building guests in {} failed (is the wasm32-wasip2 target installed? `rustup target add wasm32-wasip2`)",
+        dir.display()
+    );
+}
+
+/// Path of a guest component by crate name, e.g. `uppercase`, `misbehave`.
+pub fn guest(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        build_workspace(&repo_root().join("examples/rust"));
+        build_workspace(&repo_root().join("tests/guests"));
+    });
+    let path = guest_target_dir()
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    let path = if path.exists() {
+        path
+    } else {
+        path.with_file_name(format!("{name}.wasm"))
+    };
+    assert!(path.exists(), "guest {name} was not built at {}", path.display());
+    path
+}
+
+/// Python and JavaScript smoke guests, built by scripts/build-polyglot.
+pub fn polyglot_guest(file: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("polyglot");
+    BUILT.get_or_init(|| {
+        let status = Command::new(repo_root().join("scripts/build-polyglot"))
+            .arg(&out)
+            .status()
+            .expect("running scripts/build-polyglot");
+        assert!(status.success(), "scripts/build-polyglot failed; see its output above");
+    });
+    out.join(file)
+}
+
+/// A runtime whose compile cache lives under the test target dir.
+pub fn runtime() -> Runtime {
+    Runtime::new(RuntimeOptions {
+        cache_dir: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")),
+        ..RuntimeOptions::default()
+    })
+    .expect("runtime")
+}
+
+/// A batch of plain values on partition 0, offsets from 100, timestamps 1000+i.
+pub fn batch(values: &[&str]) -> RecordBatch {
+    let mut b = RecordBatch::new(0);
+    for (i, v) in values.iter().enumerate() {
+        b.push(None, v.as_bytes(), 1000 + i as i64, 100 + i as i64);
+    }
+    b
+}
+
+/// Output values of a transform result as strings.
+pub fn values(out: &weir::engine::TransformOutput, input: &RecordBatch) -> Vec<String> {
+    out.batch
+        .iter(input)
+        .map(|o| String::from_utf8_lossy(o.value).into_owned())
+        .collect()
+}
+
+/// The `weir` binary under test.
+pub fn weir() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
+    c.env(
+        "WEIR_CACHE_DIR",
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+    );
+    c
+}

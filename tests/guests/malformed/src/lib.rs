@@ -1,0 +1,60 @@
+//! Implements the raw export with broken batch encodings, chosen by config
+//! `mode`: `ends-past-data`, `ends-decreasing`, `origin-out-of-range`,
+//! `route-out-of-range`, `count-mismatch`, `bad-reject-index`.
+
+use std::cell::RefCell;
+
+use weir_guest::bindings::exports::weir::transform::transform::Guest;
+use weir_guest::wit::{Batch, BadRecord, OutputBatch, OutputRecord, Record, RecordError};
+
+thread_local! {
+    static MODE: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+struct Malformed;
+
+impl Guest for Malformed {
+    fn init(config: Vec<(String, String)>) -> Result<(), String> {
+        let mode = config
+            .into_iter()
+            .find(|(k, _)| k == "mode")
+            .map(|(_, v)| v)
+            .ok_or("missing config key `mode`")?;
+        MODE.with(|m| *m.borrow_mut() = mode);
+        Ok(())
+    }
+
+    fn process_batch(input: Batch) -> Result<OutputBatch, String> {
+        let n = input.value_ends.len() as u32;
+        let mut out = OutputBatch {
+            values: input.values,
+            value_ends: input.value_ends,
+            keys: vec![],
+            key_ends: vec![],
+            has_key: vec![],
+            headers: vec![],
+            header_ends: vec![],
+            timestamps: vec![],
+            origins: vec![],
+            outputs: vec![],
+            routes: vec![],
+            rejected: vec![],
+        };
+        match MODE.with(|m| m.borrow().clone()).as_str() {
+            "ends-past-data" => out.value_ends.push(u32::MAX),
+            "ends-decreasing" => out.value_ends.insert(0, 5),
+            "origin-out-of-range" => out.origins = (0..n).map(|i| i + n).collect(),
+            "route-out-of-range" => out.routes = vec![7; n as usize],
+            "count-mismatch" => out.timestamps = vec![0; n as usize + 3],
+            "bad-reject-index" => out.rejected.push(BadRecord { index: n + 10, reason: "x".into() }),
+            other => return Err(format!("unknown mode {other}")),
+        }
+        Ok(out)
+    }
+
+    fn process_record(_: Record) -> Result<Vec<OutputRecord>, RecordError> {
+        Err(RecordError::Fatal("per-record path not implemented by this test guest".into()))
+    }
+}
+
+weir_guest::bindings::__export_transformer!(Malformed with_types_in weir_guest::bindings);

@@ -1,0 +1,55 @@
+//! A guest that misbehaves on command, one behaviour per record value:
+//! `panic`, `loop`, `oom`, `bad`, `fatal`, `log` (logs and counts); any other
+//! value passes through. Config `refuse = <msg>` makes init fail; `slow-init`
+//! makes init spin forever.
+
+use weir_guest::{Config, Output, Record, RecordError, Transform, host};
+
+struct Misbehave;
+
+impl Transform for Misbehave {
+    fn init(config: &Config) -> Result<Self, String> {
+        if let Some(msg) = config.get("refuse") {
+            return Err(msg.to_string());
+        }
+        if config.get("slow-init").is_some() {
+            spin();
+        }
+        Ok(Misbehave)
+    }
+
+    fn process(&mut self, r: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+        match r.value() {
+            b"panic" => panic!("guest panicked on purpose at offset {}", r.position().offset),
+            b"loop" => spin(),
+            b"oom" => {
+                let mut hog: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hog.push(vec![1u8; 1 << 20]);
+                    std::hint::black_box(&hog);
+                }
+            }
+            b"bad" => Err(RecordError::bad("this record is bad on purpose")),
+            b"fatal" => Err(RecordError::fatal("giving up on purpose")),
+            b"log" => {
+                host::info("log record seen");
+                host::counter_add("logged", 1);
+                out.forward();
+                Ok(())
+            }
+            _ => {
+                out.forward();
+                Ok(())
+            }
+        }
+    }
+}
+
+fn spin() -> ! {
+    let mut x = 0u64;
+    loop {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
+weir_guest::export!(Misbehave);
