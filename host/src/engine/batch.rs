@@ -73,6 +73,41 @@ fn take_chunk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
     (rest.len() >= len).then(|| rest.split_at(len))
 }
 
+/// Append record `n`'s key to the optional key columns, materialising them
+/// (back-filled with "no key") the first time a record has a key.
+pub(crate) fn push_key(
+    keys: &mut Vec<u8>,
+    key_ends: &mut Vec<u32>,
+    has_key: &mut Vec<bool>,
+    n: usize,
+    key: Option<&[u8]>,
+) {
+    if key.is_some() || !key_ends.is_empty() {
+        key_ends.resize(n, keys.len() as u32);
+        has_key.resize(n, false);
+        keys.extend_from_slice(key.unwrap_or_default());
+        key_ends.push(keys.len() as u32);
+        has_key.push(key.is_some());
+    }
+}
+
+/// Append record `n`'s headers, materialising the optional header column
+/// the first time a record has headers.
+pub(crate) fn push_headers(
+    data: &mut Vec<u8>,
+    ends: &mut Vec<u32>,
+    n: usize,
+    headers: &[HeaderRef<'_>],
+) {
+    if !headers.is_empty() || !ends.is_empty() {
+        ends.resize(n, data.len() as u32);
+        for (name, v) in headers {
+            encode_header(data, name, v);
+        }
+        ends.push(data.len() as u32);
+    }
+}
+
 pub fn encode_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
     out.extend_from_slice(&(name.len() as u32).to_le_bytes());
     out.extend_from_slice(name.as_bytes());
@@ -135,26 +170,8 @@ impl RecordBatch {
         offset: i64,
     ) {
         let n = self.len();
-        if key.is_some() && self.key_ends.is_empty() && n > 0 {
-            self.key_ends.resize(n, 0);
-            self.has_key.resize(n, false);
-        }
-        if let Some(k) = key {
-            self.keys.extend_from_slice(k);
-        }
-        if !self.key_ends.is_empty() || key.is_some() {
-            self.key_ends.push(self.keys.len() as u32);
-            self.has_key.push(key.is_some());
-        }
-        if !headers.is_empty() && self.header_ends.is_empty() && n > 0 {
-            self.header_ends.resize(n, 0);
-        }
-        for (name, v) in headers {
-            encode_header(&mut self.headers, name, v);
-        }
-        if !self.header_ends.is_empty() || !headers.is_empty() {
-            self.header_ends.push(self.headers.len() as u32);
-        }
+        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        push_headers(&mut self.headers, &mut self.header_ends, n, headers);
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
         self.timestamps.push(timestamp);
@@ -278,4 +295,45 @@ pub(crate) fn check_headers(data: &[u8], ends: &[u32]) -> Result<(), EncodingErr
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn optional_columns_materialise_on_first_use() {
+        let mut b = RecordBatch::new(1);
+        b.push(None, b"a", 1, 10);
+        assert!(b.key_ends.is_empty() && b.header_ends.is_empty());
+        b.push_with_headers(Some(b"k"), b"bc", &[("h", b"v")], 2, 11);
+        b.push(None, b"", 3, 12);
+        b.validate().unwrap();
+        assert_eq!(b.get(0).key, None);
+        assert_eq!(b.get(1).key, Some(&b"k"[..]));
+        assert_eq!(b.get(1).headers().collect::<Vec<_>>(), vec![("h", &b"v"[..])]);
+        assert_eq!(b.get(2).key, None);
+        assert_eq!(b.get(2).headers().count(), 0);
+        assert_eq!(b.get(1).value, b"bc");
+    }
+
+    #[test]
+    fn validate_names_the_broken_column() {
+        let mut b = RecordBatch::new(0);
+        b.push(None, b"abc", 0, 0);
+        b.value_ends[0] = 9;
+        assert_eq!(
+            b.validate().unwrap_err().to_string(),
+            "value-ends: last end 9 is past the data length 3"
+        );
+        let mut b = RecordBatch::new(0);
+        b.push(None, b"abc", 0, 0);
+        b.offsets.clear();
+        assert_eq!(b.validate().unwrap_err().to_string(), "offsets: has 0 entries, expected 1");
+        let mut b = RecordBatch::new(0);
+        b.push_with_headers(None, b"x", &[("n", b"v")], 0, 0);
+        b.headers.truncate(b.headers.len() - 1);
+        b.header_ends[0] -= 1;
+        assert!(b.validate().unwrap_err().to_string().contains("truncated"));
+    }
 }

@@ -3,7 +3,7 @@
 
 use super::batch::{
     EncodingError, HeaderRef, RecordBatch, check_ends, check_headers, check_len,
-    check_optional_column, encode_header, malformed, span,
+    check_optional_column, malformed, push_headers, push_key, span,
 };
 
 /// Output records of one batch. Optional columns follow the WIT rules: an
@@ -81,26 +81,8 @@ impl OutputBatch {
         let n = self.len();
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
-        if let Some(k) = key {
-            self.keys.extend_from_slice(k);
-        }
-        if key.is_some() && self.key_ends.is_empty() {
-            self.key_ends.resize(n, 0);
-            self.has_key.resize(n, false);
-        }
-        if !self.key_ends.is_empty() {
-            self.key_ends.push(self.keys.len() as u32);
-            self.has_key.push(key.is_some());
-        }
-        for (name, v) in headers {
-            encode_header(&mut self.headers, name, v);
-        }
-        if !headers.is_empty() && self.header_ends.is_empty() {
-            self.header_ends.resize(n, 0);
-        }
-        if !self.header_ends.is_empty() {
-            self.header_ends.push(self.headers.len() as u32);
-        }
+        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        push_headers(&mut self.headers, &mut self.header_ends, n, headers);
         self.timestamps.push(timestamp);
         self.origins.push(origin);
         let route = match output {
@@ -113,10 +95,8 @@ impl OutputBatch {
                 }
             },
         };
-        if route != 0 && self.routes.is_empty() {
+        if route != 0 || !self.routes.is_empty() {
             self.routes.resize(n, 0);
-        }
-        if !self.routes.is_empty() {
             self.routes.push(route);
         }
     }
@@ -217,5 +197,44 @@ impl TransformOutput {
             )),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_and_get_resolve_routes_keys_and_origins() {
+        let mut input = RecordBatch::new(0);
+        input.push(None, b"a", 5, 0);
+        input.push(None, b"b", 6, 1);
+        let mut out = OutputBatch::default();
+        out.push(0, Some("x"), Some(b"k"), b"A", &[], 50);
+        out.push(1, None, None, b"B", &[("h", b"1")], 60);
+        out.validate(2).unwrap();
+        let got: Vec<_> = out.iter(&input).collect();
+        assert_eq!(got[0].output, Some("x"));
+        assert_eq!(got[0].key, Some(&b"k"[..]));
+        assert_eq!(got[1].output, None);
+        assert_eq!(got[1].key, None);
+        assert_eq!(got[1].headers().collect::<Vec<_>>(), vec![("h", &b"1"[..])]);
+        assert_eq!(got[1].origin, 1);
+        assert_eq!(got[1].timestamp, 60);
+    }
+
+    #[test]
+    fn empty_columns_inherit_from_the_input() {
+        let mut input = RecordBatch::new(0);
+        input.push(None, b"a", 5, 0);
+        let out = OutputBatch {
+            values: b"A".to_vec(),
+            value_ends: vec![1],
+            ..Default::default()
+        };
+        out.validate(1).unwrap();
+        let o = out.get(&input, 0);
+        assert_eq!((o.origin, o.timestamp, o.output), (0, 5, None));
+        assert!(out.validate(2).unwrap_err().to_string().starts_with("origins: is empty"));
     }
 }
