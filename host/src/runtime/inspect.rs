@@ -97,6 +97,15 @@ pub(crate) fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
+/// A grant names one interface (`wasi:sockets/tcp`) or a whole package
+/// (`wasi:sockets`).
+fn grant_covers(grant: &str, interface: &str) -> bool {
+    grant == interface
+        || interface
+            .strip_prefix(grant)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
 /// Strip the `@version` from an interface name.
 fn unversioned(name: &str) -> &str {
     name.split('@').next().unwrap_or(name)
@@ -138,7 +147,7 @@ pub(crate) fn check_interfaces(
     for import in &found.imports {
         let name = unversioned(import);
         let granted = ALWAYS_GRANTED.contains(&name)
-            || extra_grants.iter().any(|g| unversioned(g) == name);
+            || extra_grants.iter().any(|g| grant_covers(unversioned(g), name));
         if !granted {
             return Err(LoadError::NotGranted {
                 path: path.into(),
