@@ -6,9 +6,10 @@ use crate::wit::{BadRecord, Header as WireHeader, OutputBatch, OutputRecord};
 
 /// Collects the output of one call in the columnar wire form.
 ///
-/// Every column is filled for every record; columns that turn out to carry
-/// nothing (no keys, no headers, default timestamps, default routes, one
-/// output per input) are sent empty, which the WIT contract reads as "absent".
+/// Optional columns (keys, headers, timestamps, origins, routes) stay empty,
+/// which the WIT contract reads as "absent / default", until the first record
+/// that needs one; then the column is back-filled for earlier records. A plain
+/// map therefore costs one value copy and one end offset per record.
 #[derive(Default)]
 pub struct Emitter {
     values: Vec<u8>,
@@ -16,13 +17,13 @@ pub struct Emitter {
     keys: Vec<u8>,
     key_ends: Vec<u32>,
     has_key: Vec<bool>,
-    any_key: bool,
     headers: Vec<u8>,
     header_ends: Vec<u32>,
-    timestamps: Vec<i64>,
-    any_explicit_timestamp: bool,
+    /// `(output index, timestamp)` of records with an explicit timestamp;
+    /// expanded to a full column by `finish`, which knows the input's.
+    explicit_timestamps: Vec<(u32, i64)>,
+    /// Materialised once output k does not come from input k.
     origins: Vec<u32>,
-    one_to_one: bool,
     outputs: Vec<String>,
     routes: Vec<u32>,
     rejected: Vec<BadRecord>,
@@ -36,6 +37,7 @@ pub(crate) struct Mark {
     records: usize,
     keys: usize,
     headers: usize,
+    timestamps: usize,
 }
 
 /// What key an emitted record carries.
@@ -50,15 +52,21 @@ impl Emitter {
         Emitter {
             values: Vec::with_capacity(bytes),
             value_ends: Vec::with_capacity(records),
-            key_ends: Vec::with_capacity(records),
-            has_key: Vec::with_capacity(records),
-            header_ends: Vec::with_capacity(records),
-            timestamps: Vec::with_capacity(records),
-            origins: Vec::with_capacity(records),
-            routes: Vec::with_capacity(records),
-            one_to_one: true,
             ..Default::default()
         }
+    }
+
+    /// Empty every column, keeping allocations for the next call.
+    pub(crate) fn clear(&mut self) {
+        self.rollback(Mark {
+            values: 0,
+            records: 0,
+            keys: 0,
+            headers: 0,
+            timestamps: 0,
+        });
+        self.outputs.clear();
+        self.rejected.clear();
     }
 
     pub(crate) fn mark(&self) -> Mark {
@@ -67,6 +75,7 @@ impl Emitter {
             records: self.value_ends.len(),
             keys: self.keys.len(),
             headers: self.headers.len(),
+            timestamps: self.explicit_timestamps.len(),
         }
     }
 
@@ -78,7 +87,7 @@ impl Emitter {
         self.has_key.truncate(m.records);
         self.headers.truncate(m.headers);
         self.header_ends.truncate(m.records);
-        self.timestamps.truncate(m.records);
+        self.explicit_timestamps.truncate(m.timestamps);
         self.origins.truncate(m.records);
         self.routes.truncate(m.records);
     }
@@ -87,8 +96,8 @@ impl Emitter {
         self.rejected.push(BadRecord { index, reason });
     }
 
-    fn route(&mut self, output: Option<&str>) -> u32 {
-        let Some(name) = output else { return 0 };
+    #[inline(never)]
+    fn route(&mut self, name: &str) -> u32 {
         match self.outputs.iter().position(|o| o == name) {
             Some(i) => i as u32 + 1,
             None => {
@@ -110,6 +119,7 @@ impl Emitter {
         timestamp: Option<i64>,
         output: Option<&str>,
     ) {
+        let n = self.value_ends.len();
         write_value(&mut self.values);
         self.value_ends.push(self.values.len() as u32);
 
@@ -117,55 +127,82 @@ impl Emitter {
             KeySpec::Inherit => origin.key(),
             KeySpec::Set(k) => k,
         };
-        if let Some(k) = key {
-            self.keys.extend_from_slice(k);
-            self.any_key = true;
+        if key.is_some() || !self.key_ends.is_empty() {
+            self.key_ends.resize(n, self.keys.len() as u32);
+            self.has_key.resize(n, false);
+            self.keys.extend_from_slice(key.unwrap_or_default());
+            self.key_ends.push(self.keys.len() as u32);
+            self.has_key.push(key.is_some());
         }
-        self.key_ends.push(self.keys.len() as u32);
-        self.has_key.push(key.is_some());
 
-        match headers {
-            None => {
-                for (name, value) in origin.headers().iter() {
-                    encode_header(&mut self.headers, name, value);
+        let has_headers = match headers {
+            None => !origin.headers().is_empty(),
+            Some(list) => !list.is_empty(),
+        };
+        if has_headers || !self.header_ends.is_empty() {
+            self.header_ends.resize(n, self.headers.len() as u32);
+            match headers {
+                None => {
+                    for (name, value) in origin.headers().iter() {
+                        encode_header(&mut self.headers, name, value);
+                    }
+                }
+                Some(list) => {
+                    for (name, value) in list {
+                        encode_header(&mut self.headers, name, value);
+                    }
                 }
             }
-            Some(list) => {
-                for (name, value) in list {
-                    encode_header(&mut self.headers, name, value);
-                }
-            }
+            self.header_ends.push(self.headers.len() as u32);
         }
-        self.header_ends.push(self.headers.len() as u32);
 
-        self.any_explicit_timestamp |= timestamp.is_some();
-        self.timestamps
-            .push(timestamp.unwrap_or_else(|| origin.timestamp()));
+        if let Some(ts) = timestamp {
+            self.explicit_timestamps.push((n as u32, ts));
+        }
 
-        self.one_to_one &= origin.index() as usize == self.origins.len();
-        self.origins.push(origin.index());
-        let route = self.route(output);
-        self.routes.push(route);
+        let index = origin.index();
+        if !self.origins.is_empty() || index as usize != n {
+            if self.origins.is_empty() {
+                self.origins.extend(0..n as u32);
+            }
+            self.origins.push(index);
+        }
+
+        let route = match output {
+            None => 0,
+            Some(name) => self.route(name),
+        };
+        if route != 0 || !self.routes.is_empty() {
+            self.routes.resize(n, 0);
+            self.routes.push(route);
+        }
     }
 
-    /// Finish the batch for an input of `input_len` records.
-    pub(crate) fn finish(mut self, input_len: usize) -> OutputBatch {
+    /// Origin of output record `i`.
+    fn origin(&self, i: usize) -> usize {
+        if self.origins.is_empty() {
+            i
+        } else {
+            self.origins[i] as usize
+        }
+    }
+
+    /// Finish the batch; `input_timestamps` resolves inherited timestamps
+    /// when some record set its own.
+    pub(crate) fn finish(mut self, input_timestamps: &[i64]) -> OutputBatch {
         let n = self.value_ends.len();
-        if !self.any_key {
-            self.key_ends.clear();
-            self.has_key.clear();
+        let input_len = input_timestamps.len();
+        if self.origins.is_empty() && n != input_len {
+            self.origins.extend(0..n as u32);
         }
-        if self.headers.is_empty() {
-            self.header_ends.clear();
-        }
-        if !self.any_explicit_timestamp {
-            self.timestamps.clear();
-        }
-        if self.one_to_one && n == input_len {
-            self.origins.clear();
-        }
-        if self.outputs.is_empty() {
-            self.routes.clear();
+        let mut timestamps = Vec::new();
+        if !self.explicit_timestamps.is_empty() {
+            timestamps = (0..n)
+                .map(|i| input_timestamps.get(self.origin(i)).copied().unwrap_or(0))
+                .collect();
+            for &(i, ts) in &self.explicit_timestamps {
+                timestamps[i as usize] = ts;
+            }
         }
         OutputBatch {
             values: self.values,
@@ -175,7 +212,7 @@ impl Emitter {
             has_key: self.has_key,
             headers: self.headers,
             header_ends: self.header_ends,
-            timestamps: self.timestamps,
+            timestamps,
             origins: self.origins,
             outputs: self.outputs,
             routes: self.routes,
@@ -183,36 +220,35 @@ impl Emitter {
         }
     }
 
-    /// Finish as a list of records, for the per-record call.
-    pub(crate) fn into_records(self) -> Vec<OutputRecord> {
-        let mut out = Vec::with_capacity(self.value_ends.len());
-        for i in 0..self.value_ends.len() {
-            let key = self
-                .has_key
-                .get(i)
-                .copied()
-                .unwrap_or(false)
-                .then(|| span(&self.keys, &self.key_ends, i).to_vec());
-            let header_bytes = span(&self.headers, &self.header_ends, i);
-            let headers = crate::record::Headers::Encoded(header_bytes)
-                .iter()
-                .map(|(name, value)| WireHeader {
-                    name: name.to_owned(),
-                    value: value.to_vec(),
-                })
-                .collect();
-            let route = self.routes[i];
-            out.push(OutputRecord {
-                output: (route != 0).then(|| self.outputs[route as usize - 1].clone()),
-                key,
-                value: span(&self.values, &self.value_ends, i).to_vec(),
-                headers,
-                timestamp: self
-                    .any_explicit_timestamp
-                    .then(|| self.timestamps[i]),
-            });
-        }
-        out
+    /// The output as a list of records, for the per-record call.
+    pub(crate) fn to_records(&self) -> Vec<OutputRecord> {
+        let mut explicit = self.explicit_timestamps.iter().peekable();
+        (0..self.value_ends.len())
+            .map(|i| {
+                let key = (!self.key_ends.is_empty() && self.has_key[i])
+                    .then(|| span(&self.keys, &self.key_ends, i).to_vec());
+                let headers = if self.header_ends.is_empty() {
+                    Vec::new()
+                } else {
+                    crate::record::Headers::Encoded(span(&self.headers, &self.header_ends, i))
+                        .iter()
+                        .map(|(name, value)| WireHeader {
+                            name: name.to_owned(),
+                            value: value.to_vec(),
+                        })
+                        .collect()
+                };
+                let route = self.routes.get(i).copied().unwrap_or(0);
+                let timestamp = explicit.next_if(|(k, _)| *k as usize == i).map(|(_, t)| *t);
+                OutputRecord {
+                    output: (route != 0).then(|| self.outputs[route as usize - 1].clone()),
+                    key,
+                    value: span(&self.values, &self.value_ends, i).to_vec(),
+                    headers,
+                    timestamp,
+                }
+            })
+            .collect()
     }
 }
 

@@ -181,6 +181,7 @@ impl<'a> Batch<'a> {
     }
 
     /// Record `i`; panics if `i >= len()`.
+    #[inline]
     pub fn get(&self, i: usize) -> Record<'a> {
         let w = self.wire;
         let value = span(&w.values, &w.value_ends, i);

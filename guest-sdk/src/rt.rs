@@ -15,6 +15,7 @@ thread_local! {
     /// The one transform instance of this component instance (a component
     /// instance serves exactly one partition task).
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    static SCRATCH: RefCell<Emitter> = RefCell::new(Emitter::default());
 }
 
 pub fn init<T: Transform>(config: Vec<(String, String)>) -> Result<(), String> {
@@ -48,7 +49,7 @@ pub(crate) fn run_batch_with(
         emitter: Emitter::with_capacity(n, input.values.len()),
     };
     f(&Batch { wire: input }, &mut out)?;
-    Ok(out.emitter.finish(n))
+    Ok(out.emitter.finish(&input.timestamps))
 }
 
 pub fn process_batch<T: Transform>(input: WireBatch) -> Result<OutputBatch, String> {
@@ -69,14 +70,20 @@ pub fn process_record<T: Transform>(
             offset: input.position.offset,
         },
     };
-    let mut emitter = Emitter::with_capacity(1, input.value.len());
-    let result = with_instance::<T, _>(|t| {
-        let mut out = Output::new(&mut emitter, record);
-        t.process(&record, &mut out)
+    let result = SCRATCH.with(|cell| {
+        // One emitter reused across calls: the per-record path must not pay
+        // for fresh column allocations on every record.
+        let mut emitter = cell.borrow_mut();
+        emitter.clear();
+        with_instance::<T, _>(|t| {
+            let mut out = Output::new(&mut emitter, record);
+            t.process(&record, &mut out)
+        })
+        .map(|r| r.map(|()| emitter.to_records()))
     })
     .map_err(WireRecordError::Fatal)?;
     match result {
-        Ok(()) => Ok(emitter.into_records()),
+        Ok(records) => Ok(records),
         Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),
         Err(RecordError::Fatal(m)) => Err(WireRecordError::Fatal(m)),
     }

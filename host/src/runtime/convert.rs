@@ -6,18 +6,37 @@ use super::bindings::{Batch, Header, OutputBatch, Record};
 use crate::engine::batch::{RecordBatch, RecordRef};
 use crate::engine::output::{OutputBatch as EngineOutput, Rejected, TransformOutput};
 
-pub(crate) fn to_wit(b: &RecordBatch) -> Batch {
+/// Copy `b` into `wire`, reusing `wire`'s buffers: after the first batch no
+/// allocation (and no fresh-page faults for large batches) remains.
+pub(crate) fn fill_wit(wire: &mut Batch, b: &RecordBatch) {
+    fn copy<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
+        dst.clear();
+        dst.extend_from_slice(src);
+    }
+    wire.partition = b.partition;
+    copy(&mut wire.values, &b.values);
+    copy(&mut wire.value_ends, &b.value_ends);
+    copy(&mut wire.keys, &b.keys);
+    copy(&mut wire.key_ends, &b.key_ends);
+    copy(&mut wire.has_key, &b.has_key);
+    copy(&mut wire.headers, &b.headers);
+    copy(&mut wire.header_ends, &b.header_ends);
+    copy(&mut wire.timestamps, &b.timestamps);
+    copy(&mut wire.offsets, &b.offsets);
+}
+
+pub(crate) fn empty_wit() -> Batch {
     Batch {
-        partition: b.partition,
-        values: b.values.clone(),
-        value_ends: b.value_ends.clone(),
-        keys: b.keys.clone(),
-        key_ends: b.key_ends.clone(),
-        has_key: b.has_key.clone(),
-        headers: b.headers.clone(),
-        header_ends: b.header_ends.clone(),
-        timestamps: b.timestamps.clone(),
-        offsets: b.offsets.clone(),
+        partition: 0,
+        values: Vec::new(),
+        value_ends: Vec::new(),
+        keys: Vec::new(),
+        key_ends: Vec::new(),
+        has_key: Vec::new(),
+        headers: Vec::new(),
+        header_ends: Vec::new(),
+        timestamps: Vec::new(),
+        offsets: Vec::new(),
     }
 }
 

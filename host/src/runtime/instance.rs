@@ -6,7 +6,8 @@ use std::sync::Arc;
 use wasmtime::{Store, Trap};
 
 use super::bindings::{Guest, Position, Record, RecordError, Transformer};
-use super::convert::{fill_record, from_wit, to_wit};
+use super::bindings::Batch;
+use super::convert::{empty_wit, fill_record, fill_wit, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
 use crate::engine::batch::RecordBatch;
@@ -37,6 +38,7 @@ pub struct WasmTransform {
     live: Option<Live>,
     instances_created: u64,
     scratch: Record,
+    wire: Batch,
     /// Metrics of instances already discarded, so counts survive a trap.
     retired_metrics: GuestMetrics,
 }
@@ -69,6 +71,7 @@ impl WasmTransform {
                     offset: 0,
                 },
             },
+            wire: empty_wit(),
             retired_metrics: GuestMetrics::default(),
         };
         t.ensure_live()?;
@@ -144,10 +147,11 @@ impl WasmTransform {
     fn call_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
-        let live = self.ensure_live()?;
+        self.ensure_live()?;
+        fill_wit(&mut self.wire, input);
+        let (wire, live) = (&self.wire, self.live.as_mut().expect("ensured above"));
         live.store.set_epoch_deadline(ticks);
-        let wire = to_wit(input);
-        match guest(&live.bindings).call_process_batch(&mut live.store, &wire) {
+        match guest(&live.bindings).call_process_batch(&mut live.store, wire) {
             Ok(Ok(out)) => Ok(from_wit(out)),
             Ok(Err(msg)) => Err(TransformError::Fatal(msg)),
             Err(e) => Err(classify(&e, &live.store, &limits)),

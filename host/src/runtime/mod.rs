@@ -86,6 +86,10 @@ impl Runtime {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if std::env::var_os("WEIR_PERFMAP").is_some() {
+            // Name JIT code for `perf` (writes /tmp/perf-<pid>.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
