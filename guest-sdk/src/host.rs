@@ -57,7 +57,8 @@ pub fn gauge_set(name: &str, value: f64) {
 
 #[cfg(not(target_arch = "wasm32"))]
 pub fn counter_add(name: &str, delta: u64) {
-    crate::testing::METRICS.with(|m| *m.borrow_mut().counters.entry(name.into()).or_default() += delta);
+    crate::testing::METRICS
+        .with(|m| *m.borrow_mut().counters.entry(name.into()).or_default() += delta);
 }
 
 #[cfg(not(target_arch = "wasm32"))]

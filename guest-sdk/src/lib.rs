@@ -98,7 +98,8 @@ macro_rules! export {
                 }
                 fn process_batch(
                     input: $crate::wit::Batch,
-                ) -> ::std::result::Result<$crate::wit::OutputBatch, ::std::string::String> {
+                ) -> ::std::result::Result<$crate::wit::OutputBatch, ::std::string::String>
+                {
                     $crate::rt::process_batch::<$t>(input)
                 }
                 fn process_record(
@@ -113,7 +114,7 @@ macro_rules! export {
             // Native builds (unit tests) export nothing: symbol names with
             // `:` are not valid in a native shared library's export list.
             #[cfg(target_arch = "wasm32")]
-            $crate::bindings::__export_transformer!(__WeirGuest with_types_in $crate::bindings);
+    $crate::bindings::__export_transformer!(__WeirGuest with_types_in $crate::bindings);
             // Natively, mark the exports used so the user's code is not dead.
             #[cfg(not(target_arch = "wasm32"))]
             const _: () = {
@@ -134,7 +135,9 @@ macro_rules! __export_fn {
         const _: () = {
             struct __WeirFn;
             impl $crate::Transform for __WeirFn {
-                fn init(config: &$crate::Config) -> ::std::result::Result<Self, ::std::string::String> {
+                fn init(
+                    config: &$crate::Config,
+                ) -> ::std::result::Result<Self, ::std::string::String> {
                     $crate::rt::no_config(config)?;
                     Ok(__WeirFn)
                 }

@@ -92,7 +92,10 @@ impl<'a> Record<'a> {
 
     /// The first header named `name`, if any.
     pub fn header(&self, name: &str) -> Option<&'a [u8]> {
-        self.headers.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
     }
 }
 

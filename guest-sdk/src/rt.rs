@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use crate::emit::{Emitter, Output};
 use crate::record::{Batch, Headers, Position, Record};
 use crate::transform::{FilterFn, FlatMapFn, MapFn};
-use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
 use crate::wit::RecordError as WireRecordError;
+use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
 use crate::{BatchOutput, Config, RecordError, Transform};
 
 thread_local! {
@@ -70,18 +70,19 @@ pub fn process_record<T: Transform>(
             offset: input.position.offset,
         },
     };
-    let result = SCRATCH.with(|cell| {
-        // One emitter reused across calls: the per-record path must not pay
-        // for fresh column allocations on every record.
-        let mut emitter = cell.borrow_mut();
-        emitter.clear();
-        with_instance::<T, _>(|t| {
-            let mut out = Output::new(&mut emitter, record);
-            t.process(&record, &mut out)
+    let result = SCRATCH
+        .with(|cell| {
+            // One emitter reused across calls: the per-record path must not pay
+            // for fresh column allocations on every record.
+            let mut emitter = cell.borrow_mut();
+            emitter.clear();
+            with_instance::<T, _>(|t| {
+                let mut out = Output::new(&mut emitter, record);
+                t.process(&record, &mut out)
+            })
+            .map(|r| r.map(|()| emitter.to_records()))
         })
-        .map(|r| r.map(|()| emitter.to_records()))
-    })
-    .map_err(WireRecordError::Fatal)?;
+        .map_err(WireRecordError::Fatal)?;
     match result {
         Ok(records) => Ok(records),
         Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),

@@ -28,7 +28,11 @@ impl Transform for Tricky {
                 Err(RecordError::bad("no"))
             }
             b"x" => {
-                out.build().key(Some("k")).header("h", "v").to("side").emit("X");
+                out.build()
+                    .key(Some("k"))
+                    .header("h", "v")
+                    .to("side")
+                    .emit("X");
                 Ok(())
             }
             b"boom" => Err(RecordError::fatal("broken")),

@@ -61,7 +61,11 @@ impl Config {
 
     /// Refuse keys outside `known`, naming the first unknown one.
     pub fn only(&self, known: &[&str]) -> Result<(), String> {
-        match self.pairs.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+        match self
+            .pairs
+            .iter()
+            .find(|(k, _)| !known.contains(&k.as_str()))
+        {
             Some((k, _)) => Err(format!(
                 "unknown config key `{k}` (this transform accepts: {})",
                 known.join(", ")

@@ -106,7 +106,10 @@ struct NaiveState {
 
 impl wasmtime_wasi::WasiView for NaiveState {
     fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
-        wasmtime_wasi::WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        wasmtime_wasi::WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -126,7 +129,11 @@ fn naive_rate(path: &Path, batches: &[RecordBatch]) -> f64 {
     measure(batches, |b| {
         let recs: Vec<naive::Rec> = b
             .iter()
-            .map(|r| naive::Rec { key: r.key.map(<[u8]>::to_vec), value: r.value.to_vec(), timestamp: r.timestamp })
+            .map(|r| naive::Rec {
+                key: r.key.map(<[u8]>::to_vec),
+                value: r.value.to_vec(),
+                timestamp: r.timestamp,
+            })
             .collect();
         let out = guest.call_process_naive(&mut store, &recs).unwrap();
         out.len()
@@ -141,7 +148,11 @@ fn wasm_rate(rt: &Runtime, path: &Path, mode: CallMode, batches: &[RecordBatch])
 
 fn load_times(path: &Path, grants: &[String]) -> (Duration, Duration) {
     let dir = tempfile::tempdir().unwrap();
-    let rt = Runtime::new(RuntimeOptions { cache_dir: Some(dir.path().into()), ..Default::default() }).unwrap();
+    let rt = Runtime::new(RuntimeOptions {
+        cache_dir: Some(dir.path().into()),
+        ..Default::default()
+    })
+    .unwrap();
     let cold = rt.load(path, grants).expect("cold load").info().load_time;
     let warm = rt.load(path, grants).expect("cached load").info().load_time;
     (cold, warm)
@@ -152,38 +163,71 @@ fn main() {
         // Run one WASM path for a while, for `perf record`.
         let rt = testkit::runtime();
         let batches = make_batches(1_000);
-        let mode = if mode == "record" { CallMode::PerRecord } else { CallMode::Batch };
+        let mode = if mode == "record" {
+            CallMode::PerRecord
+        } else {
+            CallMode::Batch
+        };
         for _ in 0..5 {
-            println!("{:.2} M/s", wasm_rate(&rt, &testkit::guest("uppercase"), mode, &batches) / 1e6);
+            println!(
+                "{:.2} M/s",
+                wasm_rate(&rt, &testkit::guest("uppercase"), mode, &batches) / 1e6
+            );
         }
         return;
     }
     let upper = testkit::guest("uppercase");
     let naive_guest = testkit::guest("naive-uppercase");
     let rt = testkit::runtime();
-    println!("transform throughput: {RECORDS} records x {VALUE_LEN}-byte values, uppercase, median of {RUNS} runs\n");
+    println!(
+        "transform throughput: {RECORDS} records x {VALUE_LEN}-byte values, uppercase, median of {RUNS} runs\n"
+    );
     for batch_size in [1_000, 10_000] {
         let batches = make_batches(batch_size);
         let a = measure(&batches, |b| through(&mut FnTransform(native_columnar), b));
         let rows = [
             ("(a) native closure, columnar batches", a),
-            ("(b) WASM, process-batch (columnar)", wasm_rate(&rt, &upper, CallMode::Batch, &batches)),
-            ("(c) WASM, process-record", wasm_rate(&rt, &upper, CallMode::PerRecord, &batches)),
-            ("(d) native closure, one allocation per record", measure(&batches, native_per_record_alloc)),
-            ("(e) WASM, naive list<record> contract", naive_rate(&naive_guest, &batches)),
+            (
+                "(b) WASM, process-batch (columnar)",
+                wasm_rate(&rt, &upper, CallMode::Batch, &batches),
+            ),
+            (
+                "(c) WASM, process-record",
+                wasm_rate(&rt, &upper, CallMode::PerRecord, &batches),
+            ),
+            (
+                "(d) native closure, one allocation per record",
+                measure(&batches, native_per_record_alloc),
+            ),
+            (
+                "(e) WASM, naive list<record> contract",
+                naive_rate(&naive_guest, &batches),
+            ),
         ];
         println!("batch size {batch_size}:");
         println!("  {:<48} {:>14} {:>10}", "path", "records/s", "vs (a)");
         for (name, rate) in rows {
-            println!("  {name:<48} {:>14} {:>9.1}%", format!("{:.2} M", rate / 1e6), 100.0 * rate / a);
+            println!(
+                "  {name:<48} {:>14} {:>9.1}%",
+                format!("{:.2} M", rate / 1e6),
+                100.0 * rate / a
+            );
         }
         println!();
     }
     println!("component load: cold compile vs cached artifact");
     let mut guests = vec![("Rust uppercase", upper.clone(), vec![])];
     if std::env::var_os("WEIR_BENCH_SKIP_POLYGLOT").is_none() {
-        guests.push(("Python uppercase", testkit::polyglot_guest("uppercase-py.wasm"), vec!["wasi:sockets".to_string()]));
-        guests.push(("JavaScript uppercase", testkit::polyglot_guest("uppercase-js.wasm"), vec![]));
+        guests.push((
+            "Python uppercase",
+            testkit::polyglot_guest("uppercase-py.wasm"),
+            vec!["wasi:sockets".to_string()],
+        ));
+        guests.push((
+            "JavaScript uppercase",
+            testkit::polyglot_guest("uppercase-js.wasm"),
+            vec![],
+        ));
     }
     for (name, path, grants) in guests {
         let (cold, warm) = load_times(&path, &grants);

@@ -7,7 +7,10 @@ use weir::runtime::LoadError;
 use crate::testkit::{guest, runtime};
 
 fn load_err(path: &Path, bytes: &[u8]) -> LoadError {
-    runtime().load_bytes(path, bytes, &[]).err().expect("must be refused")
+    runtime()
+        .load_bytes(path, bytes, &[])
+        .err()
+        .expect("must be refused")
 }
 
 fn one_line(e: &LoadError) -> String {
@@ -46,10 +49,16 @@ fn truncated_component_is_invalid() {
 
 #[test]
 fn wrong_world_component_names_what_it_exports() {
-    let e = runtime().load(&guest("not-a-transform"), &[]).err().unwrap();
+    let e = runtime()
+        .load(&guest("not-a-transform"), &[])
+        .err()
+        .unwrap();
     let msg = one_line(&e);
     assert!(matches!(e, LoadError::MissingExport { .. }), "{msg}");
-    assert!(msg.contains("does not export `weir:transform/transform@0.1.0`"), "{msg}");
+    assert!(
+        msg.contains("does not export `weir:transform/transform@0.1.0`"),
+        "{msg}"
+    );
     assert!(msg.contains("wasi:cli/run@0.2"), "{msg}");
 }
 
@@ -65,7 +74,10 @@ fn wrong_export_types_are_refused() {
     let e = load_err(Path::new("shape.wasm"), &bytes);
     let msg = one_line(&e);
     assert!(matches!(e, LoadError::WrongExports { .. }), "{msg}");
-    assert!(msg.contains("does not match the transformer world"), "{msg}");
+    assert!(
+        msg.contains("does not match the transformer world"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -99,11 +111,21 @@ fn granted_imports_still_see_an_empty_sandbox() {
     use weir::runtime::{CallMode, Limits, WasmTransform};
     let rt = runtime();
     let path = guest("sneaky");
-    let ifaces: Vec<String> = ["wasi:sockets/tcp", "wasi:sockets/network", "wasi:sockets/instance-network",
-        "wasi:sockets/tcp-create-socket", "wasi:sockets/udp", "wasi:sockets/udp-create-socket", "wasi:sockets/ip-name-lookup"]
-        .iter().map(|s| s.to_string()).collect();
+    let ifaces: Vec<String> = [
+        "wasi:sockets/tcp",
+        "wasi:sockets/network",
+        "wasi:sockets/instance-network",
+        "wasi:sockets/tcp-create-socket",
+        "wasi:sockets/udp",
+        "wasi:sockets/udp-create-socket",
+        "wasi:sockets/ip-name-lookup",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let c = rt.load(&path, &ifaces).expect("granted");
-    let mut t = WasmTransform::new(&c, vec![], Limits::default(), "sneaky", CallMode::Batch).unwrap();
+    let mut t =
+        WasmTransform::new(&c, vec![], Limits::default(), "sneaky", CallMode::Batch).unwrap();
     let input = crate::testkit::batch(&["x"]);
     let out = t.process_batch(&input).unwrap();
     let v = crate::testkit::values(&out, &input).remove(0);

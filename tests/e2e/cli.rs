@@ -13,7 +13,12 @@ fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -27,9 +32,15 @@ fn validate_accepts_every_example() {
         let out = weir().arg("validate").arg(guest(name)).output().unwrap();
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
-        assert!(stdout.contains("package:   weir:transform@0.1.0"), "{stdout}");
+        assert!(
+            stdout.contains("package:   weir:transform@0.1.0"),
+            "{stdout}"
+        );
         assert!(stdout.contains("world:     transformer"), "{stdout}");
-        assert!(stdout.contains("exports:   weir:transform/transform@0.1.0"), "{stdout}");
+        assert!(
+            stdout.contains("exports:   weir:transform/transform@0.1.0"),
+            "{stdout}"
+        );
         assert!(stdout.contains("runnable:  yes"), "{stdout}");
     }
 }
@@ -44,14 +55,20 @@ fn validate_rejects_bad_files_with_one_line() {
     let cases = [
         (text_file, "not a WebAssembly binary"),
         (core, "is a core wasm module, not a component"),
-        (guest("not-a-transform"), "does not export `weir:transform/transform@0.1.0`"),
+        (
+            guest("not-a-transform"),
+            "does not export `weir:transform/transform@0.1.0`",
+        ),
     ];
     for (path, expected) in cases {
         let out = weir().arg("validate").arg(&path).output().unwrap();
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{}", path.display());
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(stderr.starts_with("error: ") && stderr.contains(expected), "{stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(expected),
+            "{stderr}"
+        );
         assert!(out.stdout.is_empty());
     }
 }
@@ -62,7 +79,10 @@ fn transform_uppercases_stdin_lines() {
     let out = run_with_stdin(&["transform", up.to_str().unwrap()], "abc\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "ABC\n");
-    let out = run_with_stdin(&["transform", up.to_str().unwrap(), "--per-record"], "a\nb c\n");
+    let out = run_with_stdin(
+        &["transform", up.to_str().unwrap(), "--per-record"],
+        "a\nb c\n",
+    );
     assert_eq!(text(&out.stdout), "A\nB C\n");
 }
 
@@ -70,7 +90,13 @@ fn transform_uppercases_stdin_lines() {
 fn transform_prints_json_records_and_reports_bad_lines() {
     let router = guest("router");
     let out = run_with_stdin(
-        &["transform", router.to_str().unwrap(), "--config", "field=r", "--json"],
+        &[
+            "transform",
+            router.to_str().unwrap(),
+            "--config",
+            "field=r",
+            "--json",
+        ],
         "{\"r\":\"eu\"}\nnope\n{}\n",
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -92,5 +118,8 @@ fn transform_with_bad_config_fails_clearly() {
     let out = run_with_stdin(&["transform", f.to_str().unwrap(), "-c", "feild=x"], "{}\n");
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("init failed") && stderr.contains("unknown config key `feild`"), "{stderr}");
+    assert!(
+        stderr.contains("init failed") && stderr.contains("unknown config key `feild`"),
+        "{stderr}"
+    );
 }

@@ -5,7 +5,12 @@ use weir::runtime::{CallMode, Limits, WasmTransform};
 
 use crate::testkit::{batch, guest, runtime, values};
 
-fn run(name: &str, config: &[(&str, &str)], input: &RecordBatch, mode: CallMode) -> TransformOutput {
+fn run(
+    name: &str,
+    config: &[(&str, &str)],
+    input: &RecordBatch,
+    mode: CallMode,
+) -> TransformOutput {
     let rt = runtime();
     let c = rt.load(&guest(name), &[]).expect("load");
     let config = config
@@ -19,8 +24,15 @@ fn run(name: &str, config: &[(&str, &str)], input: &RecordBatch, mode: CallMode)
 fn both_modes(name: &str, config: &[(&str, &str)], input: &RecordBatch) -> TransformOutput {
     let a = run(name, config, input, CallMode::Batch);
     let b = run(name, config, input, CallMode::PerRecord);
-    assert_eq!(values(&a, input), values(&b, input), "{name}: batch and per-record disagree");
-    assert_eq!(a.rejected, b.rejected, "{name}: rejections differ by call path");
+    assert_eq!(
+        values(&a, input),
+        values(&b, input),
+        "{name}: batch and per-record disagree"
+    );
+    assert_eq!(
+        a.rejected, b.rejected,
+        "{name}: rejections differ by call path"
+    );
     a
 }
 
@@ -35,7 +47,10 @@ fn uppercase_keeps_keys_headers_and_timestamps() {
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].value, b"HELLO");
         assert_eq!(got[0].key, Some(&b"k1"[..]));
-        assert_eq!(got[0].headers().collect::<Vec<_>>(), vec![("trace", &b"t1"[..])]);
+        assert_eq!(
+            got[0].headers().collect::<Vec<_>>(),
+            vec![("trace", &b"t1"[..])]
+        );
         assert_eq!(got[0].timestamp, 11);
         assert_eq!(got[1].value, b"WORLD 42");
         assert_eq!(got[1].key, None);
@@ -49,21 +64,34 @@ fn uppercase_handles_empty_and_large_batches() {
     let empty = batch(&[]);
     assert!(both_modes("uppercase", &[], &empty).batch.is_empty());
     let long = "x".repeat(10_000);
-    let many: Vec<&str> = (0..5000).map(|i| if i % 2 == 0 { "a" } else { long.as_str() }).collect();
+    let many: Vec<&str> = (0..5000)
+        .map(|i| if i % 2 == 0 { "a" } else { long.as_str() })
+        .collect();
     let input = batch(&many);
     let out = run("uppercase", &[], &input, CallMode::Batch);
     assert_eq!(out.batch.len(), 5000);
-    assert_eq!(out.batch.get(&input, 1).value, long.to_uppercase().as_bytes());
+    assert_eq!(
+        out.batch.get(&input, 1).value,
+        long.to_uppercase().as_bytes()
+    );
 }
 
 #[test]
 fn json_filter_drops_failing_records_and_rejects_malformed() {
     let input = batch(&[r#"{"age":17}"#, "{oops", r#"{"age":21}"#]);
-    let out = both_modes("json_filter", &[("field", "age"), ("op", "ge"), ("value", "18")], &input);
+    let out = both_modes(
+        "json_filter",
+        &[("field", "age"), ("op", "ge"), ("value", "18")],
+        &input,
+    );
     assert_eq!(values(&out, &input), vec![r#"{"age":21}"#]);
     assert_eq!(out.rejected.len(), 1);
     assert_eq!(out.rejected[0].index, 1);
-    assert!(out.rejected[0].reason.contains("not JSON"), "{}", out.rejected[0].reason);
+    assert!(
+        out.rejected[0].reason.contains("not JSON"),
+        "{}",
+        out.rejected[0].reason
+    );
 }
 
 #[test]
@@ -71,7 +99,11 @@ fn json_enrich_reshapes() {
     let input = batch(&[r#"{"id":1,"value":"abc","pw":"x"}"#]);
     let out = both_modes(
         "json_enrich",
-        &[("drop", "pw"), ("uppercase", "value"), ("add-source", "true")],
+        &[
+            ("drop", "pw"),
+            ("uppercase", "value"),
+            ("add-source", "true"),
+        ],
         &input,
     );
     assert_eq!(
@@ -84,7 +116,12 @@ fn json_enrich_reshapes() {
 fn router_sends_records_to_named_outputs() {
     let input = batch(&[r#"{"region":"eu"}"#, r#"{"region":"us"}"#, r#"{"x":1}"#]);
     for mode in [CallMode::Batch, CallMode::PerRecord] {
-        let out = run("router", &[("field", "region"), ("route.eu", "europe")], &input, mode);
+        let out = run(
+            "router",
+            &[("field", "region"), ("route.eu", "europe")],
+            &input,
+            mode,
+        );
         let outs: Vec<_> = out.batch.iter(&input).map(|o| o.output).collect();
         assert_eq!(outs, vec![Some("europe"), Some("us"), None], "{mode:?}");
     }
@@ -96,7 +133,11 @@ fn config_errors_from_init_are_reported() {
     let c = rt.load(&guest("json_filter"), &[]).unwrap();
     let err = WasmTransform::new(
         &c,
-        vec![("field".into(), "a".into()), ("op".into(), "like".into()), ("value".into(), "1".into())],
+        vec![
+            ("field".into(), "a".into()),
+            ("op".into(), "like".into()),
+            ("value".into(), "1".into()),
+        ],
         Limits::default(),
         "t",
         CallMode::Batch,
@@ -129,6 +170,10 @@ fn second_load_uses_the_compile_cache() {
     let third = rt.load(&path, &[]).unwrap();
     assert_eq!(third.info().cache, weir::runtime::CacheOutcome::Miss);
     let input = batch(&[r#"{"a":"b"}"#]);
-    let mut t = WasmTransform::new(&third, vec![], Limits::default(), "t", CallMode::Batch).unwrap();
-    assert_eq!(values(&t.process_batch(&input).unwrap(), &input), vec![r#"{"a":"b"}"#]);
+    let mut t =
+        WasmTransform::new(&third, vec![], Limits::default(), "t", CallMode::Batch).unwrap();
+    assert_eq!(
+        values(&t.process_batch(&input).unwrap(), &input),
+        vec![r#"{"a":"b"}"#]
+    );
 }

@@ -9,10 +9,17 @@ use weir::runtime::{CallMode, Limits, WasmTransform};
 
 use crate::testkit::{batch, guest, runtime, values};
 
-fn misbehave(limits: Limits, config: &[(&str, &str)], mode: CallMode) -> Result<WasmTransform, TransformError> {
+fn misbehave(
+    limits: Limits,
+    config: &[(&str, &str)],
+    mode: CallMode,
+) -> Result<WasmTransform, TransformError> {
     let rt = runtime();
     let c = rt.load(&guest("misbehave"), &[]).unwrap();
-    let config = config.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let config = config
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     WasmTransform::new(&c, config, limits, "misbehave", mode)
 }
 
@@ -23,8 +30,13 @@ fn trap_reports_the_panic_message_and_the_next_call_gets_a_fresh_instance() {
     for mode in MODES {
         let mut t = misbehave(Limits::default(), &[], mode).unwrap();
         let err = t.process_batch(&batch(&["ok", "panic"])).unwrap_err();
-        let TransformError::Trap { message } = &err else { panic!("{mode:?}: {err}") };
-        assert!(message.contains("guest panicked on purpose at offset 101"), "{message}");
+        let TransformError::Trap { message } = &err else {
+            panic!("{mode:?}: {err}")
+        };
+        assert!(
+            message.contains("guest panicked on purpose at offset 101"),
+            "{message}"
+        );
         assert!(!message.contains('\n'));
         assert_eq!(t.instances_created(), 1);
         let input = batch(&["after", "trap"]);
@@ -36,28 +48,49 @@ fn trap_reports_the_panic_message_and_the_next_call_gets_a_fresh_instance() {
 
 #[test]
 fn busy_loop_hits_the_cpu_deadline() {
-    let limits = Limits { call_deadline: Duration::from_millis(200), ..Limits::default() };
+    let limits = Limits {
+        call_deadline: Duration::from_millis(200),
+        ..Limits::default()
+    };
     for mode in MODES {
         let mut t = misbehave(limits, &[], mode).unwrap();
         let start = Instant::now();
         let err = t.process_batch(&batch(&["loop"])).unwrap_err();
-        assert_eq!(err, TransformError::Deadline { limit: Duration::from_millis(200) });
+        assert_eq!(
+            err,
+            TransformError::Deadline {
+                limit: Duration::from_millis(200)
+            }
+        );
         // Generous bound: only checks that the loop was interrupted at all.
         assert!(start.elapsed() < Duration::from_secs(30));
         let input = batch(&["fine"]);
-        assert_eq!(values(&t.process_batch(&input).unwrap(), &input), vec!["fine"]);
+        assert_eq!(
+            values(&t.process_batch(&input).unwrap(), &input),
+            vec!["fine"]
+        );
     }
 }
 
 #[test]
 fn memory_bomb_hits_the_memory_limit() {
-    let limits = Limits { max_memory: 32 << 20, ..Limits::default() };
+    let limits = Limits {
+        max_memory: 32 << 20,
+        ..Limits::default()
+    };
     for mode in MODES {
         let mut t = misbehave(limits, &[], mode).unwrap();
         let err = t.process_batch(&batch(&["oom"])).unwrap_err();
-        assert_eq!(err, TransformError::OutOfMemory { limit: 32 << 20 }, "{mode:?}");
+        assert_eq!(
+            err,
+            TransformError::OutOfMemory { limit: 32 << 20 },
+            "{mode:?}"
+        );
         let input = batch(&["fine"]);
-        assert_eq!(values(&t.process_batch(&input).unwrap(), &input), vec!["fine"]);
+        assert_eq!(
+            values(&t.process_batch(&input).unwrap(), &input),
+            vec!["fine"]
+        );
     }
 }
 
@@ -71,7 +104,11 @@ fn bad_records_are_rejected_and_the_rest_is_processed() {
         assert_eq!(out.rejected.len(), 1);
         assert_eq!(out.rejected[0].index, 1);
         assert_eq!(out.rejected[0].reason, "this record is bad on purpose");
-        assert_eq!(t.instances_created(), 1, "a bad record does not recycle the instance");
+        assert_eq!(
+            t.instances_created(),
+            1,
+            "a bad record does not recycle the instance"
+        );
     }
 }
 
@@ -80,19 +117,33 @@ fn fatal_error_stops_with_the_record_position() {
     for mode in MODES {
         let mut t = misbehave(Limits::default(), &[], mode).unwrap();
         let err = t.process_batch(&batch(&["a", "fatal"])).unwrap_err();
-        let TransformError::Fatal(msg) = &err else { panic!("{err}") };
-        assert!(msg.contains("offset 101") && msg.contains("giving up on purpose"), "{msg}");
+        let TransformError::Fatal(msg) = &err else {
+            panic!("{err}")
+        };
+        assert!(
+            msg.contains("offset 101") && msg.contains("giving up on purpose"),
+            "{msg}"
+        );
     }
 }
 
 #[test]
 fn init_refusal_and_slow_init_are_reported_at_start() {
-    let err = misbehave(Limits::default(), &[("refuse", "key `x` must be set")], CallMode::Batch)
+    let err = misbehave(
+        Limits::default(),
+        &[("refuse", "key `x` must be set")],
+        CallMode::Batch,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(err, TransformError::Config("key `x` must be set".into()));
+    let limits = Limits {
+        call_deadline: Duration::from_millis(100),
+        ..Limits::default()
+    };
+    let err = misbehave(limits, &[("slow-init", "1")], CallMode::Batch)
         .err()
         .unwrap();
-    assert_eq!(err, TransformError::Config("key `x` must be set".into()));
-    let limits = Limits { call_deadline: Duration::from_millis(100), ..Limits::default() };
-    let err = misbehave(limits, &[("slow-init", "1")], CallMode::Batch).err().unwrap();
     assert!(matches!(err, TransformError::Deadline { .. }), "{err}");
 }
 
@@ -110,18 +161,38 @@ fn malformed_batch_encodings_are_caught() {
     let rt = runtime();
     let c = rt.load(&guest("malformed"), &[]).unwrap();
     let cases = [
-        ("ends-past-data", "value-ends: last end 4294967295 is past the data length"),
+        (
+            "ends-past-data",
+            "value-ends: last end 4294967295 is past the data length",
+        ),
         ("ends-decreasing", "value-ends: entry 1"),
-        ("origin-out-of-range", "origins: entry 0 (2) is out of order or not below the input count 2"),
-        ("route-out-of-range", "routes: entry 0 names output 7 but only 0 are listed"),
+        (
+            "origin-out-of-range",
+            "origins: entry 0 (2) is out of order or not below the input count 2",
+        ),
+        (
+            "route-out-of-range",
+            "routes: entry 0 names output 7 but only 0 are listed",
+        ),
         ("count-mismatch", "timestamps: has 5 entries, expected 2"),
-        ("bad-reject-index", "rejected: index 12 is not below the input count 2"),
+        (
+            "bad-reject-index",
+            "rejected: index 12 is not below the input count 2",
+        ),
     ];
     for (mode, expected) in cases {
-        let mut t = WasmTransform::new(&c, vec![("mode".into(), mode.into())], Limits::default(), "m", CallMode::Batch)
-            .unwrap();
+        let mut t = WasmTransform::new(
+            &c,
+            vec![("mode".into(), mode.into())],
+            Limits::default(),
+            "m",
+            CallMode::Batch,
+        )
+        .unwrap();
         let err = t.process_batch(&batch(&["ab", "cd"])).unwrap_err();
-        let TransformError::Malformed(msg) = &err else { panic!("{mode}: {err}") };
+        let TransformError::Malformed(msg) = &err else {
+            panic!("{mode}: {err}")
+        };
         assert!(msg.contains(expected), "{mode}: {msg}");
     }
 }

@@ -8,24 +8,41 @@ use crate::testkit::{polyglot_guest, runtime, values};
 
 fn check(file: &str, grants: &[String]) {
     let rt = runtime();
-    let c = rt.load(&polyglot_guest(file), grants).unwrap_or_else(|e| panic!("{e}"));
+    let c = rt
+        .load(&polyglot_guest(file), grants)
+        .unwrap_or_else(|e| panic!("{e}"));
     let mut input = RecordBatch::new(2);
     input.push_with_headers(Some(b"k"), b"hello", &[("h", b"v")], 7, 40);
     input.push(None, b"Wasm 2", 8, 41);
     for mode in [CallMode::Batch, CallMode::PerRecord] {
         let mut t = WasmTransform::new(&c, vec![], Limits::default(), file, mode)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
-        let out = t.process_batch(&input).unwrap_or_else(|e| panic!("{file} {mode:?}: {e}"));
-        assert_eq!(values(&out, &input), vec!["HELLO", "WASM 2"], "{file} {mode:?}");
+        let out = t
+            .process_batch(&input)
+            .unwrap_or_else(|e| panic!("{file} {mode:?}: {e}"));
+        assert_eq!(
+            values(&out, &input),
+            vec!["HELLO", "WASM 2"],
+            "{file} {mode:?}"
+        );
         let first = out.batch.get(&input, 0);
         assert_eq!(first.key, Some(&b"k"[..]), "{file} {mode:?}");
         assert_eq!(first.headers().collect::<Vec<_>>(), vec![("h", &b"v"[..])]);
         assert_eq!(first.timestamp, 7);
     }
-    let err = WasmTransform::new(&c, vec![("x".into(), "1".into())], Limits::default(), file, CallMode::Batch)
-        .err()
-        .expect("config must be refused");
-    assert!(err.to_string().contains("unknown config key"), "{file}: {err}");
+    let err = WasmTransform::new(
+        &c,
+        vec![("x".into(), "1".into())],
+        Limits::default(),
+        file,
+        CallMode::Batch,
+    )
+    .err()
+    .expect("config must be refused");
+    assert!(
+        err.to_string().contains("unknown config key"),
+        "{file}: {err}"
+    );
 }
 
 #[test]
@@ -33,7 +50,10 @@ fn python_guest_runs_through_the_host() {
     // CPython's runtime imports wasi:sockets; granting the interfaces links
     // them, but the sandbox still has networking switched off.
     let file = "uppercase-py.wasm";
-    let refused = runtime().load(&polyglot_guest(file), &[]).err().expect("sockets not granted");
+    let refused = runtime()
+        .load(&polyglot_guest(file), &[])
+        .err()
+        .expect("sockets not granted");
     assert!(refused.to_string().contains("wasi:sockets/"), "{refused}");
     check(file, &["wasi:sockets".to_string()]);
 }

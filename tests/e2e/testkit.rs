@@ -58,7 +58,11 @@ pub fn guest(name: &str) -> PathBuf {
     } else {
         path.with_file_name(format!("{name}.wasm"))
     };
-    assert!(path.exists(), "guest {name} was not built at {}", path.display());
+    assert!(
+        path.exists(),
+        "guest {name} was not built at {}",
+        path.display()
+    );
     path
 }
 
@@ -71,7 +75,10 @@ pub fn polyglot_guest(file: &str) -> PathBuf {
             .arg(&out)
             .status()
             .expect("running scripts/build-polyglot");
-        assert!(status.success(), "scripts/build-polyglot failed; see its output above");
+        assert!(
+            status.success(),
+            "scripts/build-polyglot failed; see its output above"
+        );
     });
     out.join(file)
 }

@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 use weir::runtime::{Runtime, RuntimeOptions};
 
 #[derive(Parser)]
-#[command(name = "weir", version, about = "WebAssembly stream transforms, exactly once")]
+#[command(
+    name = "weir",
+    version,
+    about = "WebAssembly stream transforms, exactly once"
+)]
 struct Cli {
     /// Directory for compiled components (default: $WEIR_CACHE_DIR or ~/.cache/weir/components).
     #[arg(long, global = true, value_name = "DIR")]

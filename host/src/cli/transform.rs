@@ -49,14 +49,12 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let mut out = BufWriter::new(std::io::stdout().lock());
     let mut batch = RecordBatch::with_capacity(0, BATCH, BATCH * 64);
     let mut rejected = 0usize;
-    let mut line_no = 0i64;
-    for line in stdin.split(b'\n') {
+    for (line_no, line) in stdin.split(b'\n').enumerate() {
         let mut line = line.context("reading stdin")?;
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        batch.push(None, &line, now, line_no);
-        line_no += 1;
+        batch.push(None, &line, now, line_no as i64);
         if batch.len() == BATCH {
             rejected += run_batch(&mut transform, &batch, &mut out, args.json)?;
             batch.clear();

@@ -170,7 +170,13 @@ impl RecordBatch {
         offset: i64,
     ) {
         let n = self.len();
-        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        push_key(
+            &mut self.keys,
+            &mut self.key_ends,
+            &mut self.has_key,
+            n,
+            key,
+        );
         push_headers(&mut self.headers, &mut self.header_ends, n, headers);
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
@@ -232,11 +238,18 @@ pub(crate) fn malformed(column: &'static str, problem: String) -> EncodingError 
     EncodingError { column, problem }
 }
 
-pub(crate) fn check_len(column: &'static str, got: usize, want: usize) -> Result<(), EncodingError> {
+pub(crate) fn check_len(
+    column: &'static str,
+    got: usize,
+    want: usize,
+) -> Result<(), EncodingError> {
     if got == want {
         Ok(())
     } else {
-        Err(malformed(column, format!("has {got} entries, expected {want}")))
+        Err(malformed(
+            column,
+            format!("has {got} entries, expected {want}"),
+        ))
     }
 }
 
@@ -311,7 +324,10 @@ mod tests {
         b.validate().unwrap();
         assert_eq!(b.get(0).key, None);
         assert_eq!(b.get(1).key, Some(&b"k"[..]));
-        assert_eq!(b.get(1).headers().collect::<Vec<_>>(), vec![("h", &b"v"[..])]);
+        assert_eq!(
+            b.get(1).headers().collect::<Vec<_>>(),
+            vec![("h", &b"v"[..])]
+        );
         assert_eq!(b.get(2).key, None);
         assert_eq!(b.get(2).headers().count(), 0);
         assert_eq!(b.get(1).value, b"bc");
@@ -329,7 +345,10 @@ mod tests {
         let mut b = RecordBatch::new(0);
         b.push(None, b"abc", 0, 0);
         b.offsets.clear();
-        assert_eq!(b.validate().unwrap_err().to_string(), "offsets: has 0 entries, expected 1");
+        assert_eq!(
+            b.validate().unwrap_err().to_string(),
+            "offsets: has 0 entries, expected 1"
+        );
         let mut b = RecordBatch::new(0);
         b.push_with_headers(None, b"x", &[("n", b"v")], 0, 0);
         b.headers.truncate(b.headers.len() - 1);

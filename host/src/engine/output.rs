@@ -81,7 +81,13 @@ impl OutputBatch {
         let n = self.len();
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
-        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        push_key(
+            &mut self.keys,
+            &mut self.key_ends,
+            &mut self.has_key,
+            n,
+            key,
+        );
         push_headers(&mut self.headers, &mut self.header_ends, n, headers);
         self.timestamps.push(timestamp);
         self.origins.push(origin);
@@ -151,7 +157,9 @@ impl OutputBatch {
             if n != input_len {
                 return Err(malformed(
                     "origins",
-                    format!("is empty (one output per input) but there are {n} outputs for {input_len} inputs"),
+                    format!(
+                        "is empty (one output per input) but there are {n} outputs for {input_len} inputs"
+                    ),
                 ));
             }
         } else {
@@ -161,7 +169,9 @@ impl OutputBatch {
                 if o as usize >= input_len || o < prev {
                     return Err(malformed(
                         "origins",
-                        format!("entry {i} ({o}) is out of order or not below the input count {input_len}"),
+                        format!(
+                            "entry {i} ({o}) is out of order or not below the input count {input_len}"
+                        ),
                     ));
                 }
                 prev = o;
@@ -176,11 +186,17 @@ impl OutputBatch {
         {
             return Err(malformed(
                 "routes",
-                format!("entry {i} names output {r} but only {} are listed", self.outputs.len()),
+                format!(
+                    "entry {i} names output {r} but only {} are listed",
+                    self.outputs.len()
+                ),
             ));
         }
         if let Some(name) = self.outputs.iter().find(|o| o.is_empty()) {
-            return Err(malformed("outputs", format!("output name {name:?} is empty")));
+            return Err(malformed(
+                "outputs",
+                format!("output name {name:?} is empty"),
+            ));
         }
         Ok(())
     }
@@ -235,6 +251,11 @@ mod tests {
         out.validate(1).unwrap();
         let o = out.get(&input, 0);
         assert_eq!((o.origin, o.timestamp, o.output), (0, 5, None));
-        assert!(out.validate(2).unwrap_err().to_string().starts_with("origins: is empty"));
+        assert!(
+            out.validate(2)
+                .unwrap_err()
+                .to_string()
+                .starts_with("origins: is empty")
+        );
     }
 }

@@ -8,15 +8,15 @@ mod generated {
     });
 }
 
+pub(crate) use generated::Transformer;
 pub(crate) use generated::TransformerPre;
 pub(crate) use generated::exports::weir::transform::transform::Guest;
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
+pub(crate) use generated::weir::transform::types::Host as TypesHost;
 pub(crate) use generated::weir::transform::types::{
     Batch, Header, OutputBatch, Position, Record, RecordError,
 };
-pub(crate) use generated::weir::transform::types::Host as TypesHost;
-pub(crate) use generated::Transformer;
 
 /// The interface a transform exports, with the version this host speaks.
 pub const EXPORT_INTERFACE: &str = "weir:transform/transform@0.1.0";

@@ -79,10 +79,12 @@ pub(crate) fn fill_record(scratch: &mut Record, partition: u32, r: &RecordRef<'_
         (None, slot) => *slot = None,
     }
     scratch.headers.clear();
-    scratch.headers.extend(r.headers().map(|(name, value)| Header {
-        name: name.to_owned(),
-        value: value.to_vec(),
-    }));
+    scratch
+        .headers
+        .extend(r.headers().map(|(name, value)| Header {
+            name: name.to_owned(),
+            value: value.to_vec(),
+        }));
     scratch.timestamp = r.timestamp;
     scratch.position.partition = partition;
     scratch.position.offset = r.offset;

@@ -43,17 +43,25 @@ const ALWAYS_GRANTED: &[&str] = &[
 pub enum LoadError {
     #[error("{path}: cannot read: {err}")]
     Read { path: PathBuf, err: std::io::Error },
-    #[error("{path}: not a WebAssembly binary ({found}); build the transform with `cargo build --target wasm32-wasip2`")]
+    #[error(
+        "{path}: not a WebAssembly binary ({found}); build the transform with `cargo build --target wasm32-wasip2`"
+    )]
     NotWasm { path: PathBuf, found: String },
-    #[error("{path}: is a core wasm module, not a component; build for wasm32-wasip2 (not wasm32-unknown-unknown or wasip1), or wrap it with `wasm-tools component new`")]
+    #[error(
+        "{path}: is a core wasm module, not a component; build for wasm32-wasip2 (not wasm32-unknown-unknown or wasip1), or wrap it with `wasm-tools component new`"
+    )]
     CoreModule { path: PathBuf },
     #[error("{path}: unsupported wasm binary version/layer {version:#010x}")]
     UnknownLayer { path: PathBuf, version: u32 },
     #[error("{path}: invalid component: {message}")]
     Invalid { path: PathBuf, message: String },
-    #[error("{path}: does not export `{EXPORT_INTERFACE}` (it exports: {found}); build it against the `transformer` world in wit/")]
+    #[error(
+        "{path}: does not export `{EXPORT_INTERFACE}` (it exports: {found}); build it against the `transformer` world in wit/"
+    )]
     MissingExport { path: PathBuf, found: String },
-    #[error("{path}: exports `{found}` but this weir speaks `{EXPORT_INTERFACE}`; rebuild it against this weir's wit/")]
+    #[error(
+        "{path}: exports `{found}` but this weir speaks `{EXPORT_INTERFACE}`; rebuild it against this weir's wit/"
+    )]
     WrongVersion { path: PathBuf, found: String },
     #[error("{path}: `{EXPORT_INTERFACE}` does not match the transformer world: {message}")]
     WrongExports { path: PathBuf, message: String },
@@ -76,10 +84,19 @@ pub(crate) fn check_header(path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
         let head = &bytes[..bytes.len().min(16)];
         let found = if bytes.is_empty() {
             "the file is empty".to_string()
-        } else if head.iter().all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace()) {
-            format!("it starts with the text {:?}", String::from_utf8_lossy(head))
+        } else if head
+            .iter()
+            .all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace())
+        {
+            format!(
+                "it starts with the text {:?}",
+                String::from_utf8_lossy(head)
+            )
         } else {
-            format!("it starts with bytes {}", hex::encode(&head[..head.len().min(8)]))
+            format!(
+                "it starts with bytes {}",
+                hex::encode(&head[..head.len().min(8)])
+            )
         };
         return Err(LoadError::NotWasm {
             path: path.into(),
@@ -147,7 +164,9 @@ pub(crate) fn check_interfaces(
     for import in &found.imports {
         let name = unversioned(import);
         let granted = ALWAYS_GRANTED.contains(&name)
-            || extra_grants.iter().any(|g| grant_covers(unversioned(g), name));
+            || extra_grants
+                .iter()
+                .any(|g| grant_covers(unversioned(g), name));
         if !granted {
             return Err(LoadError::NotGranted {
                 path: path.into(),

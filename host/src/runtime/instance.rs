@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{Guest, Position, Record, RecordError, Transformer};
 use super::bindings::Batch;
+use super::bindings::{Guest, Position, Record, RecordError, Transformer};
 use super::convert::{empty_wit, fill_record, fill_wit, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
@@ -91,7 +91,8 @@ impl WasmTransform {
             for (k, v) in &cur.counters {
                 *m.counters.entry(k.clone()).or_default() += v;
             }
-            m.gauges.extend(cur.gauges.iter().map(|(k, v)| (k.clone(), *v)));
+            m.gauges
+                .extend(cur.gauges.iter().map(|(k, v)| (k.clone(), *v)));
             m.dropped += cur.dropped;
         }
         m

@@ -48,7 +48,8 @@ impl Transform for JsonEnrich {
                     if let Some(old) = k.strip_prefix("rename.") {
                         t.rename.push((old.to_string(), v.clone()));
                     } else if let Some(field) = k.strip_prefix("set.") {
-                        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone()));
+                        let value =
+                            serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone()));
                         t.set.push((field.to_string(), value));
                     } else {
                         return Err(format!(
@@ -61,7 +62,11 @@ impl Transform for JsonEnrich {
         Ok(t)
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let mut obj: Map<String, Value> = match serde_json::from_slice(record.value()) {
             Ok(Value::Object(m)) => m,
             Ok(_) => return Err(RecordError::bad("value is JSON but not an object")),
@@ -135,7 +140,10 @@ mod tests {
         let mut t = init::<JsonEnrich>(&[]).unwrap();
         let run = run_values(&mut t, &["[1]", "nope", "{}"]).unwrap();
         assert_eq!(run.values(), vec!["{}"]);
-        assert_eq!(run.rejected.iter().map(|r| r.0).collect::<Vec<_>>(), vec![0, 1]);
+        assert_eq!(
+            run.rejected.iter().map(|r| r.0).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
     }
 
     #[test]

@@ -101,7 +101,11 @@ impl Transform for JsonFilter {
         })
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let doc: Value = serde_json::from_slice(record.value())
             .map_err(|e| RecordError::bad(format!("value is not JSON: {e}")))?;
         if self.matches(&doc) {
@@ -128,7 +132,12 @@ mod tests {
     fn numeric_comparison() {
         let got = filter(
             &[("field", "age"), ("op", "ge"), ("value", "18")],
-            &[r#"{"age":17}"#, r#"{"age":18}"#, r#"{"age":30.5}"#, r#"{"x":1}"#],
+            &[
+                r#"{"age":17}"#,
+                r#"{"age":18}"#,
+                r#"{"age":30.5}"#,
+                r#"{"x":1}"#,
+            ],
         );
         assert_eq!(got, vec![r#"{"age":18}"#, r#"{"age":30.5}"#]);
     }

@@ -36,9 +36,9 @@ impl Transform for Router {
             match k.as_str() {
                 "field" => field = Some(v.clone()),
                 "strict" => {
-                    strict = v
-                        .parse()
-                        .map_err(|_| format!("config `strict`: expected true or false, got `{v}`"))?
+                    strict = v.parse().map_err(|_| {
+                        format!("config `strict`: expected true or false, got `{v}`")
+                    })?
                 }
                 "missing" => {
                     missing = match v.as_str() {
@@ -68,7 +68,11 @@ impl Transform for Router {
         })
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let doc: Value = serde_json::from_slice(record.value())
             .map_err(|e| RecordError::bad(format!("value is not JSON: {e}")))?;
         let key = match doc.get(&self.field) {
@@ -86,7 +90,10 @@ impl Transform for Router {
                 Missing::Default => out.forward(),
                 Missing::To(o) => out.forward_to(o),
                 Missing::Reject => {
-                    return Err(RecordError::bad(format!("field `{}` is missing", self.field)));
+                    return Err(RecordError::bad(format!(
+                        "field `{}` is missing",
+                        self.field
+                    )));
                 }
             },
         }
@@ -103,18 +110,33 @@ mod tests {
 
     #[test]
     fn routes_by_field() {
-        let mut t = init::<Router>(&[("field", "region"), ("route.eu", "europe"), ("missing", "unknown")]).unwrap();
+        let mut t = init::<Router>(&[
+            ("field", "region"),
+            ("route.eu", "europe"),
+            ("missing", "unknown"),
+        ])
+        .unwrap();
         let run = run_values(&mut t, &[r#"{"region":"eu"}"#, r#"{"region":"us"}"#, "{}"]).unwrap();
         let outs: Vec<_> = run.emitted.iter().map(|e| e.output.clone()).collect();
         assert_eq!(
             outs,
-            vec![Some("europe".into()), Some("us".into()), Some("unknown".into())]
+            vec![
+                Some("europe".into()),
+                Some("us".into()),
+                Some("unknown".into())
+            ]
         );
     }
 
     #[test]
     fn strict_and_reject() {
-        let mut t = init::<Router>(&[("field", "n"), ("route.1", "one"), ("strict", "true"), ("missing", "reject")]).unwrap();
+        let mut t = init::<Router>(&[
+            ("field", "n"),
+            ("route.1", "one"),
+            ("strict", "true"),
+            ("missing", "reject"),
+        ])
+        .unwrap();
         let run = run_values(&mut t, &[r#"{"n":1}"#, r#"{"n":2}"#, "{}"]).unwrap();
         let outs: Vec<_> = run.emitted.iter().map(|e| e.output.clone()).collect();
         assert_eq!(outs, vec![Some("one".into()), None]);

@@ -15,7 +15,8 @@ weir_guest::flat_map!(uppercase);
 mod tests {
     #[test]
     fn uppercases_values_and_keeps_non_ascii() {
-        let run = weir_guest::testing::flat_map(super::uppercase, &["abc", "Hello, wörld"]).unwrap();
+        let run =
+            weir_guest::testing::flat_map(super::uppercase, &["abc", "Hello, wörld"]).unwrap();
         assert_eq!(run.values(), vec!["ABC", "HELLO, WöRLD"]);
     }
 }

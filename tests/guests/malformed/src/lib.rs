@@ -5,7 +5,7 @@
 use std::cell::RefCell;
 
 use weir_guest::bindings::exports::weir::transform::transform::Guest;
-use weir_guest::wit::{Batch, BadRecord, OutputBatch, OutputRecord, Record, RecordError};
+use weir_guest::wit::{BadRecord, Batch, OutputBatch, OutputRecord, Record, RecordError};
 
 thread_local! {
     static MODE: RefCell<String> = const { RefCell::new(String::new()) };
@@ -46,14 +46,19 @@ impl Guest for Malformed {
             "origin-out-of-range" => out.origins = (0..n).map(|i| i + n).collect(),
             "route-out-of-range" => out.routes = vec![7; n as usize],
             "count-mismatch" => out.timestamps = vec![0; n as usize + 3],
-            "bad-reject-index" => out.rejected.push(BadRecord { index: n + 10, reason: "x".into() }),
+            "bad-reject-index" => out.rejected.push(BadRecord {
+                index: n + 10,
+                reason: "x".into(),
+            }),
             other => return Err(format!("unknown mode {other}")),
         }
         Ok(out)
     }
 
     fn process_record(_: Record) -> Result<Vec<OutputRecord>, RecordError> {
-        Err(RecordError::Fatal("per-record path not implemented by this test guest".into()))
+        Err(RecordError::Fatal(
+            "per-record path not implemented by this test guest".into(),
+        ))
     }
 }
 

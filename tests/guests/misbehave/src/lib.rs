@@ -20,7 +20,10 @@ impl Transform for Misbehave {
 
     fn process(&mut self, r: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
         match r.value() {
-            b"panic" => panic!("guest panicked on purpose at offset {}", r.position().offset),
+            b"panic" => panic!(
+                "guest panicked on purpose at offset {}",
+                r.position().offset
+            ),
             b"loop" => spin(),
             b"oom" => {
                 let mut hog: Vec<Vec<u8>> = Vec::new();
