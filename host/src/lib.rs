@@ -4,5 +4,7 @@
 //!   checkpoints; it knows nothing about WebAssembly or Kafka.
 //! - [`runtime`]: runs WASM components as engine transforms.
 
+pub mod connectors;
 pub mod engine;
+pub mod log;
 pub mod runtime;

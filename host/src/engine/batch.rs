@@ -184,6 +184,28 @@ impl RecordBatch {
         self.offsets.push(offset);
     }
 
+    /// Append a record whose headers are already in the batch encoding.
+    pub fn push_raw(
+        &mut self,
+        key: Option<&[u8]>,
+        value: &[u8],
+        encoded_headers: &[u8],
+        timestamp: i64,
+        offset: i64,
+    ) {
+        let n = self.len();
+        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        if !encoded_headers.is_empty() || !self.header_ends.is_empty() {
+            self.header_ends.resize(n, self.headers.len() as u32);
+            self.headers.extend_from_slice(encoded_headers);
+            self.header_ends.push(self.headers.len() as u32);
+        }
+        self.values.extend_from_slice(value);
+        self.value_ends.push(self.values.len() as u32);
+        self.timestamps.push(timestamp);
+        self.offsets.push(offset);
+    }
+
     /// Record `i`; panics if out of range.
     #[inline]
     pub fn get(&self, i: usize) -> RecordRef<'_> {

@@ -1,11 +1,23 @@
-//! The engine core: batches, transforms and (later) sources, sinks and
-//! checkpoints. It imports neither wasmtime nor any connector library, so it
-//! runs native transforms as well as WASM ones.
+//! The engine core: batches, the Transform / Source / Sink / checkpoint
+//! seams, and micro-batch execution. It imports neither wasmtime nor any
+//! connector library, so it runs native transforms as well as WASM ones.
 
 pub mod batch;
+pub mod checkpoint;
+pub mod connector;
+pub mod faults;
+pub mod microbatch;
 pub mod output;
+pub mod progress;
+pub mod query;
 pub mod transform;
 
 pub use batch::{EncodingError, RecordBatch, RecordRef};
+pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
+pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
+pub use microbatch::{
+    EngineError, ErrorPolicy, MicroBatchQuery, QueryOptions, RunSummary, Trigger, TransformFactory,
+};
 pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};
+pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};

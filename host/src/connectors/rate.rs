@@ -1,0 +1,80 @@
+//! Generates `rows-per-second` rows, like Spark's rate source: row r has
+//! value `{"timestamp": <ms>, "value": r}`. The start time is kept in the
+//! checkpoint so every replayed range regenerates the same rows.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+use crate::engine::checkpoint::{encode_entry, read_entry};
+use crate::engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
+
+pub struct RateSource {
+    rows_per_second: u64,
+    partitions: u32,
+    max_rows_per_trigger: Option<u64>,
+    start_ms: i64,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl RateSource {
+    pub fn new(rows_per_second: u64, partitions: u32, max_rows_per_trigger: Option<u64>) -> Self {
+        RateSource { rows_per_second: rows_per_second.max(1), partitions: partitions.max(1), max_rows_per_trigger, start_ms: now_ms() }
+    }
+
+    fn count(o: &Offset) -> Result<u64, ConnectorError> {
+        o.as_u64().ok_or_else(|| ConnectorError(format!("rate source offset {o} is not a row count")))
+    }
+
+    fn row_time(&self, row: u64) -> i64 {
+        self.start_ms + (row as i128 * 1000 / self.rows_per_second as i128) as i64
+    }
+}
+
+impl Source for RateSource {
+    fn description(&self) -> String {
+        format!("rate:{}/s", self.rows_per_second)
+    }
+
+    fn attach(&mut self, cp: SourceCheckpoint) -> Result<(), ConnectorError> {
+        let path = format!("{}/start", cp.dir);
+        match read_entry::<i64>(&*cp.store, &path).map_err(|e| ConnectorError(e.to_string()))? {
+            Some(t) => self.start_ms = t,
+            None => cp.store.write(&path, &encode_entry(&self.start_ms)).map_err(|e| ConnectorError(e.to_string()))?,
+        }
+        Ok(())
+    }
+
+    fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
+        Ok(json!(0))
+    }
+
+    fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
+        let elapsed = (now_ms() - self.start_ms).max(0) as u128;
+        Ok(json!((elapsed * self.rows_per_second as u128 / 1000) as u64))
+    }
+
+    fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
+        let (s, u) = (Self::count(start)?, Self::count(upto)?);
+        Ok(json!(self.max_rows_per_trigger.map_or(u, |m| u.min(s + m)).max(s)))
+    }
+
+    fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
+        let (s, e) = (Self::count(start)?, Self::count(end)?);
+        let mut parts: Vec<RecordBatch> = (0..self.partitions).map(RecordBatch::new).collect();
+        let p = self.partitions as u64;
+        for row in s..e {
+            let ts = self.row_time(row);
+            let value = format!("{{\"timestamp\":{ts},\"value\":{row}}}");
+            parts[(row % p) as usize].push(None, value.as_bytes(), ts, (row / p) as i64);
+        }
+        Ok(parts.into_iter().filter(|b| !b.is_empty()).collect())
+    }
+
+    fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
+        Some(Self::count(latest).ok()?.saturating_sub(Self::count(offset).ok()?))
+    }
+}

@@ -1,0 +1,194 @@
+//! The checkpoint directory, Spark's layout: `metadata`, `offsets/N`,
+//! `commits/N`, `sources/<i>/N`, plus `progress` (the last progress record).
+//!
+//! All access goes through [`CheckpointStore`], so the engine can later keep
+//! checkpoints on object storage; [`LocalCheckpointStore`] is the file-system
+//! implementation (write to a temp file, fsync, rename, fsync the directory).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Why a checkpoint could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("{path}: {err}")]
+    Io { path: String, err: std::io::Error },
+    #[error("{path}: {problem}")]
+    Corrupt { path: String, problem: String },
+    #[error("{0}")]
+    Mismatch(String),
+}
+
+/// Durable, atomic storage of small files under relative paths such as
+/// `offsets/12`.
+pub trait CheckpointStore: Send + Sync {
+    /// The file's bytes, or `None` if it does not exist.
+    fn read(&self, path: &str) -> Result<Option<Vec<u8>>, CheckpointError>;
+    /// Replace the file atomically and durably.
+    fn write(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError>;
+    /// Numeric entries of a directory (`offsets` -> [0, 1, 2...]), ascending.
+    fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError>;
+    fn delete(&self, path: &str) -> Result<(), CheckpointError>;
+    /// Where this store lives, for messages.
+    fn location(&self) -> String;
+}
+
+/// A checkpoint directory on the local file system.
+pub struct LocalCheckpointStore {
+    root: PathBuf,
+}
+
+fn io(path: &Path, err: std::io::Error) -> CheckpointError {
+    CheckpointError::Io {
+        path: path.display().to_string(),
+        err,
+    }
+}
+
+impl LocalCheckpointStore {
+    pub fn open(root: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
+        let root = root.into();
+        std::fs::create_dir_all(&root).map_err(|e| io(&root, e))?;
+        Ok(LocalCheckpointStore { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+/// fsync a directory so a rename inside it is durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Write `bytes` to `path` atomically and durably: temp file, fsync, rename,
+/// fsync of the parent directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir)
+}
+
+impl CheckpointStore for LocalCheckpointStore {
+    fn read(&self, path: &str) -> Result<Option<Vec<u8>>, CheckpointError> {
+        let full = self.root.join(path);
+        match std::fs::read(&full) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(&full, e)),
+        }
+    }
+
+    fn write(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
+        let full = self.root.join(path);
+        write_atomic(&full, bytes).map_err(|e| io(&full, e))
+    }
+
+    fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError> {
+        let full = self.root.join(dir);
+        let entries = match std::fs::read_dir(&full) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(io(&full, e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io(&full, e))?;
+            if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
+                out.push(n);
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    fn delete(&self, path: &str) -> Result<(), CheckpointError> {
+        let full = self.root.join(path);
+        match std::fs::remove_file(&full) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io(&full, e)),
+        }
+    }
+
+    fn location(&self) -> String {
+        self.root.display().to_string()
+    }
+}
+
+/// Format version written as the first line of every log entry, as Spark does.
+const VERSION_LINE: &str = "v1";
+
+/// Encode a log entry: version line, then JSON.
+pub fn encode_entry<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let mut out = format!("{VERSION_LINE}\n").into_bytes();
+    serde_json::to_writer(&mut out, value).expect("checkpoint entries serialize");
+    out.push(b'\n');
+    out
+}
+
+/// Decode a log entry, naming the file and the problem when it is corrupt.
+pub fn decode_entry<T: serde::de::DeserializeOwned>(
+    store: &dyn CheckpointStore,
+    path: &str,
+    bytes: &[u8],
+) -> Result<T, CheckpointError> {
+    let corrupt = |problem: String| CheckpointError::Corrupt {
+        path: format!("{}/{path}", store.location()),
+        problem,
+    };
+    if bytes.is_empty() {
+        return Err(corrupt("file is empty (truncated write?)".into()));
+    }
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| corrupt(format!("not UTF-8 text ({e})")))?;
+    let (version, body) = text
+        .split_once('\n')
+        .ok_or_else(|| corrupt("missing the version line (truncated?)".into()))?;
+    if version != VERSION_LINE {
+        return Err(corrupt(format!(
+            "unsupported format version {version:?} (this weir writes {VERSION_LINE:?})"
+        )));
+    }
+    serde_json::from_str(body.trim_end()).map_err(|e| corrupt(format!("invalid entry: {e}")))
+}
+
+/// Read and decode `path`, or `None` if absent.
+pub fn read_entry<T: serde::de::DeserializeOwned>(
+    store: &dyn CheckpointStore,
+    path: &str,
+) -> Result<Option<T>, CheckpointError> {
+    match store.read(path)? {
+        None => Ok(None),
+        Some(bytes) => decode_entry(store, path, &bytes).map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_round_trip_and_corruption_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalCheckpointStore::open(dir.path()).unwrap();
+        store.write("offsets/3", &encode_entry(&vec![1, 2])).unwrap();
+        store.write("offsets/10", &encode_entry(&vec![3])).unwrap();
+        assert_eq!(store.list_numbered("offsets").unwrap(), vec![3, 10]);
+        let v: Option<Vec<i32>> = read_entry(&store, "offsets/3").unwrap();
+        assert_eq!(v, Some(vec![1, 2]));
+        store.write("offsets/4", b"v1\n{\"batch").unwrap();
+        let err = read_entry::<Vec<i32>>(&store, "offsets/4").unwrap_err().to_string();
+        assert!(err.ends_with("offsets/4: invalid entry: EOF while parsing a value at line 1 column 7"), "{err}");
+        store.write("offsets/5", b"").unwrap();
+        let err = read_entry::<Vec<i32>>(&store, "offsets/5").unwrap_err().to_string();
+        assert!(err.contains("offsets/5: file is empty"), "{err}");
+        assert!(read_entry::<Vec<i32>>(&store, "offsets/99").unwrap().is_none());
+    }
+}

@@ -1,0 +1,109 @@
+//! The Source and Sink seams of the engine. Connectors (embedded log, files,
+//! Kafka...) implement them; the engine never knows which one it drives.
+
+use std::sync::Arc;
+
+use super::batch::RecordBatch;
+use super::checkpoint::CheckpointStore;
+use super::output::TransformOutput;
+
+/// A source's position, as JSON: it is written verbatim to `offsets/N`, so
+/// every source chooses its own shape (per-partition offsets, a file index...).
+pub type Offset = serde_json::Value;
+
+/// A failure inside a connector, with enough context to act on.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ConnectorError(pub String);
+
+impl ConnectorError {
+    pub fn new(message: impl Into<String>) -> Self {
+        ConnectorError(message.into())
+    }
+}
+
+/// Where a source keeps its own checkpoint data (`sources/<i>/`).
+#[derive(Clone)]
+pub struct SourceCheckpoint {
+    pub store: Arc<dyn CheckpointStore>,
+    /// Directory for this source, e.g. `sources/0`.
+    pub dir: String,
+}
+
+/// A replayable source: given the same offset range it must return the same
+/// records, which is what makes re-running an uncommitted batch exact.
+pub trait Source: Send {
+    /// Stable identity (kind and location), recorded in the checkpoint; a
+    /// checkpoint written for another source is refused.
+    fn description(&self) -> String;
+
+    /// Called once before anything else, with this source's checkpoint area.
+    fn attach(&mut self, checkpoint: SourceCheckpoint) -> Result<(), ConnectorError> {
+        let _ = checkpoint;
+        Ok(())
+    }
+
+    /// The offset a new query starts from.
+    fn initial_offset(&mut self) -> Result<Offset, ConnectorError>;
+
+    /// The newest available offset, with no rate limit applied.
+    fn latest_offset(&mut self) -> Result<Offset, ConnectorError>;
+
+    /// The end of the next batch from `start`: at most `upto`, further
+    /// bounded by the source's per-trigger rate limit. Equal to `start` when
+    /// there is nothing new.
+    fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError>;
+
+    /// The records in `(start, end]`, one batch per partition that has any.
+    fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError>;
+
+    /// The transform task that processes `partition`: one instance per task.
+    /// Sources whose "partitions" are many small units (files) map them all to
+    /// one task instead of instantiating a transform per unit.
+    fn task_of(&self, partition: u32) -> u32 {
+        partition
+    }
+
+    /// Number of records between `offset` and `latest` (for the lag display).
+    fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
+        let _ = (offset, latest);
+        None
+    }
+}
+
+/// One batch's output as handed to a sink: every partition's input next to
+/// what the transform produced for it. A sink writes the records routed to it.
+pub struct SinkBatch<'a> {
+    pub parts: &'a [(RecordBatch, TransformOutput)],
+    /// The named output this sink serves; `None` is the default output.
+    pub route: Option<&'a str>,
+}
+
+impl SinkBatch<'_> {
+    /// The output records for this sink, in order.
+    pub fn records(&self) -> impl Iterator<Item = super::output::OutputRef<'_>> + '_ {
+        self.parts.iter().flat_map(move |(input, out)| {
+            out.batch
+                .iter(input)
+                .filter(move |o| o.output == self.route)
+        })
+    }
+}
+
+/// An exactly-once sink: `add_batch` is idempotent per batch id, so a batch
+/// re-run after a crash is written at most once, and its output becomes
+/// visible to readers all at once.
+pub trait Sink: Send {
+    fn description(&self) -> String;
+
+    /// Called once before any batch, with the query's stable id (e.g. to tag
+    /// writes so a replayed batch is recognised).
+    fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
+        let _ = query_id;
+        Ok(())
+    }
+
+    /// Write batch `batch_id`; returns the number of records written (0 if
+    /// the batch had already been committed by an earlier run).
+    fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError>;
+}

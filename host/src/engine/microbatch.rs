@@ -1,0 +1,481 @@
+//! Spark-style micro-batch execution: per trigger, plan an offset range,
+//! write it ahead (`offsets/N`), run it through the transform and the sinks,
+//! then write `commits/N`. Re-running an uncommitted batch over its recorded
+//! range with idempotent sinks makes the output exactly-once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use super::batch::RecordBatch;
+use super::checkpoint::{CheckpointError, CheckpointStore, encode_entry};
+use super::connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
+use super::faults;
+use super::output::TransformOutput;
+use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress};
+use super::query::{
+    self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
+};
+use super::transform::{Transform, TransformError};
+
+/// When batches run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// Back to back, as fast as data arrives.
+    Default,
+    /// One batch per interval, measured from the previous batch's start; a
+    /// batch that overruns is followed at once by the next.
+    ProcessingTime(Duration),
+    /// One batch with everything available (no rate limit), then stop.
+    Once,
+    /// Everything available at start, in rate-limited batches, then stop.
+    AvailableNow,
+}
+
+/// What happens to a record the transform refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorPolicy {
+    /// Stop the query, naming the record.
+    Fail,
+    /// Count it (progress `numRejectedRows`), log it, go on.
+    Skip,
+}
+
+/// Builds one transform instance per (source, partition) task.
+pub trait TransformFactory: Send + Sync {
+    fn create(&self, source: usize, partition: u32) -> Result<Box<dyn Transform>, TransformError>;
+}
+
+impl<F> TransformFactory for F
+where
+    F: Fn(usize, u32) -> Result<Box<dyn Transform>, TransformError> + Send + Sync,
+{
+    fn create(&self, source: usize, partition: u32) -> Result<Box<dyn Transform>, TransformError> {
+        self(source, partition)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    pub trigger: Trigger,
+    pub error_policy: ErrorPolicy,
+    /// Batches kept in `offsets/` and `commits/`.
+    pub keep_batches: u64,
+    /// Sleep between polls when the default trigger finds no new data.
+    pub idle_poll: Duration,
+}
+
+impl Default for QueryOptions {
+    fn default() -> Self {
+        QueryOptions {
+            trigger: Trigger::Default,
+            error_policy: ErrorPolicy::Skip,
+            keep_batches: 100,
+            idle_poll: Duration::from_millis(2),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("checkpoint: {0}")]
+    Checkpoint(#[from] CheckpointError),
+    #[error("source `{name}`: {err}")]
+    Source { name: String, err: ConnectorError },
+    #[error("sink `{name}`: {err}")]
+    Sink { name: String, err: ConnectorError },
+    #[error("transform for partition {partition} of `{source_name}`: {err}")]
+    Transform {
+        source_name: String,
+        partition: u32,
+        err: TransformError,
+    },
+    #[error("bad record at partition {partition}, offset {offset} of `{source_name}`: {reason}")]
+    BadRecord {
+        source_name: String,
+        partition: u32,
+        offset: i64,
+        reason: String,
+    },
+    #[error("the transform sent records to output `{0}`, but the pipeline has no sink named `{0}`")]
+    Unrouted(String),
+}
+
+/// What a finished `run` did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSummary {
+    pub batches: u64,
+    pub input_rows: u64,
+    pub output_rows: u64,
+}
+
+/// A micro-batch streaming query over one checkpoint.
+pub struct MicroBatchQuery {
+    store: Arc<dyn CheckpointStore>,
+    sources: Vec<Box<dyn Source>>,
+    factory: Box<dyn TransformFactory>,
+    transforms: HashMap<(usize, u32), Box<dyn Transform>>,
+    sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+    options: QueryOptions,
+    id: String,
+    run_id: String,
+    stop: Arc<AtomicBool>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn ms(d: Duration) -> u64 {
+    d.as_millis() as u64
+}
+
+impl MicroBatchQuery {
+    /// Open (or create) the query in `store`. Refuses a checkpoint written
+    /// for other sources. `sinks` maps output names (`None` = default) to sinks.
+    pub fn new(
+        store: Arc<dyn CheckpointStore>,
+        mut sources: Vec<Box<dyn Source>>,
+        factory: Box<dyn TransformFactory>,
+        mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+        options: QueryOptions,
+    ) -> Result<Self, EngineError> {
+        let descriptions = sources.iter().map(|s| s.description()).collect();
+        let meta = query::load_or_create_metadata(&*store, "micro-batch", descriptions)?;
+        for (i, s) in sources.iter_mut().enumerate() {
+            let checkpoint = SourceCheckpoint {
+                store: store.clone(),
+                dir: format!("sources/{i}"),
+            };
+            s.attach(checkpoint).map_err(|err| EngineError::Source {
+                name: s.description(),
+                err,
+            })?;
+        }
+        for (_, sink) in sinks.iter_mut() {
+            sink.open(&meta.id).map_err(|err| EngineError::Sink {
+                name: sink.description(),
+                err,
+            })?;
+        }
+        Ok(MicroBatchQuery {
+            store,
+            sources,
+            factory,
+            transforms: HashMap::new(),
+            sinks,
+            options,
+            id: meta.id,
+            run_id: uuid::Uuid::new_v4().to_string(),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// A flag that stops `run` after the current batch.
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    fn source_err(&self, i: usize) -> impl Fn(ConnectorError) -> EngineError + '_ {
+        move |err| EngineError::Source {
+            name: self.sources[i].description(),
+            err,
+        }
+    }
+
+    /// Run until the trigger says stop (Once, AvailableNow) or the stop
+    /// flag is raised; `on_progress` sees every batch's progress.
+    pub fn run(&mut self, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
+        let mut summary = RunSummary::default();
+        let (mut batch_id, mut start, mut pending) = match query::resume(&*self.store)? {
+            Resume::Fresh => {
+                let mut start = Vec::new();
+                for i in 0..self.sources.len() {
+                    start.push(self.sources[i].initial_offset().map_err(self.source_err(i))?);
+                }
+                (0, start, None)
+            }
+            Resume::Continue { next_batch, start } => (next_batch, start, None),
+            Resume::Rerun(entry) => {
+                let start = entry.sources.iter().map(|r| r.start.clone()).collect();
+                (entry.batch_id, start, Some(entry))
+            }
+        };
+        let snapshot = match self.options.trigger {
+            Trigger::AvailableNow => Some(self.latest()?),
+            _ => None,
+        };
+        let mut last_trigger: Option<Instant> = None;
+        while !self.stop.load(Ordering::Relaxed) {
+            let trigger_start = Instant::now();
+            let timestamp = now_ms();
+            let latest_started = Instant::now();
+            let (entry, latest) = match pending.take() {
+                Some(entry) => {
+                    let latest = self.latest()?;
+                    (entry, latest)
+                }
+                None => {
+                    let latest = self.latest()?;
+                    let upto = snapshot.as_ref().unwrap_or(&latest);
+                    let mut ranges = Vec::new();
+                    for (i, s) in start.iter().enumerate() {
+                        let end = if self.options.trigger == Trigger::Once {
+                            upto[i].clone()
+                        } else {
+                            self.sources[i]
+                                .next_end(s, &upto[i])
+                                .map_err(self.source_err(i))?
+                        };
+                        ranges.push(OffsetRange { start: s.clone(), end });
+                    }
+                    if ranges.iter().all(|r| r.start == r.end) {
+                        match self.options.trigger {
+                            Trigger::Once | Trigger::AvailableNow => break,
+                            Trigger::Default => std::thread::sleep(self.options.idle_poll),
+                            Trigger::ProcessingTime(i) => {
+                                std::thread::sleep(i.saturating_sub(trigger_start.elapsed()))
+                            }
+                        }
+                        continue;
+                    }
+                    let entry = OffsetEntry {
+                        batch_id,
+                        timestamp_ms: timestamp,
+                        sources: ranges,
+                    };
+                    (entry, latest)
+                }
+            };
+            let latest_offset = latest_started.elapsed();
+            let wal_started = Instant::now();
+            // A re-run batch keeps its recorded entry; a new one is written ahead.
+            if self.store.read(&offsets_path(batch_id))?.is_none() {
+                self.store.write(&offsets_path(batch_id), &encode_entry(&entry))?;
+            }
+            faults::point("after-offsets-write", batch_id);
+            let wal_commit = wal_started.elapsed();
+
+            let add_started = Instant::now();
+            let (parts, per_source_rows, rejected) = self.process(&entry)?;
+            let output_rows = self.write_sinks(batch_id, &parts)?;
+            faults::point("after-sink-commit", batch_id);
+            let add_batch = add_started.elapsed();
+
+            let commit_started = Instant::now();
+            let commit = CommitEntry {
+                batch_id,
+                num_output_rows: output_rows,
+            };
+            self.store.write(&commits_path(batch_id), &encode_entry(&commit))?;
+            faults::point("after-commit-write", batch_id);
+            query::prune(&*self.store, batch_id, self.options.keep_batches)?;
+            let commit_time = commit_started.elapsed();
+
+            let input_rows: u64 = per_source_rows.iter().sum();
+            let exec = trigger_start.elapsed();
+            let since_last = last_trigger.map_or(exec, |t| t.elapsed());
+            last_trigger = Some(trigger_start);
+            let lag = self.lag(&entry, &latest);
+            let progress = Progress {
+                id: self.id.clone(),
+                run_id: self.run_id.clone(),
+                batch_id,
+                timestamp,
+                num_input_rows: input_rows,
+                input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-6),
+                processed_rows_per_second: input_rows as f64 / exec.as_secs_f64().max(1e-6),
+                num_rejected_rows: rejected,
+                lag,
+                duration_ms: DurationMs {
+                    latest_offset: ms(latest_offset),
+                    wal_commit: ms(wal_commit),
+                    add_batch: ms(add_batch),
+                    commit: ms(commit_time),
+                    trigger_execution: ms(exec),
+                },
+                sources: entry
+                    .sources
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| SourceProgress {
+                        description: self.sources[i].description(),
+                        start_offset: r.start.clone(),
+                        end_offset: r.end.clone(),
+                        latest_offset: latest[i].clone(),
+                        num_input_rows: per_source_rows[i],
+                    })
+                    .collect(),
+                sink: SinkProgress {
+                    description: self
+                        .sinks
+                        .iter()
+                        .map(|(_, s)| s.description())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    num_output_rows: output_rows,
+                },
+            };
+            self.store.write("progress", &encode_entry(&progress))?;
+            on_progress(&progress);
+
+            summary.batches += 1;
+            summary.input_rows += input_rows;
+            summary.output_rows += output_rows;
+            start = entry.sources.into_iter().map(|r| r.end).collect();
+            batch_id += 1;
+            match self.options.trigger {
+                Trigger::Once => break,
+                Trigger::ProcessingTime(i) => {
+                    std::thread::sleep(i.saturating_sub(trigger_start.elapsed()))
+                }
+                Trigger::Default | Trigger::AvailableNow => {}
+            }
+        }
+        Ok(summary)
+    }
+
+    fn latest(&mut self) -> Result<Vec<Offset>, EngineError> {
+        let mut out = Vec::new();
+        for i in 0..self.sources.len() {
+            out.push(self.sources[i].latest_offset().map_err(self.source_err(i))?);
+        }
+        Ok(out)
+    }
+
+    fn lag(&self, entry: &OffsetEntry, latest: &[Offset]) -> Option<u64> {
+        let mut total = 0;
+        for (i, r) in entry.sources.iter().enumerate() {
+            total += self.sources[i].records_between(&r.end, &latest[i])?;
+        }
+        Some(total)
+    }
+
+    /// Read the batch's range from every source and run each partition
+    /// through its own transform instance, partitions in parallel.
+    #[allow(clippy::type_complexity)]
+    fn process(
+        &mut self,
+        entry: &OffsetEntry,
+    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, Vec<u64>, u64), EngineError> {
+        let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
+        let mut per_source = vec![0u64; self.sources.len()];
+        for (i, r) in entry.sources.iter().enumerate() {
+            for b in self.sources[i].read(&r.start, &r.end).map_err(self.source_err(i))? {
+                per_source[i] += b.len() as u64;
+                inputs.push((i, b));
+            }
+        }
+        // One transform instance per task; a task's batches run in order,
+        // tasks run in parallel.
+        let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
+        for (idx, (i, b)) in inputs.iter().enumerate() {
+            let key = (*i, self.sources[*i].task_of(b.partition));
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(idx),
+                None => groups.push((key, vec![idx])),
+            }
+        }
+        let mut tasks = Vec::with_capacity(groups.len());
+        for ((i, task), _) in &groups {
+            let t = match self.transforms.remove(&(*i, *task)) {
+                Some(t) => t,
+                None => self.factory.create(*i, *task).map_err(|err| EngineError::Transform {
+                    source_name: self.sources[*i].description(),
+                    partition: *task,
+                    err,
+                })?,
+            };
+            tasks.push(t);
+        }
+        let run_group = |t: &mut Box<dyn Transform>, members: &[usize]| -> Vec<(usize, Result<TransformOutput, TransformError>)> {
+            members.iter().map(|&idx| (idx, t.process_batch(&inputs[idx].1))).collect()
+        };
+        let mut results: Vec<(usize, Result<TransformOutput, TransformError>)> = if groups.len() == 1 {
+            run_group(&mut tasks[0], &groups[0].1)
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = tasks
+                    .iter_mut()
+                    .zip(&groups)
+                    .map(|(t, (_, members))| scope.spawn(move || run_group(t, members)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().expect("transform task panicked"))
+                    .collect()
+            })
+        };
+        for (t, (key, _)) in tasks.into_iter().zip(&groups) {
+            self.transforms.insert(*key, t);
+        }
+        results.sort_by_key(|(idx, _)| *idx);
+        let results = results.into_iter().map(|(_, r)| r);
+        let mut parts = Vec::with_capacity(inputs.len());
+        let mut rejected = 0;
+        for (result, (i, b)) in results.into_iter().zip(inputs) {
+            let name = || self.sources[i].description();
+            let out = result.map_err(|err| EngineError::Transform {
+                source_name: name(),
+                partition: b.partition,
+                err,
+            })?;
+            for r in &out.rejected {
+                let offset = b.offsets[r.index as usize];
+                if self.options.error_policy == ErrorPolicy::Fail {
+                    return Err(EngineError::BadRecord {
+                        source_name: name(),
+                        partition: b.partition,
+                        offset,
+                        reason: r.reason.clone(),
+                    });
+                }
+                tracing::warn!(source = %name(), partition = b.partition, offset, "skipping bad record: {}", r.reason);
+            }
+            rejected += out.rejected.len() as u64;
+            parts.push((b, out));
+        }
+        Ok((parts, per_source, rejected))
+    }
+
+    fn write_sinks(
+        &mut self,
+        batch_id: u64,
+        parts: &[(RecordBatch, TransformOutput)],
+    ) -> Result<u64, EngineError> {
+        let default_used = parts.iter().any(|(_, o)| {
+            (o.batch.routes.is_empty() && !o.batch.is_empty()) || o.batch.routes.contains(&0)
+        });
+        if default_used && !self.sinks.iter().any(|(r, _)| r.is_none()) {
+            return Err(EngineError::Unrouted("default".into()));
+        }
+        for (_, out) in parts {
+            for name in &out.batch.outputs {
+                if !self.sinks.iter().any(|(r, _)| r.as_deref() == Some(name)) {
+                    return Err(EngineError::Unrouted(name.clone()));
+                }
+            }
+        }
+        let mut rows = 0;
+        for (route, sink) in self.sinks.iter_mut() {
+            let batch = SinkBatch {
+                parts,
+                route: route.as_deref(),
+            };
+            rows += sink
+                .add_batch(batch_id, &batch)
+                .map_err(|err| EngineError::Sink {
+                    name: sink.description(),
+                    err,
+                })?;
+        }
+        Ok(rows)
+    }
+}

@@ -1,0 +1,68 @@
+//! Progress of one batch, with Spark's StreamingQueryProgress field names so
+//! existing dashboards and habits carry over.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DurationMs {
+    pub latest_offset: u64,
+    pub wal_commit: u64,
+    pub add_batch: u64,
+    pub commit: u64,
+    pub trigger_execution: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceProgress {
+    pub description: String,
+    pub start_offset: serde_json::Value,
+    pub end_offset: serde_json::Value,
+    pub latest_offset: serde_json::Value,
+    pub num_input_rows: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SinkProgress {
+    pub description: String,
+    pub num_output_rows: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Progress {
+    pub id: String,
+    pub run_id: String,
+    pub batch_id: u64,
+    /// Trigger start, ms since the Unix epoch.
+    pub timestamp: i64,
+    pub num_input_rows: u64,
+    pub input_rows_per_second: f64,
+    pub processed_rows_per_second: f64,
+    /// Records refused by the transform (skipped under the `skip` policy).
+    pub num_rejected_rows: u64,
+    /// Records available but not yet in a batch.
+    pub lag: Option<u64>,
+    pub duration_ms: DurationMs,
+    pub sources: Vec<SourceProgress>,
+    pub sink: SinkProgress,
+}
+
+impl Progress {
+    /// One line for a terminal status display.
+    pub fn status_line(&self) -> String {
+        let lag = self.lag.map_or("?".to_string(), |l| l.to_string());
+        format!(
+            "batch {}: {} rows in {} ms ({:.0} rows/s in, {:.0} rows/s processed), {} out, lag {}",
+            self.batch_id,
+            self.num_input_rows,
+            self.duration_ms.trigger_execution,
+            self.input_rows_per_second,
+            self.processed_rows_per_second,
+            self.sink.num_output_rows,
+            lag
+        )
+    }
+}

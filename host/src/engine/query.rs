@@ -1,0 +1,236 @@
+//! A streaming query's durable identity and write-ahead logs: the
+//! `metadata` file and the `offsets/N` and `commits/N` entries, plus the
+//! recovery decision Spark makes from them.
+
+use serde::{Deserialize, Serialize};
+
+use super::checkpoint::{CheckpointError, CheckpointStore, encode_entry, read_entry};
+use super::connector::Offset;
+
+/// `metadata`: written once when a query first starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    pub id: String,
+    pub mode: String,
+    pub sources: Vec<String>,
+}
+
+/// `offsets/N`: the exact input range of batch N, durable before it runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OffsetEntry {
+    pub batch_id: u64,
+    pub timestamp_ms: i64,
+    pub sources: Vec<OffsetRange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffsetRange {
+    pub start: Offset,
+    pub end: Offset,
+}
+
+/// `commits/N`: batch N's output is committed in every sink.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitEntry {
+    pub batch_id: u64,
+    pub num_output_rows: u64,
+}
+
+/// Where a (re)started query resumes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resume {
+    /// No batch ever planned: start at the sources' initial offsets, batch 0.
+    Fresh,
+    /// Batch N was planned but not committed: re-run it over the same range.
+    Rerun(OffsetEntry),
+    /// Batch N committed: continue with N+1 from its end offsets.
+    Continue { next_batch: u64, start: Vec<Offset> },
+}
+
+pub fn offsets_path(n: u64) -> String {
+    format!("offsets/{n}")
+}
+
+pub fn commits_path(n: u64) -> String {
+    format!("commits/{n}")
+}
+
+/// Load the query's metadata, creating it on first start, and refuse a
+/// checkpoint that belongs to other sources or another mode.
+pub fn load_or_create_metadata(
+    store: &dyn CheckpointStore,
+    mode: &str,
+    sources: Vec<String>,
+) -> Result<Metadata, CheckpointError> {
+    if let Some(existing) = read_entry::<Metadata>(store, "metadata")? {
+        if existing.sources != sources {
+            return Err(CheckpointError::Mismatch(format!(
+                "checkpoint {} was written for source(s) [{}], not [{}]; use a new checkpoint location for a different source",
+                store.location(),
+                existing.sources.join(", "),
+                sources.join(", ")
+            )));
+        }
+        if existing.mode != mode {
+            return Err(CheckpointError::Mismatch(format!(
+                "checkpoint {} was written in {} mode; restarting it in {mode} mode is not supported (use a new checkpoint location)",
+                store.location(),
+                existing.mode
+            )));
+        }
+        return Ok(existing);
+    }
+    let meta = Metadata {
+        id: uuid::Uuid::new_v4().to_string(),
+        mode: mode.to_string(),
+        sources,
+    };
+    store.write("metadata", &encode_entry(&meta))?;
+    Ok(meta)
+}
+
+/// Spark's recovery rule: the highest `offsets/N` decides; if `commits/N`
+/// exists continue at N+1, else re-run N over its recorded range.
+pub fn resume(store: &dyn CheckpointStore) -> Result<Resume, CheckpointError> {
+    let offsets = store.list_numbered("offsets")?;
+    let commits = store.list_numbered("commits")?;
+    let Some(&last) = offsets.last() else {
+        if let Some(c) = commits.last() {
+            return Err(CheckpointError::Corrupt {
+                path: format!("{}/commits/{c}", store.location()),
+                problem: "commit without any offsets entry".into(),
+            });
+        }
+        return Ok(Resume::Fresh);
+    };
+    if let Some(&c) = commits.last()
+        && c > last
+    {
+        return Err(CheckpointError::Corrupt {
+            path: format!("{}/commits/{c}", store.location()),
+            problem: format!("commit for batch {c} but the offsets log ends at {last}"),
+        });
+    }
+    let entry: OffsetEntry = read_entry(store, &offsets_path(last))?.expect("listed");
+    if entry.batch_id != last {
+        return Err(CheckpointError::Corrupt {
+            path: format!("{}/offsets/{last}", store.location()),
+            problem: format!("holds batch {} instead of {last}", entry.batch_id),
+        });
+    }
+    if commits.last() == Some(&last) {
+        // Validate the commit entry too: a torn commit must not be trusted.
+        let _: CommitEntry = read_entry(store, &commits_path(last))?.expect("listed");
+        return Ok(Resume::Continue {
+            next_batch: last + 1,
+            start: entry.sources.into_iter().map(|r| r.end).collect(),
+        });
+    }
+    Ok(Resume::Rerun(entry))
+}
+
+/// Delete log entries older than the newest `keep` batches.
+pub fn prune(store: &dyn CheckpointStore, latest: u64, keep: u64) -> Result<(), CheckpointError> {
+    if latest < keep {
+        return Ok(());
+    }
+    let cutoff = latest - keep;
+    for dir in ["offsets", "commits"] {
+        for n in store.list_numbered(dir)? {
+            if n > cutoff {
+                break;
+            }
+            store.delete(&format!("{dir}/{n}"))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::checkpoint::LocalCheckpointStore;
+    use serde_json::json;
+
+    fn entry(n: u64, start: i64, end: i64) -> Vec<u8> {
+        encode_entry(&OffsetEntry {
+            batch_id: n,
+            timestamp_ms: 0,
+            sources: vec![OffsetRange {
+                start: json!(start),
+                end: json!(end),
+            }],
+        })
+    }
+
+    fn commit(n: u64) -> Vec<u8> {
+        encode_entry(&CommitEntry {
+            batch_id: n,
+            num_output_rows: 1,
+        })
+    }
+
+    /// The recovery decision table.
+    #[test]
+    fn resume_decisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalCheckpointStore::open(dir.path()).unwrap();
+        assert_eq!(resume(&s).unwrap(), Resume::Fresh);
+
+        s.write("offsets/0", &entry(0, 0, 5)).unwrap();
+        let Resume::Rerun(e) = resume(&s).unwrap() else { panic!() };
+        assert_eq!((e.batch_id, e.sources[0].end.clone()), (0, json!(5)));
+
+        s.write("commits/0", &commit(0)).unwrap();
+        assert_eq!(
+            resume(&s).unwrap(),
+            Resume::Continue { next_batch: 1, start: vec![json!(5)] }
+        );
+
+        s.write("offsets/1", &entry(1, 5, 9)).unwrap();
+        assert!(matches!(resume(&s).unwrap(), Resume::Rerun(e) if e.batch_id == 1));
+
+        s.write("commits/1", b"v1\n{\"batchId\":").unwrap();
+        let err = resume(&s).unwrap_err().to_string();
+        assert!(err.contains("commits/1: invalid entry"), "{err}");
+
+        s.write("commits/1", &commit(1)).unwrap();
+        s.write("commits/2", &commit(2)).unwrap();
+        let err = resume(&s).unwrap_err().to_string();
+        assert!(err.contains("commit for batch 2 but the offsets log ends at 1"), "{err}");
+        s.delete("commits/2").unwrap();
+
+        s.write("offsets/2", b"").unwrap();
+        let err = resume(&s).unwrap_err().to_string();
+        assert!(err.contains("offsets/2: file is empty"), "{err}");
+    }
+
+    #[test]
+    fn metadata_refuses_another_source_or_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalCheckpointStore::open(dir.path()).unwrap();
+        let m = load_or_create_metadata(&s, "micro-batch", vec!["log:a".into()]).unwrap();
+        let again = load_or_create_metadata(&s, "micro-batch", vec!["log:a".into()]).unwrap();
+        assert_eq!(m.id, again.id);
+        let err = load_or_create_metadata(&s, "micro-batch", vec!["log:b".into()]).unwrap_err();
+        assert!(err.to_string().contains("was written for source(s) [log:a], not [log:b]"));
+        let err = load_or_create_metadata(&s, "continuous", vec!["log:a".into()]).unwrap_err();
+        assert!(err.to_string().contains("written in micro-batch mode"));
+    }
+
+    #[test]
+    fn prune_keeps_the_newest_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalCheckpointStore::open(dir.path()).unwrap();
+        for n in 0..10 {
+            s.write(&offsets_path(n), &entry(n, 0, 0)).unwrap();
+            s.write(&commits_path(n), &commit(n)).unwrap();
+        }
+        prune(&s, 9, 3).unwrap();
+        assert_eq!(s.list_numbered("offsets").unwrap(), vec![7, 8, 9]);
+        assert_eq!(s.list_numbered("commits").unwrap(), vec![7, 8, 9]);
+    }
+}

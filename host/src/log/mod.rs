@@ -1,0 +1,230 @@
+//! weir's embedded log: durable, partitioned, append-only topics on local
+//! disk, so a pipeline (and the demo) needs no broker.
+//!
+//! Layout: `<root>/<topic>/topic.json`, `<root>/<topic>/<partition>/<base>.log`
+//! segments of CRC-framed records, and `<root>/<topic>/commits`. A write
+//! appends records to the partitions, fsyncs them, then appends one commit
+//! entry with every partition's new end: readers never look past the last
+//! commit, so a write becomes visible atomically across partitions, and a
+//! crash mid-write leaves only invisible bytes that the next writer cuts.
+
+mod commits;
+mod partition;
+mod record;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::batch::RecordBatch;
+use commits::{CommitEntry, CommitFile};
+use partition::Partition;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
+    #[error("{path}: corrupt log: {problem}")]
+    Corrupt { path: PathBuf, problem: String },
+    #[error("topic `{name}` does not exist in {root} (create it with `weir log create`)")]
+    NoTopic { name: String, root: PathBuf },
+    #[error("topic `{name}` already exists in {root} with {partitions} partition(s)")]
+    Exists { name: String, root: PathBuf, partitions: u32 },
+    #[error("record of {size} bytes exceeds the log's limit of {max} bytes")]
+    TooLarge { size: usize, max: usize },
+    #[error("partition {partition} does not exist (the topic has {partitions})")]
+    NoPartition { partition: u32, partitions: u32 },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct TopicMeta {
+    partitions: u32,
+    segment_bytes: u64,
+}
+
+/// Who is writing, so a replayed write can be recognised and skipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Writer {
+    pub id: [u8; 16],
+    pub sequence: u64,
+}
+
+/// The outcome of [`Topic::append`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appended {
+    /// Written and committed; the new committed end of each partition.
+    Committed(Vec<u64>),
+    /// This writer had already committed this sequence number: nothing written.
+    AlreadyCommitted,
+}
+
+/// An open topic.
+pub struct Topic {
+    name: String,
+    dir: PathBuf,
+    partitions: Vec<Partition>,
+    commits: CommitFile,
+}
+
+/// Default segment size.
+pub const SEGMENT_BYTES: u64 = 64 << 20;
+
+impl Topic {
+    pub fn create(root: &Path, name: &str, partitions: u32) -> Result<Topic, LogError> {
+        Self::create_with(root, name, partitions, SEGMENT_BYTES)
+    }
+
+    pub fn create_with(
+        root: &Path,
+        name: &str,
+        partitions: u32,
+        segment_bytes: u64,
+    ) -> Result<Topic, LogError> {
+        let dir = root.join(name);
+        if let Ok(existing) = Self::open(root, name) {
+            return Err(LogError::Exists {
+                name: name.into(),
+                root: root.into(),
+                partitions: existing.partition_count(),
+            });
+        }
+        let meta = TopicMeta {
+            partitions: partitions.max(1),
+            segment_bytes,
+        };
+        let bytes = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
+        crate::engine::checkpoint::write_atomic(&dir.join("topic.json"), &bytes)
+            .map_err(|err| LogError::Io { path: dir.clone(), err })?;
+        Self::open(root, name)
+    }
+
+    pub fn open(root: &Path, name: &str) -> Result<Topic, LogError> {
+        let dir = root.join(name);
+        let meta_path = dir.join("topic.json");
+        let bytes = match std::fs::read(&meta_path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LogError::NoTopic { name: name.into(), root: root.into() });
+            }
+            Err(err) => return Err(LogError::Io { path: meta_path, err }),
+        };
+        let meta: TopicMeta = serde_json::from_slice(&bytes).map_err(|e| LogError::Corrupt {
+            path: meta_path.clone(),
+            problem: e.to_string(),
+        })?;
+        let partitions = (0..meta.partitions)
+            .map(|p| Partition::open(dir.join(p.to_string()), meta.segment_bytes))
+            .collect::<Result<_, _>>()?;
+        Ok(Topic {
+            name: name.into(),
+            commits: CommitFile::new(&dir, meta.partitions as usize),
+            dir,
+            partitions,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn partition_count(&self) -> u32 {
+        self.partitions.len() as u32
+    }
+
+    /// The committed end offset of every partition (what readers may see).
+    pub fn committed_ends(&self) -> Result<Vec<u64>, LogError> {
+        Ok(self
+            .commits
+            .last()?
+            .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends))
+    }
+
+    /// Read committed records `[from, to)` of `partition` into `out`.
+    pub fn read(
+        &mut self,
+        partition: u32,
+        from: u64,
+        to: u64,
+        out: &mut RecordBatch,
+    ) -> Result<(), LogError> {
+        let count = self.partition_count();
+        let p = self
+            .partitions
+            .get_mut(partition as usize)
+            .ok_or(LogError::NoPartition { partition, partitions: count })?;
+        p.read(from, to, out)
+    }
+
+    fn lock(&self) -> Result<File, LogError> {
+        let path = self.dir.join(".lock");
+        let f = File::create(&path).map_err(|err| LogError::Io { path: path.clone(), err })?;
+        f.lock().map_err(|err| LogError::Io { path, err })?;
+        Ok(f)
+    }
+
+    /// Append `per_partition[p]` to partition `p` and commit them together.
+    /// With a `writer`, a sequence at or below that writer's last committed
+    /// one is skipped, which makes replays idempotent. `before_commit` runs
+    /// after the data is durable and before the commit entry (fault tests).
+    pub fn append(
+        &mut self,
+        writer: Option<Writer>,
+        per_partition: &[RecordBatch],
+        before_commit: impl FnOnce(),
+    ) -> Result<Appended, LogError> {
+        if per_partition.len() > self.partitions.len() {
+            return Err(LogError::NoPartition {
+                partition: per_partition.len() as u32 - 1,
+                partitions: self.partition_count(),
+            });
+        }
+        let _lock = self.lock()?;
+        let (entries, valid_len) = self.commits.read_all()?;
+        if let Some(w) = writer
+            && let Some(last) = entries.iter().rev().find(|e| e.writer == w.id)
+            && last.sequence >= w.sequence
+        {
+            return Ok(Appended::AlreadyCommitted);
+        }
+        let committed = entries
+            .last()
+            .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends.clone());
+        let mut ends = committed.clone();
+        for (p, part) in self.partitions.iter_mut().enumerate() {
+            // Cut whatever a crashed writer left past the committed end.
+            if !part.is_clean(committed[p]) {
+                part.truncate_to(committed[p])?;
+            }
+            if let Some(batch) = per_partition.get(p)
+                && !batch.is_empty()
+            {
+                ends[p] = part.append(batch)?;
+            }
+        }
+        before_commit();
+        let w = writer.unwrap_or(Writer { id: [0; 16], sequence: 0 });
+        self.commits.append(
+            valid_len,
+            &CommitEntry {
+                writer: w.id,
+                sequence: w.sequence,
+                ends: ends.clone(),
+            },
+        )?;
+        Ok(Appended::Committed(ends))
+    }
+
+    /// The partition for a key: CRC-32 of the key modulo the partition count.
+    pub fn partition_for(&self, key: &[u8]) -> u32 {
+        crc32fast::hash(key) % self.partition_count()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,250 @@
+//! One partition: segment files `<base-offset>.log`, offsets = record index.
+//! The in-memory state is a sparse index (offset -> file position) built by
+//! scanning, and is only ever trusted up to a known committed end.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::LogError;
+use super::record::{FRAME_HEADER, MAX_BODY, decode, encode, frame_len};
+use crate::engine::batch::RecordBatch;
+
+/// One sparse index entry per this many records.
+const INDEX_EVERY: u64 = 512;
+
+#[derive(Debug)]
+struct Segment {
+    base: u64,
+    path: PathBuf,
+    /// Bytes of valid records scanned so far.
+    len: u64,
+    /// Offset just past the last scanned record.
+    end: u64,
+    /// `(offset, position)` pairs, ascending.
+    index: Vec<(u64, u64)>,
+}
+
+pub(crate) struct Partition {
+    dir: PathBuf,
+    segments: Vec<Segment>,
+    segment_bytes: u64,
+}
+
+fn seg_path(dir: &Path, base: u64) -> PathBuf {
+    dir.join(format!("{base:020}.log"))
+}
+
+impl Partition {
+    pub(crate) fn open(dir: PathBuf, segment_bytes: u64) -> Result<Self, LogError> {
+        std::fs::create_dir_all(&dir).map_err(|err| LogError::Io {
+            path: dir.clone(),
+            err,
+        })?;
+        let mut bases: Vec<u64> = std::fs::read_dir(&dir)
+            .map_err(|err| LogError::Io {
+                path: dir.clone(),
+                err,
+            })?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                name.strip_suffix(".log")?.parse().ok()
+            })
+            .collect();
+        bases.sort_unstable();
+        if bases.is_empty() {
+            bases.push(0);
+        }
+        let segments = bases
+            .into_iter()
+            .map(|base| Segment {
+                base,
+                path: seg_path(&dir, base),
+                len: 0,
+                end: base,
+                index: vec![(base, 0)],
+            })
+            .collect();
+        Ok(Partition {
+            dir,
+            segments,
+            segment_bytes,
+        })
+    }
+
+    /// Offset just past the last record scanned so far.
+    pub(crate) fn scanned_end(&self) -> u64 {
+        self.segments.last().map_or(0, |s| s.end)
+    }
+
+    /// Scan forward until `target` records are indexed (or the data ends).
+    /// Returns the offset reached.
+    pub(crate) fn scan_to(&mut self, target: u64) -> Result<u64, LogError> {
+        let n = self.segments.len();
+        for i in 0..n {
+            let next_base = self.segments.get(i + 1).map(|s| s.base);
+            let seg = &mut self.segments[i];
+            if seg.end >= target {
+                break;
+            }
+            if next_base.is_some_and(|b| seg.end >= b) {
+                continue;
+            }
+            let mut f = match File::open(&seg.path) {
+                Ok(f) => f,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(err) => return Err(LogError::Io { path: seg.path.clone(), err }),
+            };
+            let io = |err| LogError::Io { path: seg.path.clone(), err };
+            f.seek(SeekFrom::Start(seg.len)).map_err(io)?;
+            let mut buf = Vec::new();
+            f.read_to_end(&mut buf).map_err(io)?;
+            let mut pos = 0usize;
+            while seg.end < target {
+                let Some(len) = frame_len(&buf[pos..]) else { break };
+                if (seg.end - seg.base) % INDEX_EVERY == 0 && seg.index.last().is_none_or(|(o, _)| *o < seg.end) {
+                    seg.index.push((seg.end, seg.len + pos as u64));
+                }
+                pos += len;
+                seg.end += 1;
+            }
+            seg.len += pos as u64;
+        }
+        Ok(self.scanned_end())
+    }
+
+    /// Append the records of `(start, end]` of partition data into `out`.
+    pub(crate) fn read(&mut self, from: u64, to: u64, out: &mut RecordBatch) -> Result<(), LogError> {
+        if from >= to {
+            return Ok(());
+        }
+        if self.scan_to(to)? < to {
+            return Err(LogError::Corrupt {
+                path: self.dir.clone(),
+                problem: format!("records up to offset {to} are committed but only {} are readable", self.scanned_end()),
+            });
+        }
+        let mut offset = from;
+        for seg in &self.segments {
+            if offset >= to {
+                break;
+            }
+            if seg.end <= offset {
+                continue;
+            }
+            let (idx_off, pos) = seg.index.iter().rev().find(|(o, _)| *o <= offset).copied().unwrap_or((seg.base, 0));
+            let mut f = File::open(&seg.path).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            f.seek(SeekFrom::Start(pos)).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            // Read only up to the first indexed position past `to`.
+            let stop = seg.index.iter().find(|(o, _)| *o > to).map_or(seg.len, |(_, p)| *p);
+            let mut buf = Vec::new();
+            f.take(stop - pos)
+                .read_to_end(&mut buf)
+                .map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            let mut p = 0usize;
+            let mut cur = idx_off;
+            while cur < to.min(seg.end) {
+                let len = frame_len(&buf[p..]).ok_or_else(|| LogError::Corrupt {
+                    path: seg.path.clone(),
+                    problem: format!("record {cur} failed its CRC check"),
+                })?;
+                if cur >= offset {
+                    let d = decode(&buf[p..p + len]).ok_or_else(|| LogError::Corrupt {
+                        path: seg.path.clone(),
+                        problem: format!("record {cur} is malformed"),
+                    })?;
+                    out.push_raw(d.key, d.value, d.headers, d.timestamp, cur as i64);
+                }
+                p += len;
+                cur += 1;
+            }
+            offset = cur;
+        }
+        Ok(())
+    }
+
+    /// Whether the files hold exactly the records up to `committed` that this
+    /// handle has scanned (no other writer's data, no crashed writer's bytes).
+    pub(crate) fn is_clean(&self, committed: u64) -> bool {
+        let Some(seg) = self.segments.last() else { return false };
+        seg.end == committed
+            && std::fs::metadata(&seg.path).map_or(seg.len == 0, |m| m.len() == seg.len)
+            && !seg_path(&self.dir, seg.end).exists()
+    }
+
+    /// Cut everything past `committed` (a crashed writer's leftovers): the
+    /// caller holds the topic lock.
+    pub(crate) fn truncate_to(&mut self, committed: u64) -> Result<(), LogError> {
+        self.scan_to(committed)?;
+        if self.scanned_end() < committed {
+            return Err(LogError::Corrupt {
+                path: self.dir.clone(),
+                problem: format!("commit says {committed} records but only {} are readable", self.scanned_end()),
+            });
+        }
+        while self.segments.len() > 1 && self.segments.last().unwrap().base >= committed && self.segments.last().unwrap().base > 0 {
+            let seg = self.segments.pop().unwrap();
+            let _ = std::fs::remove_file(&seg.path);
+        }
+        let seg = self.segments.last_mut().unwrap();
+        // Find the byte position of `committed` inside the last segment.
+        let mut pos = 0;
+        if committed > seg.base {
+            let (o, p) = seg.index.iter().rev().find(|(o, _)| *o <= committed).copied().unwrap_or((seg.base, 0));
+            let mut f = File::open(&seg.path).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            f.seek(SeekFrom::Start(p)).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            let mut buf = Vec::new();
+            f.read_to_end(&mut buf).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            let mut q = 0usize;
+            for _ in o..committed {
+                q += frame_len(&buf[q..]).expect("scanned above");
+            }
+            pos = p + q as u64;
+        }
+        if let Ok(f) = OpenOptions::new().write(true).open(&seg.path) {
+            f.set_len(pos).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+        }
+        seg.len = pos;
+        seg.end = committed;
+        seg.index.retain(|(o, _)| *o < committed || *o == seg.base);
+        Ok(())
+    }
+
+    /// Append `batch` after the current end and fsync; returns the new end.
+    pub(crate) fn append(&mut self, batch: &RecordBatch) -> Result<u64, LogError> {
+        let mut buf = Vec::with_capacity(batch.values.len() + batch.len() * 32);
+        let mut i = 0;
+        while i < batch.len() {
+            let seg_len = self.segments.last().unwrap().len;
+            if seg_len >= self.segment_bytes {
+                let base = self.scanned_end();
+                self.segments.push(Segment { base, path: seg_path(&self.dir, base), len: 0, end: base, index: vec![(base, 0)] });
+                crate::engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io { path: self.dir.clone(), err })?;
+            }
+            let seg = self.segments.last_mut().unwrap();
+            buf.clear();
+            // Fill this segment up to its size limit.
+            while i < batch.len() && (seg.len + buf.len() as u64) < self.segment_bytes {
+                let r = batch.get(i);
+                if r.value.len() + r.key.map_or(0, <[u8]>::len) + r.headers.len() + FRAME_HEADER + 24 > MAX_BODY {
+                    return Err(LogError::TooLarge { size: r.value.len(), max: MAX_BODY });
+                }
+                if (seg.end - seg.base) % INDEX_EVERY == 0 {
+                    seg.index.push((seg.end, seg.len + buf.len() as u64));
+                }
+                encode(&mut buf, &r);
+                seg.end += 1;
+                i += 1;
+            }
+            let io = |err| LogError::Io { path: seg.path.clone(), err };
+            let f = OpenOptions::new().create(true).append(true).open(&seg.path).map_err(io)?;
+            let mut w = BufWriter::new(f);
+            w.write_all(&buf).map_err(io)?;
+            let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+            f.sync_data().map_err(io)?;
+            seg.len += buf.len() as u64;
+        }
+        Ok(self.scanned_end())
+    }
+}
