@@ -8,3 +8,4 @@ pub mod connectors;
 pub mod engine;
 pub mod log;
 pub mod runtime;
+pub mod spec;

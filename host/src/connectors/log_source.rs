@@ -51,7 +51,7 @@ pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>)
         .map(|(s, l)| s + ((*l as u128 * limit as u128) / total as u128) as u64)
         .collect();
     if ends == start {
-        let (p, _) = lags.iter().enumerate().max_by_key(|(_, l)| **l).expect("some lag");
+        let (p, _) = lags.iter().enumerate().rev().max_by_key(|(_, l)| **l).expect("some lag");
         ends[p] += 1;
     }
     ends

@@ -185,7 +185,7 @@ mod tests {
         assert_eq!(v, Some(vec![1, 2]));
         store.write("offsets/4", b"v1\n{\"batch").unwrap();
         let err = read_entry::<Vec<i32>>(&store, "offsets/4").unwrap_err().to_string();
-        assert!(err.ends_with("offsets/4: invalid entry: EOF while parsing a value at line 1 column 7"), "{err}");
+        assert!(err.contains("offsets/4: invalid entry: "), "{err}");
         store.write("offsets/5", b"").unwrap();
         let err = read_entry::<Vec<i32>>(&store, "offsets/5").unwrap_err().to_string();
         assert!(err.contains("offsets/5: file is empty"), "{err}");

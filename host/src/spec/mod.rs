@@ -1,0 +1,255 @@
+//! Pipeline files: parsed into the raw form, then validated into a
+//! [`Pipeline`] whose every value is checked and typed. Errors are one line:
+//! `FILE:LINE:COLUMN: what is wrong`.
+
+mod raw;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::connectors::file_sink::FileFormat;
+use crate::connectors::file_source::LineFormat;
+use crate::connectors::log_source::StartingOffsets;
+use crate::engine::{ErrorPolicy, Trigger};
+use crate::runtime::{CallMode, Limits};
+use raw::{RawPipeline, RawSink, RawSource};
+
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {message}", location.map_or(String::new(), |(l, c)| format!(":{l}:{c}")))]
+pub struct SpecError {
+    pub file: String,
+    pub location: Option<(usize, usize)>,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SourceSpec {
+    Log { root: PathBuf, topic: String, starting: StartingOffsets, max_records_per_trigger: Option<u64> },
+    Files { dir: PathBuf, format: LineFormat, max_files_per_trigger: Option<usize> },
+    Rate { rows_per_second: u64, partitions: u32, max_records_per_trigger: Option<u64> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SinkSpec {
+    Log { root: PathBuf, topic: String, partitions: u32 },
+    Files { dir: PathBuf, format: FileFormat },
+    Console,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransformSpec {
+    pub component: PathBuf,
+    pub call: CallMode,
+    pub on_error: ErrorPolicy,
+    pub config: Vec<(String, String)>,
+    pub limits: Limits,
+    pub grants: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pipeline {
+    pub name: String,
+    pub checkpoint: PathBuf,
+    pub sources: Vec<SourceSpec>,
+    /// `None`: records pass through unchanged.
+    pub transform: Option<TransformSpec>,
+    /// Sinks by output name; `None` is the default output.
+    pub sinks: Vec<(Option<String>, SinkSpec)>,
+    pub trigger: Trigger,
+}
+
+/// Parse a human size such as `64MiB`, `512KiB`, `1GB` or a plain byte count.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num.parse().map_err(|_| format!("`{s}` is not a size like \"64MiB\""))?;
+    let mult = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => return Err(format!("unknown size unit `{u}` in `{s}` (use B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    Ok(n * mult)
+}
+
+/// Parse a readable duration such as `250ms` or `10s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like \"250ms\" or \"10s\" ({e})"))
+}
+
+impl Pipeline {
+    /// Load and validate a pipeline file. Relative paths inside it are
+    /// relative to the file's directory.
+    pub fn load(path: &Path) -> Result<Pipeline, SpecError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SpecError { file: file.clone(), location: None, message: format!("cannot read: {e}") })?;
+        Self::parse(&text, &file, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<Pipeline, SpecError> {
+        let raw: RawPipeline = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim().replace('\n', " ");
+            let location = e.span().map(|s| key_location(text, s.start, &message));
+            SpecError { file: file.into(), location, message }
+        })?;
+        validate(raw, base).map_err(|message| SpecError { file: file.into(), location: None, message })
+    }
+}
+
+/// Where to point for an error at `offset`: for an unknown key inside a
+/// tagged table (reported at the table header), the key's own line.
+fn key_location(text: &str, offset: usize, message: &str) -> (usize, usize) {
+    if let Some(key) = message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
+        let mut pos = offset.min(text.len());
+        for line in text[pos..].split_inclusive('\n') {
+            let t = line.trim_start();
+            if t.starts_with(key) && t[key.len()..].trim_start().starts_with('=') {
+                return line_col(text, pos + (line.len() - t.len()));
+            }
+            pos += line.len();
+        }
+    }
+    line_col(text, offset)
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+    (line, col)
+}
+
+fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
+    let path = |p: &str| base.join(p);
+    if raw.mode != "micro-batch" {
+        return Err(match raw.mode.as_str() {
+            "continuous" => "mode = \"continuous\" is not available yet; use \"micro-batch\"".into(),
+            m => format!("mode: unknown mode `{m}` (use \"micro-batch\")"),
+        });
+    }
+    if raw.source.is_empty() {
+        return Err("at least one [[source]] is required".into());
+    }
+    let mut sources = Vec::new();
+    for (i, s) in raw.source.into_iter().enumerate() {
+        sources.push(match s {
+            RawSource::Log { path: p, topic, starting_offsets, max_records_per_trigger } => SourceSpec::Log {
+                root: path(&p),
+                topic,
+                starting: match starting_offsets.as_deref().unwrap_or("earliest") {
+                    "earliest" => StartingOffsets::Earliest,
+                    "latest" => StartingOffsets::Latest,
+                    o => return Err(format!("source {i}: starting-offsets `{o}` (use \"earliest\" or \"latest\")")),
+                },
+                max_records_per_trigger: positive(max_records_per_trigger, i, "max-records-per-trigger")?,
+            },
+            RawSource::Files { path: p, format, max_files_per_trigger } => SourceSpec::Files {
+                dir: path(&p),
+                format: match format.as_deref().unwrap_or("json") {
+                    "json" => LineFormat::Json,
+                    "raw" => LineFormat::Raw,
+                    f => return Err(format!("source {i}: format `{f}` (use \"json\" or \"raw\")")),
+                },
+                max_files_per_trigger: positive(max_files_per_trigger.map(|m| m as u64), i, "max-files-per-trigger")?
+                    .map(|m| m as usize),
+            },
+            RawSource::Rate { rows_per_second, partitions, max_records_per_trigger } => SourceSpec::Rate {
+                rows_per_second: positive(Some(rows_per_second), i, "rows-per-second")?.unwrap_or(1),
+                partitions: partitions.unwrap_or(1).max(1),
+                max_records_per_trigger: positive(max_records_per_trigger, i, "max-records-per-trigger")?,
+            },
+        });
+    }
+    let transform = match raw.transform {
+        None => None,
+        Some(t) => {
+            let mut limits = Limits::default();
+            if let Some(m) = &t.limits.memory {
+                limits.max_memory = parse_size(m).map_err(|e| format!("transform.limits.memory: {e}"))?;
+            }
+            if let Some(d) = &t.limits.call_timeout {
+                limits.call_deadline = parse_duration(d).map_err(|e| format!("transform.limits.call-timeout: {e}"))?;
+            }
+            let mut config = Vec::new();
+            for (k, v) in t.config {
+                let v = match v {
+                    toml::Value::String(s) => s,
+                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => v.to_string(),
+                    _ => return Err(format!("transform.config.{k}: values must be strings, numbers or booleans")),
+                };
+                config.push((k, v));
+            }
+            Some(TransformSpec {
+                component: path(&t.component),
+                call: match t.call.as_deref().unwrap_or("batch") {
+                    "batch" => CallMode::Batch,
+                    "record" => CallMode::PerRecord,
+                    c => return Err(format!("transform.call: `{c}` (use \"batch\" or \"record\")")),
+                },
+                on_error: match t.on_error.as_deref().unwrap_or("skip") {
+                    "skip" => ErrorPolicy::Skip,
+                    "fail" => ErrorPolicy::Fail,
+                    p => return Err(format!("transform.on-error: `{p}` (use \"skip\" or \"fail\")")),
+                },
+                config,
+                limits,
+                grants: t.grants,
+            })
+        }
+    };
+    if raw.sink.is_empty() {
+        return Err("at least one [sink.<output>] is required ([sink.default] for the default output)".into());
+    }
+    let sinks = raw
+        .sink
+        .into_iter()
+        .map(|(name, s)| {
+            let spec = match s {
+                RawSink::Log { path: p, topic, partitions } => SinkSpec::Log { root: path(&p), topic, partitions: partitions.unwrap_or(1).max(1) },
+                RawSink::Files { path: p, format } => SinkSpec::Files {
+                    dir: path(&p),
+                    format: match format.as_deref().unwrap_or("values") {
+                        "values" => FileFormat::Values,
+                        "records" => FileFormat::Records,
+                        f => return Err(format!("sink.{name}.format: `{f}` (use \"values\" or \"records\")")),
+                    },
+                },
+                RawSink::Console => SinkSpec::Console,
+            };
+            Ok(((name != "default").then_some(name), spec))
+        })
+        .collect::<Result<_, String>>()?;
+    let trigger = match (raw.trigger.kind.as_deref().unwrap_or("default"), raw.trigger.interval.as_deref()) {
+        ("default", None) => Trigger::Default,
+        ("once", None) => Trigger::Once,
+        ("available-now", None) => Trigger::AvailableNow,
+        ("processing-time", Some(i)) => Trigger::ProcessingTime(parse_duration(i).map_err(|e| format!("trigger.interval: {e}"))?),
+        ("processing-time", None) => return Err("trigger: processing-time needs an interval, e.g. interval = \"1s\"".into()),
+        (k @ ("default" | "once" | "available-now"), Some(_)) => return Err(format!("trigger: `{k}` takes no interval")),
+        (k, _) => return Err(format!("trigger.type: `{k}` (use \"default\", \"processing-time\", \"once\" or \"available-now\")")),
+    };
+    Ok(Pipeline {
+        name: raw.name.unwrap_or_else(|| "pipeline".into()),
+        checkpoint: path(&raw.checkpoint),
+        sources,
+        transform,
+        sinks,
+        trigger,
+    })
+}
+
+fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {
+    match v {
+        Some(0) => Err(format!("source {source}: {key} must be at least 1")),
+        v => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+//! The pipeline file as written: kebab-case TOML, every table refusing
+//! unknown keys, so a typo is an error that names the key and its line.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawPipeline {
+    pub name: Option<String>,
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    pub checkpoint: String,
+    pub source: Vec<RawSource>,
+    pub transform: Option<RawTransform>,
+    pub sink: BTreeMap<String, RawSink>,
+    #[serde(default)]
+    pub trigger: RawTrigger,
+}
+
+fn default_mode() -> String {
+    "micro-batch".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum RawSource {
+    #[serde(rename_all = "kebab-case")]
+    Log {
+        path: String,
+        topic: String,
+        #[serde(default)]
+        starting_offsets: Option<String>,
+        max_records_per_trigger: Option<u64>,
+    },
+    #[serde(rename_all = "kebab-case")]
+    Files {
+        path: String,
+        #[serde(default)]
+        format: Option<String>,
+        max_files_per_trigger: Option<usize>,
+    },
+    #[serde(rename_all = "kebab-case")]
+    Rate {
+        rows_per_second: u64,
+        partitions: Option<u32>,
+        max_records_per_trigger: Option<u64>,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawTransform {
+    pub component: String,
+    #[serde(default)]
+    pub call: Option<String>,
+    #[serde(default)]
+    pub on_error: Option<String>,
+    #[serde(default)]
+    pub config: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    pub limits: RawLimits,
+    #[serde(default)]
+    pub grants: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawLimits {
+    pub memory: Option<String>,
+    pub call_timeout: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum RawSink {
+    #[serde(rename_all = "kebab-case")]
+    Log {
+        path: String,
+        topic: String,
+        partitions: Option<u32>,
+    },
+    #[serde(rename_all = "kebab-case")]
+    Files {
+        path: String,
+        #[serde(default)]
+        format: Option<String>,
+    },
+    Console,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawTrigger {
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub interval: Option<String>,
+}

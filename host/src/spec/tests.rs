@@ -1,0 +1,90 @@
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+
+const GOOD: &str = r#"
+name = "demo"
+checkpoint = "ckpt"
+
+[[source]]
+type = "log"
+path = "data"
+topic = "events"
+max-records-per-trigger = 500
+
+[transform]
+component = "up.wasm"
+call = "record"
+on-error = "fail"
+[transform.config]
+field = "region"
+limit = 5
+[transform.limits]
+memory = "64MiB"
+call-timeout = "250ms"
+
+[sink.default]
+type = "files"
+path = "out"
+
+[sink.eu]
+type = "log"
+path = "data"
+topic = "eu"
+
+[trigger]
+type = "processing-time"
+interval = "1s"
+"#;
+
+fn parse(text: &str) -> Result<Pipeline, String> {
+    Pipeline::parse(text, "p.toml", Path::new("/base")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_full_pipeline_validates() {
+    let p = parse(GOOD).unwrap();
+    assert_eq!(p.checkpoint, Path::new("/base/ckpt"));
+    assert_eq!(p.trigger, Trigger::ProcessingTime(Duration::from_secs(1)));
+    let t = p.transform.unwrap();
+    assert_eq!(t.call, CallMode::PerRecord);
+    assert_eq!(t.on_error, ErrorPolicy::Fail);
+    assert_eq!(t.limits.max_memory, 64 << 20);
+    assert_eq!(t.limits.call_deadline, Duration::from_millis(250));
+    assert_eq!(t.config, vec![("field".into(), "region".into()), ("limit".into(), "5".into())]);
+    assert_eq!(p.sinks.len(), 2);
+    assert!(p.sinks.iter().any(|(n, _)| n.is_none()));
+    assert!(matches!(&p.sources[0], SourceSpec::Log { max_records_per_trigger: Some(500), .. }));
+}
+
+#[test]
+fn a_misspelled_key_is_named_with_its_line() {
+    let text = GOOD.replace("max-records-per-trigger", "max-record-per-trigger");
+    let err = parse(&text).unwrap_err();
+    assert!(err.starts_with("p.toml:9:1: unknown field `max-record-per-trigger`"), "{err}");
+    let text = GOOD.replace("call = \"record\"", "cal = \"record\"");
+    let err = parse(&text).unwrap_err();
+    assert!(err.starts_with("p.toml:14:1: unknown field `cal`"), "{err}");
+    assert!(!err.contains('\n'));
+}
+
+#[test]
+fn bad_values_are_explained() {
+    let err = parse(&GOOD.replace("\"1s\"", "\"soon\"")).unwrap_err();
+    assert!(err.contains("trigger.interval: `soon` is not a duration"), "{err}");
+    let err = parse(&GOOD.replace("\"64MiB\"", "\"64 furlongs\"")).unwrap_err();
+    assert!(err.contains("unknown size unit `furlongs`"), "{err}");
+    let err = parse(&GOOD.replace("type = \"files\"", "type = \"ftp\"")).unwrap_err();
+    assert!(err.contains("unknown variant `ftp`"), "{err}");
+    let err = parse(&GOOD.replace("checkpoint = \"ckpt\"", "")).unwrap_err();
+    assert!(err.contains("missing field `checkpoint`"), "{err}");
+}
+
+#[test]
+fn sizes_and_durations() {
+    assert_eq!(parse_size("512KiB").unwrap(), 512 << 10);
+    assert_eq!(parse_size("2GB").unwrap(), 2_000_000_000);
+    assert_eq!(parse_size("100").unwrap(), 100);
+    assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+}
