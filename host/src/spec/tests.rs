@@ -65,7 +65,7 @@ fn a_misspelled_key_is_named_with_its_line() {
     assert!(err.starts_with("p.toml:9:1: unknown field `max-record-per-trigger`"), "{err}");
     let text = GOOD.replace("call = \"record\"", "cal = \"record\"");
     let err = parse(&text).unwrap_err();
-    assert!(err.starts_with("p.toml:14:1: unknown field `cal`"), "{err}");
+    assert!(err.starts_with("p.toml:13:1: unknown field `cal`"), "{err}");
     assert!(!err.contains('\n'));
 }
 
