@@ -8,6 +8,10 @@ fn main() -> ExitCode {
     cli::init_logging();
     match cli::run() {
         Ok(code) => code,
+        // A closed stdout (`weir log read ... | head`) is a normal way to stop.
+        Err(e) if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) => {
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE

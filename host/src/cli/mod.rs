@@ -1,6 +1,9 @@
 //! Argument parsing and wiring; the only place that uses `anyhow` and
 //! installs a tracing subscriber.
 
+mod log;
+mod run;
+mod status;
 mod transform;
 mod validate;
 
@@ -33,6 +36,21 @@ enum Command {
     Validate(validate::Args),
     /// Run a transform over stdin lines (one record each) and print the output.
     Transform(transform::Args),
+    /// Run a pipeline file.
+    Run(run::Args),
+    /// Create, append to and read topics of the embedded log.
+    #[command(subcommand)]
+    Log(log::LogCommand),
+    /// Show a checkpoint's committed position and last progress.
+    Status {
+        /// The pipeline's checkpoint directory.
+        checkpoint: PathBuf,
+    },
+    /// Print the committed records of a file sink directory.
+    Files {
+        /// The file sink's directory.
+        dir: PathBuf,
+    },
 }
 
 pub fn init_logging() {
@@ -53,10 +71,14 @@ pub fn run() -> anyhow::Result<ExitCode> {
     if cli.no_cache {
         options.cache_dir = None;
     }
-    let runtime = Runtime::new(options)?;
+    let runtime = || Runtime::new(options.clone());
     match cli.command {
-        Command::Validate(args) => validate::run(&runtime, args),
-        Command::Transform(args) => transform::run(&runtime, args),
+        Command::Validate(args) => validate::run(&runtime()?, args),
+        Command::Transform(args) => transform::run(&runtime()?, args),
+        Command::Run(args) => run::run(&runtime()?, args),
+        Command::Log(cmd) => log::run(cmd).map(|()| ExitCode::SUCCESS),
+        Command::Status { checkpoint } => status::status(checkpoint).map(|()| ExitCode::SUCCESS),
+        Command::Files { dir } => status::files(dir).map(|()| ExitCode::SUCCESS),
     }
 }
 

@@ -32,11 +32,13 @@ pub struct FileSource {
     files: Vec<String>,
     seen: HashSet<String>,
     log_entries: u64,
+    /// Files are spread over this many transform tasks (one per core).
+    tasks: u32,
 }
 
 impl FileSource {
     pub fn new(dir: PathBuf, format: LineFormat, max_files_per_trigger: Option<usize>) -> Self {
-        FileSource { dir, format, max_files_per_trigger, checkpoint: None, files: vec![], seen: HashSet::new(), log_entries: 0 }
+        FileSource { dir, format, max_files_per_trigger, checkpoint: None, files: vec![], seen: HashSet::new(), log_entries: 0, tasks: std::thread::available_parallelism().map_or(1, |n| n.get() as u32) }
     }
 
     fn index(o: &Offset) -> Result<usize, ConnectorError> {
@@ -161,7 +163,7 @@ impl Source for FileSource {
         Some((Self::index(latest).ok()?).saturating_sub(Self::index(offset).ok()?) as u64)
     }
 
-    fn task_of(&self, _partition: u32) -> u32 {
-        0
+    fn task_of(&self, partition: u32) -> u32 {
+        partition % self.tasks
     }
 }

@@ -89,7 +89,12 @@ impl Pipeline {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path)
             .map_err(|e| SpecError { file: file.clone(), location: None, message: format!("cannot read: {e}") })?;
-        Self::parse(&text, &file, path.parent().unwrap_or(Path::new(".")))
+        // Absolute paths: a source's identity in the checkpoint must not
+        // depend on the directory weir was started from.
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(dir)
+            .map_err(|e| SpecError { file: file.clone(), location: None, message: format!("cannot resolve its directory: {e}") })?;
+        Self::parse(&text, &file, &base)
     }
 
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<Pipeline, SpecError> {

@@ -1,0 +1,134 @@
+//! `weir run PIPELINE.toml`: wire the spec's sources, transform and sinks
+//! into a micro-batch query and run it.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use weir::connectors::{console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink, log_source::LogSource, rate::RateSource};
+use weir::engine::{
+    FnTransform, LocalCheckpointStore, MicroBatchQuery, OutputBatch, QueryOptions, RecordBatch, Sink, Source, Transform,
+    TransformError, TransformFactory,
+};
+use weir::runtime::{Runtime, WasmTransform};
+use weir::spec::{Pipeline, SinkSpec, SourceSpec};
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ProgressMode {
+    /// A live status line on stderr.
+    Status,
+    /// Every batch's progress as one JSON line on stdout.
+    Json,
+    None,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pipeline file.
+    pipeline: PathBuf,
+    /// How to report progress.
+    #[arg(long, value_enum, default_value = "status")]
+    progress: ProgressMode,
+}
+
+fn build_source(s: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
+    Ok(match s {
+        SourceSpec::Log { root, topic, starting, max_records_per_trigger } => {
+            Box::new(LogSource::open(root.clone(), topic, *max_records_per_trigger, *starting)?)
+        }
+        SourceSpec::Files { dir, format, max_files_per_trigger } => Box::new(FileSource::new(dir.clone(), *format, *max_files_per_trigger)),
+        SourceSpec::Rate { rows_per_second, partitions, max_records_per_trigger } => {
+            Box::new(RateSource::new(*rows_per_second, *partitions, *max_records_per_trigger))
+        }
+    })
+}
+
+fn build_sink(route: &Option<String>, s: &SinkSpec) -> anyhow::Result<Box<dyn Sink>> {
+    let route = route.as_deref().unwrap_or("default");
+    Ok(match s {
+        SinkSpec::Log { root, topic, partitions } => Box::new(LogSink::open(root.clone(), topic, route, Some(*partitions))?),
+        SinkSpec::Files { dir, format } => Box::new(FileSink::new(dir.clone(), *format)),
+        SinkSpec::Console => Box::new(ConsoleSink),
+    })
+}
+
+/// Records pass through unchanged when a pipeline has no transform.
+fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
+    out.values.extend_from_slice(&input.values);
+    out.value_ends.extend_from_slice(&input.value_ends);
+    out.keys.extend_from_slice(&input.keys);
+    out.key_ends.extend_from_slice(&input.key_ends);
+    out.has_key.extend_from_slice(&input.has_key);
+    out.headers.extend_from_slice(&input.headers);
+    out.header_ends.extend_from_slice(&input.header_ends);
+    Ok(())
+}
+
+fn factory(runtime: &Runtime, spec: &Pipeline) -> anyhow::Result<Box<dyn TransformFactory>> {
+    let Some(t) = spec.transform.clone() else {
+        return Ok(Box::new(|_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+            Ok(Box::new(FnTransform(identity)))
+        }));
+    };
+    let component = runtime.load(&t.component, &t.grants)?;
+    let name = spec.name.clone();
+    Ok(Box::new(move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
+        let label = format!("{name}/source-{source}/task-{task}");
+        Ok(Box::new(WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?))
+    }))
+}
+
+pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let spec = Pipeline::load(&args.pipeline)?;
+    let sources = spec.sources.iter().map(build_source).collect::<anyhow::Result<Vec<_>>>()?;
+    let sinks = spec
+        .sinks
+        .iter()
+        .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let factory = factory(runtime, &spec)?;
+    let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
+    let options = QueryOptions {
+        trigger: spec.trigger,
+        error_policy: spec.transform.as_ref().map_or(QueryOptions::default().error_policy, |t| t.on_error),
+        ..QueryOptions::default()
+    };
+    let mut query = MicroBatchQuery::new(store, sources, factory, sinks, options)
+        .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
+    let stop = query.stop_handle();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let tty = std::io::stderr().is_terminal();
+    let mut last_print = Instant::now() - Duration::from_secs(10);
+    let mut report = |p: &weir::engine::Progress| match args.progress {
+        ProgressMode::Json => {
+            let mut out = std::io::stdout().lock();
+            let _ = serde_json::to_writer(&mut out, p);
+            let _ = writeln!(out);
+            let _ = out.flush();
+        }
+        ProgressMode::Status if tty => eprint!("\r\x1b[2K{}", p.status_line()),
+        ProgressMode::Status => {
+            if last_print.elapsed() >= Duration::from_secs(1) {
+                eprintln!("{}", p.status_line());
+                last_print = Instant::now();
+            }
+        }
+        ProgressMode::None => {}
+    };
+    let summary = query.run(&mut report);
+    if tty && matches!(args.progress, ProgressMode::Status) {
+        eprintln!();
+    }
+    let summary = summary?;
+    if !matches!(args.progress, ProgressMode::Json) {
+        eprintln!(
+            "{}: {} batch(es), {} input rows, {} output rows",
+            spec.name, summary.batches, summary.input_rows, summary.output_rows
+        );
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
