@@ -6,5 +6,6 @@ mod testkit;
 mod bad_components;
 mod cli;
 mod examples;
+mod microbatch;
 mod misbehaving_guests;
 mod polyglot;

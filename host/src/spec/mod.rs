@@ -183,12 +183,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             }
             let mut config = Vec::new();
             for (k, v) in t.config {
-                let v = match v {
-                    toml::Value::String(s) => s,
-                    toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => v.to_string(),
-                    _ => return Err(format!("transform.config.{k}: values must be strings, numbers or booleans")),
-                };
-                config.push((k, v));
+                flatten_config(k, v, &mut config)?;
             }
             Some(TransformSpec {
                 component: path(&t.component),
@@ -247,6 +242,22 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         sinks,
         trigger,
     })
+}
+
+/// Config pairs are flat strings; a dotted key (`route.eu = "x"`) arrives
+/// as a nested table and is flattened back to `route.eu`.
+fn flatten_config(key: String, v: toml::Value, out: &mut Vec<(String, String)>) -> Result<(), String> {
+    match v {
+        toml::Value::String(s) => out.push((key, s)),
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => out.push((key, v.to_string())),
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                flatten_config(format!("{key}.{k}"), v, out)?;
+            }
+        }
+        _ => return Err(format!("transform.config.{key}: values must be strings, numbers or booleans")),
+    }
+    Ok(())
 }
 
 fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {

@@ -20,6 +20,7 @@ on-error = "fail"
 [transform.config]
 field = "region"
 limit = 5
+route.eu = "europe"
 [transform.limits]
 memory = "64MiB"
 call-timeout = "250ms"
@@ -52,7 +53,14 @@ fn a_full_pipeline_validates() {
     assert_eq!(t.on_error, ErrorPolicy::Fail);
     assert_eq!(t.limits.max_memory, 64 << 20);
     assert_eq!(t.limits.call_deadline, Duration::from_millis(250));
-    assert_eq!(t.config, vec![("field".into(), "region".into()), ("limit".into(), "5".into())]);
+    assert_eq!(
+        t.config,
+        vec![
+            ("field".into(), "region".into()),
+            ("limit".into(), "5".into()),
+            ("route.eu".into(), "europe".into())
+        ]
+    );
     assert_eq!(p.sinks.len(), 2);
     assert!(p.sinks.iter().any(|(n, _)| n.is_none()));
     assert!(matches!(&p.sources[0], SourceSpec::Log { max_records_per_trigger: Some(500), .. }));
