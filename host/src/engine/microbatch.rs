@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::batch::RecordBatch;
-use super::checkpoint::{CheckpointError, CheckpointStore, encode_entry};
+use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
 use super::faults;
 use super::output::TransformOutput;
@@ -17,98 +17,8 @@ use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
+use super::options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, Trigger, TransformFactory};
 use super::transform::{Transform, TransformError};
-
-/// When batches run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// Back to back, as fast as data arrives.
-    Default,
-    /// One batch per interval, measured from the previous batch's start; a
-    /// batch that overruns is followed at once by the next.
-    ProcessingTime(Duration),
-    /// One batch with everything available (no rate limit), then stop.
-    Once,
-    /// Everything available at start, in rate-limited batches, then stop.
-    AvailableNow,
-}
-
-/// What happens to a record the transform refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorPolicy {
-    /// Stop the query, naming the record.
-    Fail,
-    /// Count it (progress `numRejectedRows`), log it, go on.
-    Skip,
-}
-
-/// Builds one transform instance per (source, partition) task.
-pub trait TransformFactory: Send + Sync {
-    fn create(&self, source: usize, partition: u32) -> Result<Box<dyn Transform>, TransformError>;
-}
-
-impl<F> TransformFactory for F
-where
-    F: Fn(usize, u32) -> Result<Box<dyn Transform>, TransformError> + Send + Sync,
-{
-    fn create(&self, source: usize, partition: u32) -> Result<Box<dyn Transform>, TransformError> {
-        self(source, partition)
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct QueryOptions {
-    pub trigger: Trigger,
-    pub error_policy: ErrorPolicy,
-    /// Batches kept in `offsets/` and `commits/`.
-    pub keep_batches: u64,
-    /// Sleep between polls when the default trigger finds no new data.
-    pub idle_poll: Duration,
-}
-
-impl Default for QueryOptions {
-    fn default() -> Self {
-        QueryOptions {
-            trigger: Trigger::Default,
-            error_policy: ErrorPolicy::Skip,
-            keep_batches: 100,
-            idle_poll: Duration::from_millis(2),
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum EngineError {
-    #[error("checkpoint: {0}")]
-    Checkpoint(#[from] CheckpointError),
-    #[error("source `{name}`: {err}")]
-    Source { name: String, err: ConnectorError },
-    #[error("sink `{name}`: {err}")]
-    Sink { name: String, err: ConnectorError },
-    #[error("transform for partition {partition} of `{source_name}`: {err}")]
-    Transform {
-        source_name: String,
-        partition: u32,
-        err: TransformError,
-    },
-    #[error("bad record at partition {partition}, offset {offset} of `{source_name}`: {reason}")]
-    BadRecord {
-        source_name: String,
-        partition: u32,
-        offset: i64,
-        reason: String,
-    },
-    #[error("the transform sent records to output `{0}`, but the pipeline has no sink named `{0}`")]
-    Unrouted(String),
-}
-
-/// What a finished `run` did.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunSummary {
-    pub batches: u64,
-    pub input_rows: u64,
-    pub output_rows: u64,
-}
 
 /// A micro-batch streaming query over one checkpoint.
 pub struct MicroBatchQuery {
@@ -121,6 +31,12 @@ pub struct MicroBatchQuery {
     id: String,
     run_id: String,
     stop: Arc<AtomicBool>,
+}
+
+/// ProcessingTime: time left until the next trigger, measured from this
+/// batch's start; zero when the batch overran its interval.
+pub(crate) fn next_wait(elapsed: Duration, interval: Duration) -> Duration {
+    interval.saturating_sub(elapsed)
 }
 
 fn now_ms() -> i64 {
@@ -241,7 +157,7 @@ impl MicroBatchQuery {
                             Trigger::Once | Trigger::AvailableNow => break,
                             Trigger::Default => std::thread::sleep(self.options.idle_poll),
                             Trigger::ProcessingTime(i) => {
-                                std::thread::sleep(i.saturating_sub(trigger_start.elapsed()))
+                                std::thread::sleep(next_wait(trigger_start.elapsed(), i))
                             }
                         }
                         continue;
@@ -334,7 +250,7 @@ impl MicroBatchQuery {
             match self.options.trigger {
                 Trigger::Once => break,
                 Trigger::ProcessingTime(i) => {
-                    std::thread::sleep(i.saturating_sub(trigger_start.elapsed()))
+                    std::thread::sleep(next_wait(trigger_start.elapsed(), i))
                 }
                 Trigger::Default | Trigger::AvailableNow => {}
             }
@@ -479,3 +395,7 @@ impl MicroBatchQuery {
         Ok(rows)
     }
 }
+
+#[cfg(test)]
+#[path = "microbatch_tests.rs"]
+mod tests;

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod connector;
 pub mod faults;
 pub mod microbatch;
+pub mod options;
 pub mod output;
 pub mod progress;
 pub mod query;
@@ -15,9 +16,8 @@ pub mod transform;
 pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
-pub use microbatch::{
-    EngineError, ErrorPolicy, MicroBatchQuery, QueryOptions, RunSummary, Trigger, TransformFactory,
-};
+pub use microbatch::MicroBatchQuery;
+pub use options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, Trigger, TransformFactory};
 pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};
 pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};
