@@ -136,6 +136,11 @@ fn latency(rate: u64, seconds: u64) {
 }
 
 fn main() {
-    w1();
-    latency(1_000, 20);
+    let only = std::env::var("WEIR_BENCH_ONLY").unwrap_or_default();
+    if only.is_empty() || only == "w1" {
+        w1();
+    }
+    if only.is_empty() || only == "latency" {
+        latency(1_000, 20);
+    }
 }

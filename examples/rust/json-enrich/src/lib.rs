@@ -10,7 +10,12 @@
 //!
 //! A value that is not a JSON object is a bad record.
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
 use weir_guest::{Config, Output, Record, RecordError, Transform};
 
 #[derive(Default)]
@@ -19,7 +24,7 @@ pub struct JsonEnrich {
     drop: Vec<String>,
     rename: Vec<(String, String)>,
     uppercase: Vec<String>,
-    set: Vec<(String, Value)>,
+    set: Vec<(String, String)>,
     add_source: bool,
 }
 
@@ -29,6 +34,35 @@ fn list(v: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(String::from)
         .collect()
+}
+
+/// A JSON object's top-level fields in document order, values left as raw
+/// JSON text: every operation here is top-level, so nested values are
+/// validated but never materialised.
+struct Fields<'a>(Vec<(Cow<'a, str>, Cow<'a, RawValue>)>);
+
+impl<'de> serde::Deserialize<'de> for Fields<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some((k, v)) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
+                    out.push((k, Cow::Borrowed(v)));
+                }
+                Ok(Fields(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+fn raw(json: String) -> Cow<'static, RawValue> {
+    Cow::Owned(RawValue::from_string(json).expect("serialized JSON is valid"))
 }
 
 impl Transform for JsonEnrich {
@@ -48,9 +82,9 @@ impl Transform for JsonEnrich {
                     if let Some(old) = k.strip_prefix("rename.") {
                         t.rename.push((old.to_string(), v.clone()));
                     } else if let Some(field) = k.strip_prefix("set.") {
-                        let value =
-                            serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.clone()));
-                        t.set.push((field.to_string(), value));
+                        let value = serde_json::from_str::<Value>(v)
+                            .unwrap_or_else(|_| Value::String(v.clone()));
+                        t.set.push((field.to_string(), value.to_string()));
                     } else {
                         return Err(format!(
                             "unknown config key `{k}` (accepted: select, drop, rename.<field>, uppercase, set.<field>, add-source)"
@@ -62,44 +96,61 @@ impl Transform for JsonEnrich {
         Ok(t)
     }
 
-    fn process(
-        &mut self,
-        record: &Record<'_>,
-        out: &mut Output<'_, '_>,
-    ) -> Result<(), RecordError> {
-        let mut obj: Map<String, Value> = match serde_json::from_slice(record.value()) {
-            Ok(Value::Object(m)) => m,
-            Ok(_) => return Err(RecordError::bad("value is JSON but not an object")),
-            Err(e) => return Err(RecordError::bad(format!("value is not JSON: {e}"))),
-        };
+    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+        let Fields(mut fields) = serde_json::from_slice(record.value()).map_err(|e| {
+            if e.classify() == serde_json::error::Category::Data {
+                RecordError::bad("value is JSON but not an object")
+            } else {
+                RecordError::bad(format!("value is not JSON: {e}"))
+            }
+        })?;
         if let Some(keep) = &self.select {
-            obj.retain(|k, _| keep.contains(k));
+            fields.retain(|(k, _)| keep.iter().any(|s| s == k));
         }
-        for f in &self.drop {
-            obj.shift_remove(f);
-        }
+        fields.retain(|(k, _)| !self.drop.iter().any(|d| d == k));
         for (old, new) in &self.rename {
-            if let Some(v) = obj.shift_remove(old) {
-                obj.insert(new.clone(), v);
+            if let Some(i) = fields.iter().position(|(k, _)| k == old) {
+                let (_, v) = fields.remove(i);
+                fields.retain(|(k, _)| k != new);
+                fields.push((Cow::Owned(new.clone()), v));
             }
         }
         for f in &self.uppercase {
-            if let Some(Value::String(s)) = obj.get_mut(f) {
-                s.make_ascii_uppercase();
+            for (k, v) in fields.iter_mut() {
+                if k == f
+                    && let Ok(mut s) = serde_json::from_str::<String>(v.get())
+                {
+                    s.make_ascii_uppercase();
+                    *v = raw(serde_json::to_string(&s).expect("a string serializes"));
+                }
             }
         }
-        for (f, v) in &self.set {
-            obj.insert(f.clone(), v.clone());
+        for (f, json) in &self.set {
+            fields.retain(|(k, _)| k != f);
+            fields.push((Cow::Owned(f.clone()), raw(json.clone())));
         }
         if self.add_source {
             let p = record.position();
-            obj.insert(
-                "_source".into(),
-                serde_json::json!({"partition": p.partition, "offset": p.offset, "timestamp": record.timestamp()}),
+            let src = format!(
+                r#"{{"partition":{},"offset":{},"timestamp":{}}}"#,
+                p.partition,
+                p.offset,
+                record.timestamp()
             );
+            fields.retain(|(k, _)| k != "_source");
+            fields.push((Cow::Borrowed("_source"), raw(src)));
         }
         out.emit_with(|buf| {
-            serde_json::to_writer(buf, &obj).expect("writing JSON to a Vec cannot fail");
+            buf.push(b'{');
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    buf.push(b',');
+                }
+                serde_json::to_writer(&mut *buf, k).expect("writing to a Vec cannot fail");
+                buf.push(b':');
+                buf.extend_from_slice(v.get().as_bytes());
+            }
+            buf.push(b'}');
         });
         Ok(())
     }
