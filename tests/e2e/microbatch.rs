@@ -201,3 +201,48 @@ fn restarting_on_another_sources_checkpoint_is_refused() {
     assert!(!out.status.success());
     assert!(err.contains("was written for source(s)") && err.contains("use a new checkpoint location"), "{err}");
 }
+
+/// Files in, uppercase, files out: straight, and with a crash in the middle.
+#[test]
+fn golden_file_pipeline_straight_and_with_a_crash() {
+    let expected: Vec<String> = {
+        let mut v: Vec<String> = (0..3).flat_map(|f| (0..400).map(move |i| format!("FILE {f} LINE {i}"))).collect();
+        v.sort();
+        v
+    };
+    for crash in [None, Some("mid-sink@1"), Some("after-offsets-write@2")] {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        std::fs::create_dir_all(&input).unwrap();
+        for f in 0..3 {
+            let body: String = (0..400).map(|i| format!("file {f} line {i}\n")).collect();
+            std::fs::write(input.join(format!("f{f}.txt")), body).unwrap();
+        }
+        // In-progress files (dot or underscore) are not picked up.
+        std::fs::write(input.join(".partial"), "ignored\n").unwrap();
+        let spec = format!(
+            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nformat = \"raw\"\nmax-files-per-trigger = 1\n[transform]\ncomponent = \"{}\"\n[sink.default]\ntype = \"files\"\npath = \"out\"\n[trigger]\ntype = \"available-now\"\n",
+            guest("uppercase").display()
+        );
+        std::fs::write(dir.path().join("p.toml"), spec).unwrap();
+        let cmd = || {
+            let mut c = weir();
+            c.arg("run").arg(dir.path().join("p.toml")).args(["--progress", "none"]);
+            c
+        };
+        if let Some(fault) = crash {
+            let out = cmd().env("WEIR_FAULT", fault).output().unwrap();
+            assert_eq!(out.status.signal(), Some(9), "{fault}");
+        }
+        let out = cmd().output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut got: Vec<String> = weir::connectors::file_sink::read_committed(&dir.path().join("out"))
+            .unwrap()
+            .into_iter()
+            .map(|l| String::from_utf8(l).unwrap())
+            .collect();
+        got.sort();
+        assert_eq!(got, expected, "crash: {crash:?}");
+        assert_eq!(std::fs::read_dir(dir.path().join("ckpt/sources/0")).unwrap().count(), 1, "files listed once");
+    }
+}

@@ -78,3 +78,30 @@ impl Source for RateSource {
         Some(Self::count(latest).ok()?.saturating_sub(Self::count(offset).ok()?))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::LocalCheckpointStore;
+
+    #[test]
+    fn replayed_ranges_regenerate_the_same_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
+        let cp = SourceCheckpoint { store, dir: "sources/0".into() };
+        let mut a = RateSource::new(1000, 2, Some(5));
+        a.attach(cp.clone()).unwrap();
+        assert_eq!(a.next_end(&json!(0), &json!(100)).unwrap(), json!(5));
+        let first = a.read(&json!(0), &json!(5)).unwrap();
+        assert_eq!(first.len(), 2);
+        assert_eq!(first[0].len() + first[1].len(), 5);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // A restarted source keeps the recorded start time.
+        let mut b = RateSource::new(1000, 2, Some(5));
+        b.attach(cp).unwrap();
+        assert_eq!(b.read(&json!(0), &json!(5)).unwrap(), first);
+        assert_eq!(first[1].get(0).value, br#"{"timestamp":"#.iter().copied().chain(format!("{},\"value\":1}}", a.row_time(1)).bytes()).collect::<Vec<u8>>());
+    }
+}
