@@ -23,8 +23,8 @@ use weir::connectors::file_source::{FileSource, LineFormat};
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::{
-    LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch, Sink, Source, Transform, TransformError,
-    TransformFactory, Trigger,
+    LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch, Sink, Source, Transform,
+    TransformError, TransformFactory, Trigger,
 };
 use weir::log::Topic;
 use weir::runtime::{CallMode, Limits, WasmTransform};
@@ -32,9 +32,17 @@ use weir::runtime::{CallMode, Limits, WasmTransform};
 fn wasm_factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn TransformFactory> {
     let rt = testkit::runtime();
     let component = rt.load(&testkit::guest(guest), &[]).expect("load guest");
-    Box::new(move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-        Ok(Box::new(WasmTransform::new(&component, config.clone(), Limits::default(), &format!("task-{task}"), CallMode::Batch)?))
-    })
+    Box::new(
+        move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
+            Ok(Box::new(WasmTransform::new(
+                &component,
+                config.clone(),
+                Limits::default(),
+                &format!("task-{task}"),
+                CallMode::Batch,
+            )?))
+        },
+    )
 }
 
 fn w1() {
@@ -44,18 +52,36 @@ fn w1() {
     let input = dir.path().join("in");
     std::fs::create_dir_all(&input).unwrap();
     let value: String = (0..100).map(|i| (b'a' + (i % 26) as u8) as char).collect();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
     for f in 0..FILES {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(input.join(format!("part-{f}.jsonl"))).unwrap());
+        let mut w = std::io::BufWriter::new(
+            std::fs::File::create(input.join(format!("part-{f}.jsonl"))).unwrap(),
+        );
         for i in (f..RECORDS).step_by(FILES) {
-            writeln!(w, r#"{{"id": {i}, "key": "user-{}", "value": "{value}", "ts": {}}}"#, i % 1000, now + i as u128).unwrap();
+            writeln!(
+                w,
+                r#"{{"id": {i}, "key": "user-{}", "value": "{value}", "ts": {}}}"#,
+                i % 1000,
+                now + i as u128
+            )
+            .unwrap();
         }
     }
-    let sources: Vec<Box<dyn Source>> = vec![Box::new(FileSource::new(input, LineFormat::Json, None))];
-    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(None, Box::new(FileSink::new(dir.path().join("out"), FileFormat::Values)))];
+    let sources: Vec<Box<dyn Source>> =
+        vec![Box::new(FileSource::new(input, LineFormat::Json, None))];
+    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
+        None,
+        Box::new(FileSink::new(dir.path().join("out"), FileFormat::Values)),
+    )];
     let factory = wasm_factory("json_enrich", vec![("uppercase".into(), "value".into())]);
     let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
-    let options = QueryOptions { trigger: Trigger::AvailableNow, ..QueryOptions::default() };
+    let options = QueryOptions {
+        trigger: Trigger::AvailableNow,
+        ..QueryOptions::default()
+    };
     let started = Instant::now();
     let mut q = MicroBatchQuery::new(store, sources, factory, sinks, options).unwrap();
     let summary = q.run(&mut |_| {}).unwrap();
@@ -76,10 +102,22 @@ fn latency(rate: u64, seconds: u64) {
     let log = dir.path().join("log");
     Topic::create(&log, "in", 1).unwrap();
     Topic::create(&log, "out", 1).unwrap();
-    let sources: Vec<Box<dyn Source>> = vec![Box::new(LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap())];
-    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(None, Box::new(LogSink::open(log.clone(), "out", "default", None).unwrap()))];
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(
+        LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap(),
+    )];
+    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
+        None,
+        Box::new(LogSink::open(log.clone(), "out", "default", None).unwrap()),
+    )];
     let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
-    let mut q = MicroBatchQuery::new(store, sources, wasm_factory("uppercase", vec![]), sinks, QueryOptions::default()).unwrap();
+    let mut q = MicroBatchQuery::new(
+        store,
+        sources,
+        wasm_factory("uppercase", vec![]),
+        sinks,
+        QueryOptions::default(),
+    )
+    .unwrap();
     let stop = q.stop_handle();
     let engine = std::thread::spawn(move || q.run(&mut |_| {}).unwrap());
 

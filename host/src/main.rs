@@ -9,7 +9,12 @@ fn main() -> ExitCode {
     match cli::run() {
         Ok(code) => code,
         // A closed stdout (`weir log read ... | head`) is a normal way to stop.
-        Err(e) if e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)) => {
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -129,20 +129,39 @@ fn log_create_append_read_and_status() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("log");
     let root_s = root.to_str().unwrap();
-    let out = weir().args(["log", "create", root_s, "events", "-p", "3"]).output().unwrap();
+    let out = weir()
+        .args(["log", "create", root_s, "events", "-p", "3"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = run_with_stdin(&["log", "append", root_s, "events", "--key-field", "u"], "{\"u\":\"a\",\"n\":1}\n{\"u\":\"b\",\"n\":2}\n{\"u\":\"a\",\"n\":3}\n");
+    let out = run_with_stdin(
+        &["log", "append", root_s, "events", "--key-field", "u"],
+        "{\"u\":\"a\",\"n\":1}\n{\"u\":\"b\",\"n\":2}\n{\"u\":\"a\",\"n\":3}\n",
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let out = weir().args(["log", "read", root_s, "events", "--json"]).output().unwrap();
-    let recs: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let out = weir()
+        .args(["log", "read", root_s, "events", "--json"])
+        .output()
+        .unwrap();
+    let recs: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(recs.len(), 3);
     // Same key, same partition, in append order.
     let a: Vec<_> = recs.iter().filter(|r| r["key"] == "a").collect();
     assert_eq!(a[0]["partition"], a[1]["partition"]);
     assert!(a[0]["offset"].as_i64() < a[1]["offset"].as_i64());
-    let err = run_with_stdin(&["log", "append", root_s, "events", "--key-field", "u"], "not json\n");
+    let err = run_with_stdin(
+        &["log", "append", root_s, "events", "--key-field", "u"],
+        "not json\n",
+    );
     assert!(!err.status.success());
-    assert!(text(&err.stderr).contains("stdin line 1: not JSON"), "{}", text(&err.stderr));
+    assert!(
+        text(&err.stderr).contains("stdin line 1: not JSON"),
+        "{}",
+        text(&err.stderr)
+    );
 
     // A pipeline over it, then `weir status` and `weir files`.
     let spec = format!(
@@ -150,21 +169,52 @@ fn log_create_append_read_and_status() {
         guest("uppercase").display()
     );
     std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-    let out = weir().arg("run").arg(dir.path().join("p.toml")).args(["--progress", "json"]).output().unwrap();
+    let out = weir()
+        .arg("run")
+        .arg(dir.path().join("p.toml"))
+        .args(["--progress", "json"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let progress: serde_json::Value = serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    let progress: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
     assert_eq!(progress["batchId"], 0);
     assert_eq!(progress["numInputRows"], 3);
     assert_eq!(progress["sink"]["numOutputRows"], 3);
-    for field in ["latestOffset", "walCommit", "addBatch", "commit", "triggerExecution"] {
+    for field in [
+        "latestOffset",
+        "walCommit",
+        "addBatch",
+        "commit",
+        "triggerExecution",
+    ] {
         assert!(progress["durationMs"][field].is_u64(), "{field}");
     }
-    let out = weir().arg("status").arg(dir.path().join("ckpt")).output().unwrap();
-    assert!(text(&out.stdout).contains("committed:  batch 0"), "{}", text(&out.stdout));
-    let out = weir().arg("files").arg(dir.path().join("out")).output().unwrap();
+    let out = weir()
+        .arg("status")
+        .arg(dir.path().join("ckpt"))
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("committed:  batch 0"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = weir()
+        .arg("files")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
     let mut lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
     lines.sort();
-    assert_eq!(lines, vec!["{\"U\":\"A\",\"N\":1}", "{\"U\":\"A\",\"N\":3}", "{\"U\":\"B\",\"N\":2}"]);
+    assert_eq!(
+        lines,
+        vec![
+            "{\"U\":\"A\",\"N\":1}",
+            "{\"U\":\"A\",\"N\":3}",
+            "{\"U\":\"B\",\"N\":2}"
+        ]
+    );
 }
 
 #[test]
@@ -175,5 +225,8 @@ fn run_rejects_a_misspelled_pipeline_key_with_its_line() {
     let out = weir().arg("run").arg(&p).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("p.toml:4:1: unknown field `rows-per-secnd`"), "{stderr}");
+    assert!(
+        stderr.contains("p.toml:4:1: unknown field `rows-per-secnd`"),
+        "{stderr}"
+    );
 }

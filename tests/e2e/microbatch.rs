@@ -12,7 +12,12 @@ use weir::log::Topic;
 
 use crate::testkit::{guest, weir};
 
-const FAULT_POINTS: [&str; 4] = ["after-offsets-write", "mid-sink", "after-sink-commit", "after-commit-write"];
+const FAULT_POINTS: [&str; 4] = [
+    "after-offsets-write",
+    "mid-sink",
+    "after-sink-commit",
+    "after-commit-write",
+];
 
 /// A pipeline over a fresh directory: input topic `in` (2 partitions) with
 /// `n` JSON records, output to topic `out` and to a file sink for the
@@ -29,7 +34,10 @@ impl Fixture {
         let mut t = Topic::create(&log, "in", 2).unwrap();
         let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
         for i in 0..n {
-            let v = format!(r#"{{"id":{i},"kind":"{}","value":"record {i}"}}"#, if i % 2 == 0 { "even" } else { "odd" });
+            let v = format!(
+                r#"{{"id":{i},"kind":"{}","value":"record {i}"}}"#,
+                if i % 2 == 0 { "even" } else { "odd" }
+            );
             let key = format!("k{}", i % 7);
             parts[i % 2].push(Some(key.as_bytes()), v.as_bytes(), i as i64, 0);
         }
@@ -75,7 +83,9 @@ type = "available-now"
 
     fn command(&self) -> std::process::Command {
         let mut c = weir();
-        c.arg("run").arg(self.path().join("p.toml")).args(["--progress", "none"]);
+        c.arg("run")
+            .arg(self.path().join("p.toml"))
+            .args(["--progress", "none"]);
         c.stdout(Stdio::null()).stderr(Stdio::piped());
         c
     }
@@ -83,18 +93,29 @@ type = "available-now"
     /// Run to completion; panics unless it exits 0.
     fn run_to_end(&self) {
         let out = self.command().output().unwrap();
-        assert!(out.status.success(), "weir run failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "weir run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// Everything committed to the sinks, sorted, as (sink, value) pairs.
     fn output(&self) -> Vec<(String, String)> {
         let mut got = Vec::new();
         for topic in ["out", "even"] {
-            let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else { continue };
+            let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else {
+                continue;
+            };
             for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
                 let mut b = RecordBatch::new(p as u32);
                 t.read(p as u32, 0, end, &mut b).unwrap();
-                got.extend(b.iter().map(|r| (topic.to_string(), String::from_utf8_lossy(r.value).into_owned())));
+                got.extend(b.iter().map(|r| {
+                    (
+                        topic.to_string(),
+                        String::from_utf8_lossy(r.value).into_owned(),
+                    )
+                }));
             }
         }
         for line in weir::connectors::file_sink::read_committed(&self.path().join("odd")).unwrap() {
@@ -109,7 +130,10 @@ type = "available-now"
             .map(|i| {
                 let kind = if i % 2 == 0 { "even" } else { "odd" };
                 let sink = if kind == "even" { "even" } else { "odd" };
-                (sink.to_string(), format!(r#"{{"id":{i},"kind":"{kind}","value":"record {i}"}}"#))
+                (
+                    sink.to_string(),
+                    format!(r#"{{"id":{i},"kind":"{kind}","value":"record {i}"}}"#),
+                )
             })
             .collect();
         want.sort();
@@ -132,10 +156,23 @@ fn sigkill_at_every_fault_point_then_restore() {
     for point in FAULT_POINTS {
         for batch in [0, 3] {
             let f = Fixture::new(2000, 250);
-            let out = f.command().env("WEIR_FAULT", format!("{point}@{batch}")).output().unwrap();
-            assert_eq!(out.status.signal(), Some(9), "{point}@{batch} should have been killed: {}", String::from_utf8_lossy(&out.stderr));
+            let out = f
+                .command()
+                .env("WEIR_FAULT", format!("{point}@{batch}"))
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.signal(),
+                Some(9),
+                "{point}@{batch} should have been killed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             f.run_to_end();
-            assert_eq!(f.output(), f.expected(), "after a SIGKILL at {point} of batch {batch}");
+            assert_eq!(
+                f.output(),
+                f.expected(),
+                "after a SIGKILL at {point} of batch {batch}"
+            );
         }
     }
 }
@@ -170,9 +207,16 @@ fn sigkill_at_random_moments_then_restore() {
                     kills += 1;
                 }
             }
-            assert!(started.elapsed() < Duration::from_secs(900), "random-kill test is taking too long");
+            assert!(
+                started.elapsed() < Duration::from_secs(900),
+                "random-kill test is taking too long"
+            );
         }
-        assert_eq!(f.output(), f.expected(), "after {kills} random SIGKILLs so far");
+        assert_eq!(
+            f.output(),
+            f.expected(),
+            "after {kills} random SIGKILLs so far"
+        );
     }
 }
 
@@ -182,11 +226,18 @@ fn corrupt_checkpoint_files_are_named() {
     f.run_to_end();
     let ckpt: PathBuf = f.path().join("ckpt");
     let last = std::fs::read_dir(ckpt.join("offsets")).unwrap().count() - 1;
-    std::fs::write(ckpt.join("offsets").join(last.to_string()), b"v1\n{\"batchId\": 4, \"sour").unwrap();
+    std::fs::write(
+        ckpt.join("offsets").join(last.to_string()),
+        b"v1\n{\"batchId\": 4, \"sour",
+    )
+    .unwrap();
     let out = f.command().output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("offsets/{last}: invalid entry")), "{err}");
+    assert!(
+        err.contains(&format!("offsets/{last}: invalid entry")),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
 
@@ -194,19 +245,26 @@ fn corrupt_checkpoint_files_are_named() {
 fn restarting_on_another_sources_checkpoint_is_refused() {
     let f = Fixture::new(100, 100);
     f.run_to_end();
-    let spec = std::fs::read_to_string(f.path().join("p.toml")).unwrap().replace("topic = \"in\"", "topic = \"out\"");
+    let spec = std::fs::read_to_string(f.path().join("p.toml"))
+        .unwrap()
+        .replace("topic = \"in\"", "topic = \"out\"");
     std::fs::write(f.path().join("p.toml"), spec).unwrap();
     let out = f.command().output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("was written for source(s)") && err.contains("use a new checkpoint location"), "{err}");
+    assert!(
+        err.contains("was written for source(s)") && err.contains("use a new checkpoint location"),
+        "{err}"
+    );
 }
 
 /// Files in, uppercase, files out: straight, and with a crash in the middle.
 #[test]
 fn golden_file_pipeline_straight_and_with_a_crash() {
     let expected: Vec<String> = {
-        let mut v: Vec<String> = (0..3).flat_map(|f| (0..400).map(move |i| format!("FILE {f} LINE {i}"))).collect();
+        let mut v: Vec<String> = (0..3)
+            .flat_map(|f| (0..400).map(move |i| format!("FILE {f} LINE {i}")))
+            .collect();
         v.sort();
         v
     };
@@ -227,7 +285,9 @@ fn golden_file_pipeline_straight_and_with_a_crash() {
         std::fs::write(dir.path().join("p.toml"), spec).unwrap();
         let cmd = || {
             let mut c = weir();
-            c.arg("run").arg(dir.path().join("p.toml")).args(["--progress", "none"]);
+            c.arg("run")
+                .arg(dir.path().join("p.toml"))
+                .args(["--progress", "none"]);
             c
         };
         if let Some(fault) = crash {
@@ -235,14 +295,25 @@ fn golden_file_pipeline_straight_and_with_a_crash() {
             assert_eq!(out.status.signal(), Some(9), "{fault}");
         }
         let out = cmd().output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let mut got: Vec<String> = weir::connectors::file_sink::read_committed(&dir.path().join("out"))
-            .unwrap()
-            .into_iter()
-            .map(|l| String::from_utf8(l).unwrap())
-            .collect();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut got: Vec<String> =
+            weir::connectors::file_sink::read_committed(&dir.path().join("out"))
+                .unwrap()
+                .into_iter()
+                .map(|l| String::from_utf8(l).unwrap())
+                .collect();
         got.sort();
         assert_eq!(got, expected, "crash: {crash:?}");
-        assert_eq!(std::fs::read_dir(dir.path().join("ckpt/sources/0")).unwrap().count(), 1, "files listed once");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("ckpt/sources/0"))
+                .unwrap()
+                .count(),
+            1,
+            "files listed once"
+        );
     }
 }

@@ -44,19 +44,35 @@ pub enum LogCommand {
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<()> {
     match cmd {
-        LogCommand::Create { root, topic, partitions } => {
+        LogCommand::Create {
+            root,
+            topic,
+            partitions,
+        } => {
             Topic::create(&root, &topic, partitions)?;
-            eprintln!("created topic {topic} with {partitions} partition(s) in {}", root.display());
+            eprintln!(
+                "created topic {topic} with {partitions} partition(s) in {}",
+                root.display()
+            );
             Ok(())
         }
-        LogCommand::Append { root, topic, key_field } => append(root, &topic, key_field.as_deref()),
-        LogCommand::Read { root, topic, follow, json } => read(root, &topic, follow, json),
+        LogCommand::Append {
+            root,
+            topic,
+            key_field,
+        } => append(root, &topic, key_field.as_deref()),
+        LogCommand::Read {
+            root,
+            topic,
+            follow,
+            json,
+        } => read(root, &topic, follow, json),
     }
 }
 
 fn key_of(line: &[u8], field: &str, line_no: usize) -> anyhow::Result<Vec<u8>> {
-    let doc: serde_json::Value =
-        serde_json::from_slice(line).with_context(|| format!("stdin line {line_no}: not JSON, so --key-field cannot apply"))?;
+    let doc: serde_json::Value = serde_json::from_slice(line)
+        .with_context(|| format!("stdin line {line_no}: not JSON, so --key-field cannot apply"))?;
     match doc.get(field) {
         Some(serde_json::Value::String(s)) => Ok(s.clone().into_bytes()),
         Some(v) => Ok(v.to_string().into_bytes()),
@@ -74,7 +90,9 @@ fn append(root: PathBuf, topic: &str, key_field: Option<&str>) -> anyhow::Result
         if line.last() == Some(&b'\r') {
             line.pop();
         }
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
         let key = key_field.map(|f| key_of(&line, f, i + 1)).transpose()?;
         let p = match &key {
             Some(k) => t.partition_for(k),
@@ -115,7 +133,10 @@ fn read(root: PathBuf, topic: &str, follow: bool, json: bool) -> anyhow::Result<
             for r in b.iter() {
                 if json {
                     let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
-                    let headers: serde_json::Map<_, _> = r.headers().map(|(k, v)| (k.to_string(), text(v).into())).collect();
+                    let headers: serde_json::Map<_, _> = r
+                        .headers()
+                        .map(|(k, v)| (k.to_string(), text(v).into()))
+                        .collect();
                     let rec = serde_json::json!({"partition": p, "offset": r.offset, "key": r.key.map(text), "value": text(r.value), "headers": headers, "timestamp": r.timestamp});
                     writeln!(out, "{rec}")?;
                 } else {

@@ -7,10 +7,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use weir::connectors::{console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink, log_source::LogSource, rate::RateSource};
+use weir::connectors::{
+    console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink,
+    log_source::LogSource, rate::RateSource,
+};
 use weir::engine::{
-    FnTransform, LocalCheckpointStore, MicroBatchQuery, OutputBatch, QueryOptions, RecordBatch, Sink, Source, Transform,
-    TransformError, TransformFactory,
+    FnTransform, LocalCheckpointStore, MicroBatchQuery, OutputBatch, QueryOptions, RecordBatch,
+    Sink, Source, Transform, TransformError, TransformFactory,
 };
 use weir::runtime::{Runtime, WasmTransform};
 use weir::spec::{Pipeline, SinkSpec, SourceSpec};
@@ -35,20 +38,51 @@ pub struct Args {
 
 fn build_source(s: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
     Ok(match s {
-        SourceSpec::Log { root, topic, starting, max_records_per_trigger } => {
-            Box::new(LogSource::open(root.clone(), topic, *max_records_per_trigger, *starting)?)
-        }
-        SourceSpec::Files { dir, format, max_files_per_trigger } => Box::new(FileSource::new(dir.clone(), *format, *max_files_per_trigger)),
-        SourceSpec::Rate { rows_per_second, partitions, max_records_per_trigger } => {
-            Box::new(RateSource::new(*rows_per_second, *partitions, *max_records_per_trigger))
-        }
+        SourceSpec::Log {
+            root,
+            topic,
+            starting,
+            max_records_per_trigger,
+        } => Box::new(LogSource::open(
+            root.clone(),
+            topic,
+            *max_records_per_trigger,
+            *starting,
+        )?),
+        SourceSpec::Files {
+            dir,
+            format,
+            max_files_per_trigger,
+        } => Box::new(FileSource::new(
+            dir.clone(),
+            *format,
+            *max_files_per_trigger,
+        )),
+        SourceSpec::Rate {
+            rows_per_second,
+            partitions,
+            max_records_per_trigger,
+        } => Box::new(RateSource::new(
+            *rows_per_second,
+            *partitions,
+            *max_records_per_trigger,
+        )),
     })
 }
 
 fn build_sink(route: &Option<String>, s: &SinkSpec) -> anyhow::Result<Box<dyn Sink>> {
     let route = route.as_deref().unwrap_or("default");
     Ok(match s {
-        SinkSpec::Log { root, topic, partitions } => Box::new(LogSink::open(root.clone(), topic, route, Some(*partitions))?),
+        SinkSpec::Log {
+            root,
+            topic,
+            partitions,
+        } => Box::new(LogSink::open(
+            root.clone(),
+            topic,
+            route,
+            Some(*partitions),
+        )?),
         SinkSpec::Files { dir, format } => Box::new(FileSink::new(dir.clone(), *format)),
         SinkSpec::Console => Box::new(ConsoleSink),
     })
@@ -68,21 +102,35 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
 
 fn factory(runtime: &Runtime, spec: &Pipeline) -> anyhow::Result<Box<dyn TransformFactory>> {
     let Some(t) = spec.transform.clone() else {
-        return Ok(Box::new(|_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
-            Ok(Box::new(FnTransform(identity)))
-        }));
+        return Ok(Box::new(
+            |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+                Ok(Box::new(FnTransform(identity)))
+            },
+        ));
     };
     let component = runtime.load(&t.component, &t.grants)?;
     let name = spec.name.clone();
-    Ok(Box::new(move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-        let label = format!("{name}/source-{source}/task-{task}");
-        Ok(Box::new(WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?))
-    }))
+    Ok(Box::new(
+        move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
+            let label = format!("{name}/source-{source}/task-{task}");
+            Ok(Box::new(WasmTransform::new(
+                &component,
+                t.config.clone(),
+                t.limits,
+                &label,
+                t.call,
+            )?))
+        },
+    ))
 }
 
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
     let spec = Pipeline::load(&args.pipeline)?;
-    let sources = spec.sources.iter().map(build_source).collect::<anyhow::Result<Vec<_>>>()?;
+    let sources = spec
+        .sources
+        .iter()
+        .map(build_source)
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let sinks = spec
         .sinks
         .iter()
@@ -92,7 +140,10 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
     let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
     let options = QueryOptions {
         trigger: spec.trigger,
-        error_policy: spec.transform.as_ref().map_or(QueryOptions::default().error_policy, |t| t.on_error),
+        error_policy: spec
+            .transform
+            .as_ref()
+            .map_or(QueryOptions::default().error_policy, |t| t.on_error),
         ..QueryOptions::default()
     };
     let mut query = MicroBatchQuery::new(store, sources, factory, sinks, options)

@@ -9,7 +9,10 @@ use weir::engine::{LocalCheckpointStore, Progress};
 
 pub fn status(dir: PathBuf) -> anyhow::Result<()> {
     if !dir.join("metadata").exists() {
-        anyhow::bail!("{}: not a weir checkpoint (no metadata file)", dir.display());
+        anyhow::bail!(
+            "{}: not a weir checkpoint (no metadata file)",
+            dir.display()
+        );
     }
     let store = LocalCheckpointStore::open(&dir)?;
     let meta: Metadata = read_entry(&store, "metadata")?.expect("checked above");
@@ -19,7 +22,11 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
     match query::resume(&store)? {
         Resume::Fresh => println!("position:   no batch yet"),
         Resume::Continue { next_batch, start } => {
-            println!("committed:  batch {} (next batch {next_batch} starts at {})", next_batch - 1, serde_json::to_string(&start)?)
+            println!(
+                "committed:  batch {} (next batch {next_batch} starts at {})",
+                next_batch - 1,
+                serde_json::to_string(&start)?
+            )
         }
         Resume::Rerun(e) => println!(
             "pending:    batch {} planned but not committed; it re-runs over {} on restart",

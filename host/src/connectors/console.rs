@@ -16,10 +16,13 @@ impl Sink for ConsoleSink {
         let mut out = std::io::stdout().lock();
         let mut rows = 0;
         for o in batch.records() {
-            out.write_all(o.value).and_then(|()| out.write_all(b"\n")).map_err(|e| ConnectorError(format!("stdout: {e}")))?;
+            out.write_all(o.value)
+                .and_then(|()| out.write_all(b"\n"))
+                .map_err(|e| ConnectorError(format!("stdout: {e}")))?;
             rows += 1;
         }
-        out.flush().map_err(|e| ConnectorError(format!("stdout: {e}")))?;
+        out.flush()
+            .map_err(|e| ConnectorError(format!("stdout: {e}")))?;
         Ok(rows)
     }
 }

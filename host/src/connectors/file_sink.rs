@@ -32,7 +32,9 @@ pub struct FileSink {
 }
 
 fn manifest_path(dir: &Path, batch_id: u64) -> PathBuf {
-    dir.join("_weir").join("manifest").join(batch_id.to_string())
+    dir.join("_weir")
+        .join("manifest")
+        .join(batch_id.to_string())
 }
 
 impl FileSink {
@@ -45,7 +47,10 @@ impl FileSink {
             FileFormat::Values => buf.extend_from_slice(o.value),
             FileFormat::Records => {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                let headers: serde_json::Map<String, serde_json::Value> = o.headers().map(|(k, v)| (k.to_string(), text(v).into())).collect();
+                let headers: serde_json::Map<String, serde_json::Value> = o
+                    .headers()
+                    .map(|(k, v)| (k.to_string(), text(v).into()))
+                    .collect();
                 let rec = serde_json::json!({"key": o.key.map(text), "value": text(o.value), "headers": headers, "timestamp": o.timestamp});
                 serde_json::to_writer(&mut *buf, &rec).expect("JSON to a Vec");
             }
@@ -79,8 +84,13 @@ impl Sink for FileSink {
             files.push(name);
         }
         faults::point("mid-sink", batch_id);
-        let m = Manifest { batch_id, files, records };
-        write_atomic(&manifest, &serde_json::to_vec(&m).expect("manifest")).map_err(|e| io(&manifest, e))?;
+        let m = Manifest {
+            batch_id,
+            files,
+            records,
+        };
+        write_atomic(&manifest, &serde_json::to_vec(&m).expect("manifest"))
+            .map_err(|e| io(&manifest, e))?;
         Ok(records)
     }
 }
@@ -90,7 +100,9 @@ impl Sink for FileSink {
 pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
     let mdir = dir.join("_weir").join("manifest");
     let mut ids: Vec<u64> = match std::fs::read_dir(&mdir) {
-        Ok(rd) => rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
+        Ok(rd) => rd
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => vec![],
         Err(e) => return Err(ConnectorError(format!("{}: {e}", mdir.display()))),
     };
@@ -98,12 +110,23 @@ pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
     let mut lines = Vec::new();
     for id in ids {
         let path = mdir.join(id.to_string());
-        let bytes = std::fs::read(&path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| ConnectorError(format!("{}: corrupt manifest: {e}", path.display())))?;
+        let bytes =
+            std::fs::read(&path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
+        let m: Manifest = serde_json::from_slice(&bytes)
+            .map_err(|e| ConnectorError(format!("{}: corrupt manifest: {e}", path.display())))?;
         for f in m.files {
             let p = dir.join(&f);
-            let data = std::fs::read(&p).map_err(|e| ConnectorError(format!("{}: listed in manifest {id} but unreadable: {e}", p.display())))?;
-            lines.extend(data.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
+            let data = std::fs::read(&p).map_err(|e| {
+                ConnectorError(format!(
+                    "{}: listed in manifest {id} but unreadable: {e}",
+                    p.display()
+                ))
+            })?;
+            lines.extend(
+                data.split(|b| *b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
         }
     }
     Ok(lines)

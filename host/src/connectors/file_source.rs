@@ -38,19 +38,34 @@ pub struct FileSource {
 
 impl FileSource {
     pub fn new(dir: PathBuf, format: LineFormat, max_files_per_trigger: Option<usize>) -> Self {
-        FileSource { dir, format, max_files_per_trigger, checkpoint: None, files: vec![], seen: HashSet::new(), log_entries: 0, tasks: std::thread::available_parallelism().map_or(1, |n| n.get() as u32) }
+        FileSource {
+            dir,
+            format,
+            max_files_per_trigger,
+            checkpoint: None,
+            files: vec![],
+            seen: HashSet::new(),
+            log_entries: 0,
+            tasks: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        }
     }
 
     fn index(o: &Offset) -> Result<usize, ConnectorError> {
-        o.as_u64().map(|n| n as usize).ok_or_else(|| ConnectorError(format!("file source offset {o} is not a file count")))
+        o.as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| ConnectorError(format!("file source offset {o} is not a file count")))
     }
 
     fn list_new(&self) -> Result<Vec<String>, ConnectorError> {
-        let entries = std::fs::read_dir(&self.dir).map_err(|e| ConnectorError(format!("{}: {e}", self.dir.display())))?;
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| ConnectorError(format!("{}: {e}", self.dir.display())))?;
         let mut new = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(|e| ConnectorError(format!("{}: {e}", self.dir.display())))?;
-            let Ok(name) = entry.file_name().into_string() else { continue };
+            let entry =
+                entry.map_err(|e| ConnectorError(format!("{}: {e}", self.dir.display())))?;
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
             // Hidden and underscore files are in-progress or metadata by convention.
             if name.starts_with('.') || name.starts_with('_') || self.seen.contains(&name) {
                 continue;
@@ -59,15 +74,25 @@ impl FileSource {
             if !meta.is_file() {
                 continue;
             }
-            let mtime = meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).unwrap_or_default();
+            let mtime = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .unwrap_or_default();
             new.push((mtime, name));
         }
         new.sort();
         Ok(new.into_iter().map(|(_, n)| n).collect())
     }
 
-    fn read_file(&self, index: usize, path: &Path, out: &mut RecordBatch) -> Result<(), ConnectorError> {
-        let bytes = std::fs::read(path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
+    fn read_file(
+        &self,
+        index: usize,
+        path: &Path,
+        out: &mut RecordBatch,
+    ) -> Result<(), ConnectorError> {
+        let bytes =
+            std::fs::read(path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
         let mtime = std::fs::metadata(path)
             .and_then(|m| m.modified())
             .ok()
@@ -99,9 +124,15 @@ impl Source for FileSource {
     }
 
     fn attach(&mut self, checkpoint: SourceCheckpoint) -> Result<(), ConnectorError> {
-        for n in checkpoint.store.list_numbered(&checkpoint.dir).map_err(|e| ConnectorError(e.to_string()))? {
+        for n in checkpoint
+            .store
+            .list_numbered(&checkpoint.dir)
+            .map_err(|e| ConnectorError(e.to_string()))?
+        {
             let path = format!("{}/{n}", checkpoint.dir);
-            let names: Vec<String> = read_entry(&*checkpoint.store, &path).map_err(|e| ConnectorError(e.to_string()))?.unwrap_or_default();
+            let names: Vec<String> = read_entry(&*checkpoint.store, &path)
+                .map_err(|e| ConnectorError(e.to_string()))?
+                .unwrap_or_default();
             for name in names {
                 self.seen.insert(name.clone());
                 self.files.push(name);
@@ -119,10 +150,15 @@ impl Source for FileSource {
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
         let new = self.list_new()?;
         if !new.is_empty() {
-            let cp = self.checkpoint.as_ref().ok_or_else(|| ConnectorError("file source used before attach".into()))?;
+            let cp = self
+                .checkpoint
+                .as_ref()
+                .ok_or_else(|| ConnectorError("file source used before attach".into()))?;
             // Durable before any offsets entry can refer to these files.
             let path = format!("{}/{}", cp.dir, self.log_entries);
-            cp.store.write(&path, &encode_entry(&new)).map_err(|e| ConnectorError(e.to_string()))?;
+            cp.store
+                .write(&path, &encode_entry(&new))
+                .map_err(|e| ConnectorError(e.to_string()))?;
             self.log_entries += 1;
             for name in new {
                 self.seen.insert(name.clone());

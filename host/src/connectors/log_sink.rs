@@ -20,13 +20,25 @@ pub struct LogSink {
 impl LogSink {
     /// `route` names the output this sink serves; it is part of the writer
     /// identity so two sinks of one query never mistake each other's commits.
-    pub fn open(root: PathBuf, topic: &str, route: &str, create_partitions: Option<u32>) -> Result<Self, ConnectorError> {
+    pub fn open(
+        root: PathBuf,
+        topic: &str,
+        route: &str,
+        create_partitions: Option<u32>,
+    ) -> Result<Self, ConnectorError> {
         let topic = match (Topic::open(&root, topic), create_partitions) {
             (Ok(t), _) => t,
-            (Err(crate::log::LogError::NoTopic { .. }), Some(p)) => Topic::create(&root, topic, p).map_err(|e| ConnectorError(e.to_string()))?,
+            (Err(crate::log::LogError::NoTopic { .. }), Some(p)) => {
+                Topic::create(&root, topic, p).map_err(|e| ConnectorError(e.to_string()))?
+            }
             (Err(e), _) => return Err(ConnectorError(e.to_string())),
         };
-        Ok(LogSink { root, topic, route: route.into(), writer: [0; 16] })
+        Ok(LogSink {
+            root,
+            topic,
+            route: route.into(),
+            writer: [0; 16],
+        })
     }
 }
 
@@ -55,7 +67,10 @@ impl Sink for LogSink {
             parts[p as usize].push_raw(o.key, o.value, o.headers, o.timestamp, 0);
             rows += 1;
         }
-        let writer = Writer { id: self.writer, sequence: batch_id };
+        let writer = Writer {
+            id: self.writer,
+            sequence: batch_id,
+        };
         let name = self.description();
         match self
             .topic

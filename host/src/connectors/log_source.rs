@@ -29,7 +29,12 @@ impl LogSource {
         starting: StartingOffsets,
     ) -> Result<Self, ConnectorError> {
         let topic = Topic::open(&root, topic).map_err(|e| ConnectorError(e.to_string()))?;
-        Ok(LogSource { root, topic, max_records_per_trigger, starting })
+        Ok(LogSource {
+            root,
+            topic,
+            max_records_per_trigger,
+            starting,
+        })
     }
 
     fn partitions(&self) -> usize {
@@ -40,7 +45,11 @@ impl LogSource {
 /// Share `limit` records among partitions in proportion to their lag (as
 /// Spark's Kafka source does), always letting at least one record through.
 pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>) -> Vec<u64> {
-    let lags: Vec<u64> = start.iter().zip(upto).map(|(s, u)| u.saturating_sub(*s)).collect();
+    let lags: Vec<u64> = start
+        .iter()
+        .zip(upto)
+        .map(|(s, u)| u.saturating_sub(*s))
+        .collect();
     let total: u64 = lags.iter().sum();
     let Some(limit) = limit.filter(|l| *l < total) else {
         return start.iter().zip(&lags).map(|(s, l)| s + l).collect();
@@ -51,7 +60,12 @@ pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>)
         .map(|(s, l)| s + ((*l as u128 * limit as u128) / total as u128) as u64)
         .collect();
     if ends == start {
-        let (p, _) = lags.iter().enumerate().rev().max_by_key(|(_, l)| **l).expect("some lag");
+        let (p, _) = lags
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|(_, l)| **l)
+            .expect("some lag");
         ends[p] += 1;
     }
     ends
@@ -70,14 +84,21 @@ impl Source for LogSource {
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
-        let ends = self.topic.committed_ends().map_err(err(self.description()))?;
+        let ends = self
+            .topic
+            .committed_ends()
+            .map_err(err(self.description()))?;
         Ok(json!(ends))
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let start = parse_offsets(start, self.partitions())?;
         let upto = parse_offsets(upto, self.partitions())?;
-        Ok(json!(rate_limited_ends(&start, &upto, self.max_records_per_trigger)))
+        Ok(json!(rate_limited_ends(
+            &start,
+            &upto,
+            self.max_records_per_trigger
+        )))
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
@@ -88,7 +109,9 @@ impl Source for LogSource {
             if e > s {
                 let mut b = RecordBatch::with_capacity(p as u32, (e - s) as usize, 0);
                 let name = self.description();
-                self.topic.read(p as u32, *s, *e, &mut b).map_err(err(name))?;
+                self.topic
+                    .read(p as u32, *s, *e, &mut b)
+                    .map_err(err(name))?;
                 out.push(b);
             }
         }

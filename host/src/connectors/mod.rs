@@ -15,12 +15,22 @@ fn err(context: impl std::fmt::Display) -> impl FnOnce(crate::log::LogError) -> 
 }
 
 /// Offsets kept as a JSON array of integers, one per partition.
-pub(crate) fn parse_offsets(o: &serde_json::Value, partitions: usize) -> Result<Vec<u64>, ConnectorError> {
+pub(crate) fn parse_offsets(
+    o: &serde_json::Value,
+    partitions: usize,
+) -> Result<Vec<u64>, ConnectorError> {
     let arr = o
         .as_array()
         .filter(|a| a.len() == partitions)
-        .ok_or_else(|| ConnectorError(format!("offset {o} is not a list of {partitions} partition offsets")))?;
+        .ok_or_else(|| {
+            ConnectorError(format!(
+                "offset {o} is not a list of {partitions} partition offsets"
+            ))
+        })?;
     arr.iter()
-        .map(|v| v.as_u64().ok_or_else(|| ConnectorError(format!("offset {o} holds a non-integer"))))
+        .map(|v| {
+            v.as_u64()
+                .ok_or_else(|| ConnectorError(format!("offset {o} holds a non-integer")))
+        })
         .collect()
 }

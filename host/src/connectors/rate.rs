@@ -17,16 +17,24 @@ pub struct RateSource {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl RateSource {
     pub fn new(rows_per_second: u64, partitions: u32, max_rows_per_trigger: Option<u64>) -> Self {
-        RateSource { rows_per_second: rows_per_second.max(1), partitions: partitions.max(1), max_rows_per_trigger, start_ms: now_ms() }
+        RateSource {
+            rows_per_second: rows_per_second.max(1),
+            partitions: partitions.max(1),
+            max_rows_per_trigger,
+            start_ms: now_ms(),
+        }
     }
 
     fn count(o: &Offset) -> Result<u64, ConnectorError> {
-        o.as_u64().ok_or_else(|| ConnectorError(format!("rate source offset {o} is not a row count")))
+        o.as_u64()
+            .ok_or_else(|| ConnectorError(format!("rate source offset {o} is not a row count")))
     }
 
     fn row_time(&self, row: u64) -> i64 {
@@ -43,7 +51,10 @@ impl Source for RateSource {
         let path = format!("{}/start", cp.dir);
         match read_entry::<i64>(&*cp.store, &path).map_err(|e| ConnectorError(e.to_string()))? {
             Some(t) => self.start_ms = t,
-            None => cp.store.write(&path, &encode_entry(&self.start_ms)).map_err(|e| ConnectorError(e.to_string()))?,
+            None => cp
+                .store
+                .write(&path, &encode_entry(&self.start_ms))
+                .map_err(|e| ConnectorError(e.to_string()))?,
         }
         Ok(())
     }
@@ -54,12 +65,16 @@ impl Source for RateSource {
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
         let elapsed = (now_ms() - self.start_ms).max(0) as u128;
-        Ok(json!((elapsed * self.rows_per_second as u128 / 1000) as u64))
+        Ok(json!(
+            (elapsed * self.rows_per_second as u128 / 1000) as u64
+        ))
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let (s, u) = (Self::count(start)?, Self::count(upto)?);
-        Ok(json!(self.max_rows_per_trigger.map_or(u, |m| u.min(s + m)).max(s)))
+        Ok(json!(
+            self.max_rows_per_trigger.map_or(u, |m| u.min(s + m)).max(s)
+        ))
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
@@ -75,7 +90,11 @@ impl Source for RateSource {
     }
 
     fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
-        Some(Self::count(latest).ok()?.saturating_sub(Self::count(offset).ok()?))
+        Some(
+            Self::count(latest)
+                .ok()?
+                .saturating_sub(Self::count(offset).ok()?),
+        )
     }
 }
 
@@ -90,7 +109,10 @@ mod tests {
     fn replayed_ranges_regenerate_the_same_rows() {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
-        let cp = SourceCheckpoint { store, dir: "sources/0".into() };
+        let cp = SourceCheckpoint {
+            store,
+            dir: "sources/0".into(),
+        };
         let mut a = RateSource::new(1000, 2, Some(5));
         a.attach(cp.clone()).unwrap();
         assert_eq!(a.next_end(&json!(0), &json!(100)).unwrap(), json!(5));

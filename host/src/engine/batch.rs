@@ -194,7 +194,13 @@ impl RecordBatch {
         offset: i64,
     ) {
         let n = self.len();
-        push_key(&mut self.keys, &mut self.key_ends, &mut self.has_key, n, key);
+        push_key(
+            &mut self.keys,
+            &mut self.key_ends,
+            &mut self.has_key,
+            n,
+            key,
+        );
         if !encoded_headers.is_empty() || !self.header_ends.is_empty() {
             self.header_ends.resize(n, self.headers.len() as u32);
             self.headers.extend_from_slice(encoded_headers);

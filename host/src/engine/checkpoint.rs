@@ -146,8 +146,7 @@ pub fn decode_entry<T: serde::de::DeserializeOwned>(
     if bytes.is_empty() {
         return Err(corrupt("file is empty (truncated write?)".into()));
     }
-    let text =
-        std::str::from_utf8(bytes).map_err(|e| corrupt(format!("not UTF-8 text ({e})")))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| corrupt(format!("not UTF-8 text ({e})")))?;
     let (version, body) = text
         .split_once('\n')
         .ok_or_else(|| corrupt("missing the version line (truncated?)".into()))?;
@@ -178,17 +177,27 @@ mod tests {
     fn entries_round_trip_and_corruption_is_named() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalCheckpointStore::open(dir.path()).unwrap();
-        store.write("offsets/3", &encode_entry(&vec![1, 2])).unwrap();
+        store
+            .write("offsets/3", &encode_entry(&vec![1, 2]))
+            .unwrap();
         store.write("offsets/10", &encode_entry(&vec![3])).unwrap();
         assert_eq!(store.list_numbered("offsets").unwrap(), vec![3, 10]);
         let v: Option<Vec<i32>> = read_entry(&store, "offsets/3").unwrap();
         assert_eq!(v, Some(vec![1, 2]));
         store.write("offsets/4", b"v1\n{\"batch").unwrap();
-        let err = read_entry::<Vec<i32>>(&store, "offsets/4").unwrap_err().to_string();
+        let err = read_entry::<Vec<i32>>(&store, "offsets/4")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("offsets/4: invalid entry: "), "{err}");
         store.write("offsets/5", b"").unwrap();
-        let err = read_entry::<Vec<i32>>(&store, "offsets/5").unwrap_err().to_string();
+        let err = read_entry::<Vec<i32>>(&store, "offsets/5")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("offsets/5: file is empty"), "{err}");
-        assert!(read_entry::<Vec<i32>>(&store, "offsets/99").unwrap().is_none());
+        assert!(
+            read_entry::<Vec<i32>>(&store, "offsets/99")
+                .unwrap()
+                .is_none()
+        );
     }
 }

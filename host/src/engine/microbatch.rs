@@ -12,12 +12,14 @@ use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
 use super::faults;
+use super::options::{
+    EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory, Trigger,
+};
 use super::output::TransformOutput;
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, Trigger, TransformFactory};
 use super::transform::{Transform, TransformError};
 
 /// A micro-batch streaming query over one checkpoint.
@@ -108,13 +110,20 @@ impl MicroBatchQuery {
 
     /// Run until the trigger says stop (Once, AvailableNow) or the stop
     /// flag is raised; `on_progress` sees every batch's progress.
-    pub fn run(&mut self, on_progress: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
+    pub fn run(
+        &mut self,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunSummary, EngineError> {
         let mut summary = RunSummary::default();
         let (mut batch_id, mut start, mut pending) = match query::resume(&*self.store)? {
             Resume::Fresh => {
                 let mut start = Vec::new();
                 for i in 0..self.sources.len() {
-                    start.push(self.sources[i].initial_offset().map_err(self.source_err(i))?);
+                    start.push(
+                        self.sources[i]
+                            .initial_offset()
+                            .map_err(self.source_err(i))?,
+                    );
                 }
                 (0, start, None)
             }
@@ -150,7 +159,10 @@ impl MicroBatchQuery {
                                 .next_end(s, &upto[i])
                                 .map_err(self.source_err(i))?
                         };
-                        ranges.push(OffsetRange { start: s.clone(), end });
+                        ranges.push(OffsetRange {
+                            start: s.clone(),
+                            end,
+                        });
                     }
                     if ranges.iter().all(|r| r.start == r.end) {
                         match self.options.trigger {
@@ -174,7 +186,8 @@ impl MicroBatchQuery {
             let wal_started = Instant::now();
             // A re-run batch keeps its recorded entry; a new one is written ahead.
             if self.store.read(&offsets_path(batch_id))?.is_none() {
-                self.store.write(&offsets_path(batch_id), &encode_entry(&entry))?;
+                self.store
+                    .write(&offsets_path(batch_id), &encode_entry(&entry))?;
             }
             faults::point("after-offsets-write", batch_id);
             let wal_commit = wal_started.elapsed();
@@ -190,7 +203,8 @@ impl MicroBatchQuery {
                 batch_id,
                 num_output_rows: output_rows,
             };
-            self.store.write(&commits_path(batch_id), &encode_entry(&commit))?;
+            self.store
+                .write(&commits_path(batch_id), &encode_entry(&commit))?;
             faults::point("after-commit-write", batch_id);
             query::prune(&*self.store, batch_id, self.options.keep_batches)?;
             let commit_time = commit_started.elapsed();
@@ -261,7 +275,11 @@ impl MicroBatchQuery {
     fn latest(&mut self) -> Result<Vec<Offset>, EngineError> {
         let mut out = Vec::new();
         for i in 0..self.sources.len() {
-            out.push(self.sources[i].latest_offset().map_err(self.source_err(i))?);
+            out.push(
+                self.sources[i]
+                    .latest_offset()
+                    .map_err(self.source_err(i))?,
+            );
         }
         Ok(out)
     }
@@ -284,7 +302,10 @@ impl MicroBatchQuery {
         let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
         let mut per_source = vec![0u64; self.sources.len()];
         for (i, r) in entry.sources.iter().enumerate() {
-            for b in self.sources[i].read(&r.start, &r.end).map_err(self.source_err(i))? {
+            for b in self.sources[i]
+                .read(&r.start, &r.end)
+                .map_err(self.source_err(i))?
+            {
                 per_source[i] += b.len() as u64;
                 inputs.push((i, b));
             }
@@ -303,32 +324,41 @@ impl MicroBatchQuery {
         for ((i, task), _) in &groups {
             let t = match self.transforms.remove(&(*i, *task)) {
                 Some(t) => t,
-                None => self.factory.create(*i, *task).map_err(|err| EngineError::Transform {
-                    source_name: self.sources[*i].description(),
-                    partition: *task,
-                    err,
-                })?,
+                None => self
+                    .factory
+                    .create(*i, *task)
+                    .map_err(|err| EngineError::Transform {
+                        source_name: self.sources[*i].description(),
+                        partition: *task,
+                        err,
+                    })?,
             };
             tasks.push(t);
         }
-        let run_group = |t: &mut Box<dyn Transform>, members: &[usize]| -> Vec<(usize, Result<TransformOutput, TransformError>)> {
-            members.iter().map(|&idx| (idx, t.process_batch(&inputs[idx].1))).collect()
+        let run_group = |t: &mut Box<dyn Transform>,
+                         members: &[usize]|
+         -> Vec<(usize, Result<TransformOutput, TransformError>)> {
+            members
+                .iter()
+                .map(|&idx| (idx, t.process_batch(&inputs[idx].1)))
+                .collect()
         };
-        let mut results: Vec<(usize, Result<TransformOutput, TransformError>)> = if groups.len() == 1 {
-            run_group(&mut tasks[0], &groups[0].1)
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = tasks
-                    .iter_mut()
-                    .zip(&groups)
-                    .map(|(t, (_, members))| scope.spawn(move || run_group(t, members)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().expect("transform task panicked"))
-                    .collect()
-            })
-        };
+        let mut results: Vec<(usize, Result<TransformOutput, TransformError>)> =
+            if groups.len() == 1 {
+                run_group(&mut tasks[0], &groups[0].1)
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = tasks
+                        .iter_mut()
+                        .zip(&groups)
+                        .map(|(t, (_, members))| scope.spawn(move || run_group(t, members)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .flat_map(|h| h.join().expect("transform task panicked"))
+                        .collect()
+                })
+            };
         for (t, (key, _)) in tasks.into_iter().zip(&groups) {
             self.transforms.insert(*key, t);
         }

@@ -39,8 +39,11 @@ impl Source for VecSource {
     }
 }
 
+/// `(batch id, values)` of every batch written.
+type Written = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
+
 #[derive(Clone, Default)]
-struct MemSink(Arc<Mutex<Vec<(u64, Vec<String>)>>>);
+struct MemSink(Written);
 
 impl Sink for MemSink {
     fn description(&self) -> String {
@@ -51,7 +54,10 @@ impl Sink for MemSink {
         if all.iter().any(|(b, _)| *b == batch_id) {
             return Ok(0);
         }
-        let rows: Vec<String> = batch.records().map(|o| String::from_utf8_lossy(o.value).into_owned()).collect();
+        let rows: Vec<String> = batch
+            .records()
+            .map(|o| String::from_utf8_lossy(o.value).into_owned())
+            .collect();
         let n = rows.len() as u64;
         all.push((batch_id, rows));
         Ok(n)
@@ -59,19 +65,30 @@ impl Sink for MemSink {
 }
 
 fn upper(delay: Duration) -> Box<dyn TransformFactory> {
-    Box::new(move |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
-        Ok(Box::new(FnTransform(move |input: &RecordBatch, out: &mut crate::engine::OutputBatch| {
-            std::thread::sleep(delay);
-            for r in input.iter() {
-                out.values.extend(r.value.iter().map(u8::to_ascii_uppercase));
-                out.value_ends.push(out.values.len() as u32);
-            }
-            Ok(())
-        })))
-    })
+    Box::new(
+        move |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+            Ok(Box::new(FnTransform(
+                move |input: &RecordBatch, out: &mut crate::engine::OutputBatch| {
+                    std::thread::sleep(delay);
+                    for r in input.iter() {
+                        out.values
+                            .extend(r.value.iter().map(u8::to_ascii_uppercase));
+                        out.value_ends.push(out.values.len() as u32);
+                    }
+                    Ok(())
+                },
+            )))
+        },
+    )
 }
 
-fn query(dir: &std::path::Path, n: usize, limit: Option<u64>, trigger: Trigger, delay: Duration) -> (MicroBatchQuery, MemSink) {
+fn query(
+    dir: &std::path::Path,
+    n: usize,
+    limit: Option<u64>,
+    trigger: Trigger,
+    delay: Duration,
+) -> (MicroBatchQuery, MemSink) {
     let data = Arc::new(Mutex::new((0..n).map(|i| format!("r{i}")).collect()));
     let sink = MemSink::default();
     let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
@@ -80,7 +97,10 @@ fn query(dir: &std::path::Path, n: usize, limit: Option<u64>, trigger: Trigger, 
         vec![Box::new(VecSource { data, limit })],
         upper(delay),
         vec![(None, Box::new(sink.clone()))],
-        QueryOptions { trigger, ..QueryOptions::default() },
+        QueryOptions {
+            trigger,
+            ..QueryOptions::default()
+        },
     )
     .unwrap();
     (q, sink)
@@ -101,12 +121,24 @@ fn once_runs_one_batch_with_everything_ignoring_the_rate_limit() {
 #[test]
 fn available_now_drains_in_rate_limited_batches_then_stops() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut q, sink) = query(dir.path(), 25, Some(10), Trigger::AvailableNow, Duration::ZERO);
+    let (mut q, sink) = query(
+        dir.path(),
+        25,
+        Some(10),
+        Trigger::AvailableNow,
+        Duration::ZERO,
+    );
     let mut sizes = Vec::new();
     let s = q.run(&mut |p| sizes.push(p.num_input_rows)).unwrap();
     assert_eq!(sizes, vec![10, 10, 5]);
     assert_eq!(s.output_rows, 25);
-    let out: Vec<String> = sink.0.lock().unwrap().iter().flat_map(|(_, r)| r.clone()).collect();
+    let out: Vec<String> = sink
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .flat_map(|(_, r)| r.clone())
+        .collect();
     assert_eq!(out[24], "R24");
 }
 
@@ -114,7 +146,13 @@ fn available_now_drains_in_rate_limited_batches_then_stops() {
 fn processing_time_paces_batches() {
     let dir = tempfile::tempdir().unwrap();
     let interval = Duration::from_millis(150);
-    let (mut q, _) = query(dir.path(), 30, Some(10), Trigger::ProcessingTime(interval), Duration::ZERO);
+    let (mut q, _) = query(
+        dir.path(),
+        30,
+        Some(10),
+        Trigger::ProcessingTime(interval),
+        Duration::ZERO,
+    );
     let stop = q.stop_handle();
     let started = Instant::now();
     let mut batches = 0;
@@ -133,7 +171,13 @@ fn processing_time_paces_batches() {
 fn processing_time_starts_the_next_batch_at_once_after_an_overrun() {
     let dir = tempfile::tempdir().unwrap();
     // Each batch takes 4x the interval; the engine must not add a wait.
-    let (mut q, _) = query(dir.path(), 30, Some(10), Trigger::ProcessingTime(Duration::from_millis(50)), Duration::from_millis(200));
+    let (mut q, _) = query(
+        dir.path(),
+        30,
+        Some(10),
+        Trigger::ProcessingTime(Duration::from_millis(50)),
+        Duration::from_millis(200),
+    );
     let stop = q.stop_handle();
     let mut starts = Vec::new();
     q.run(&mut |p| {
@@ -143,22 +187,51 @@ fn processing_time_starts_the_next_batch_at_once_after_an_overrun() {
         }
     })
     .unwrap();
-    assert_eq!(next_wait(Duration::from_millis(200), Duration::from_millis(50)), Duration::ZERO);
-    assert_eq!(next_wait(Duration::from_millis(20), Duration::from_millis(50)), Duration::from_millis(30));
+    assert_eq!(
+        next_wait(Duration::from_millis(200), Duration::from_millis(50)),
+        Duration::ZERO
+    );
+    assert_eq!(
+        next_wait(Duration::from_millis(20), Duration::from_millis(50)),
+        Duration::from_millis(30)
+    );
     assert_eq!(starts.len(), 3);
 }
 
 #[test]
 fn uncommitted_batch_is_rerun_over_the_same_range() {
     let dir = tempfile::tempdir().unwrap();
-    let (mut q, sink) = query(dir.path(), 20, Some(10), Trigger::AvailableNow, Duration::ZERO);
+    let (mut q, sink) = query(
+        dir.path(),
+        20,
+        Some(10),
+        Trigger::AvailableNow,
+        Duration::ZERO,
+    );
     q.run(&mut |_| {}).unwrap();
     // Forget batch 1's commit, as if the process died before writing it.
     std::fs::remove_file(dir.path().join("commits/1")).unwrap();
     sink.0.lock().unwrap().retain(|(b, _)| *b == 0);
-    let (mut q, _) = query(dir.path(), 30, Some(10), Trigger::AvailableNow, Duration::ZERO);
+    let (mut q, _) = query(
+        dir.path(),
+        30,
+        Some(10),
+        Trigger::AvailableNow,
+        Duration::ZERO,
+    );
     let mut ranges = Vec::new();
-    q.run(&mut |p| ranges.push((p.batch_id, p.sources[0].start_offset.clone(), p.sources[0].end_offset.clone()))).unwrap();
-    assert_eq!(ranges[0], (1, json!(10), json!(20)), "batch 1 re-runs over its recorded range");
+    q.run(&mut |p| {
+        ranges.push((
+            p.batch_id,
+            p.sources[0].start_offset.clone(),
+            p.sources[0].end_offset.clone(),
+        ))
+    })
+    .unwrap();
+    assert_eq!(
+        ranges[0],
+        (1, json!(10), json!(20)),
+        "batch 1 re-runs over its recorded range"
+    );
     assert_eq!(ranges[1], (2, json!(20), json!(30)));
 }

@@ -17,7 +17,7 @@ pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
 pub use microbatch::MicroBatchQuery;
-pub use options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, Trigger, TransformFactory};
+pub use options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory, Trigger};
 pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};
 pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};

@@ -96,4 +96,3 @@ pub struct RunSummary {
     pub input_rows: u64,
     pub output_rows: u64,
 }
-

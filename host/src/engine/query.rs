@@ -181,13 +181,18 @@ mod tests {
         assert_eq!(resume(&s).unwrap(), Resume::Fresh);
 
         s.write("offsets/0", &entry(0, 0, 5)).unwrap();
-        let Resume::Rerun(e) = resume(&s).unwrap() else { panic!() };
+        let Resume::Rerun(e) = resume(&s).unwrap() else {
+            panic!()
+        };
         assert_eq!((e.batch_id, e.sources[0].end.clone()), (0, json!(5)));
 
         s.write("commits/0", &commit(0)).unwrap();
         assert_eq!(
             resume(&s).unwrap(),
-            Resume::Continue { next_batch: 1, start: vec![json!(5)] }
+            Resume::Continue {
+                next_batch: 1,
+                start: vec![json!(5)]
+            }
         );
 
         s.write("offsets/1", &entry(1, 5, 9)).unwrap();
@@ -200,7 +205,10 @@ mod tests {
         s.write("commits/1", &commit(1)).unwrap();
         s.write("commits/2", &commit(2)).unwrap();
         let err = resume(&s).unwrap_err().to_string();
-        assert!(err.contains("commit for batch 2 but the offsets log ends at 1"), "{err}");
+        assert!(
+            err.contains("commit for batch 2 but the offsets log ends at 1"),
+            "{err}"
+        );
         s.delete("commits/2").unwrap();
 
         s.write("offsets/2", b"").unwrap();
@@ -216,7 +224,10 @@ mod tests {
         let again = load_or_create_metadata(&s, "micro-batch", vec!["log:a".into()]).unwrap();
         assert_eq!(m.id, again.id);
         let err = load_or_create_metadata(&s, "micro-batch", vec!["log:b".into()]).unwrap_err();
-        assert!(err.to_string().contains("was written for source(s) [log:a], not [log:b]"));
+        assert!(
+            err.to_string()
+                .contains("was written for source(s) [log:a], not [log:b]")
+        );
         let err = load_or_create_metadata(&s, "continuous", vec!["log:a".into()]).unwrap_err();
         assert!(err.to_string().contains("written in micro-batch mode"));
     }

@@ -91,7 +91,8 @@ impl CommitFile {
         let mut n = len / size;
         let mut buf = vec![0; size as usize];
         while n > 0 {
-            f.seek(SeekFrom::Start((n - 1) * size)).map_err(|e| self.io(e))?;
+            f.seek(SeekFrom::Start((n - 1) * size))
+                .map_err(|e| self.io(e))?;
             f.read_exact(&mut buf).map_err(|e| self.io(e))?;
             if let Some(e) = self.decode(&buf) {
                 return Ok(Some(e));

@@ -30,7 +30,11 @@ pub enum LogError {
     #[error("topic `{name}` does not exist in {root} (create it with `weir log create`)")]
     NoTopic { name: String, root: PathBuf },
     #[error("topic `{name}` already exists in {root} with {partitions} partition(s)")]
-    Exists { name: String, root: PathBuf, partitions: u32 },
+    Exists {
+        name: String,
+        root: PathBuf,
+        partitions: u32,
+    },
     #[error("record of {size} bytes exceeds the log's limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
     #[error("partition {partition} does not exist (the topic has {partitions})")]
@@ -95,8 +99,12 @@ impl Topic {
             segment_bytes,
         };
         let bytes = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
-        crate::engine::checkpoint::write_atomic(&dir.join("topic.json"), &bytes)
-            .map_err(|err| LogError::Io { path: dir.clone(), err })?;
+        crate::engine::checkpoint::write_atomic(&dir.join("topic.json"), &bytes).map_err(
+            |err| LogError::Io {
+                path: dir.clone(),
+                err,
+            },
+        )?;
         Self::open(root, name)
     }
 
@@ -106,9 +114,17 @@ impl Topic {
         let bytes = match std::fs::read(&meta_path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(LogError::NoTopic { name: name.into(), root: root.into() });
+                return Err(LogError::NoTopic {
+                    name: name.into(),
+                    root: root.into(),
+                });
             }
-            Err(err) => return Err(LogError::Io { path: meta_path, err }),
+            Err(err) => {
+                return Err(LogError::Io {
+                    path: meta_path,
+                    err,
+                });
+            }
         };
         let meta: TopicMeta = serde_json::from_slice(&bytes).map_err(|e| LogError::Corrupt {
             path: meta_path.clone(),
@@ -157,13 +173,19 @@ impl Topic {
         let p = self
             .partitions
             .get_mut(partition as usize)
-            .ok_or(LogError::NoPartition { partition, partitions: count })?;
+            .ok_or(LogError::NoPartition {
+                partition,
+                partitions: count,
+            })?;
         p.read(from, to, out)
     }
 
     fn lock(&self) -> Result<File, LogError> {
         let path = self.dir.join(".lock");
-        let f = File::create(&path).map_err(|err| LogError::Io { path: path.clone(), err })?;
+        let f = File::create(&path).map_err(|err| LogError::Io {
+            path: path.clone(),
+            err,
+        })?;
         f.lock().map_err(|err| LogError::Io { path, err })?;
         Ok(f)
     }
@@ -208,7 +230,10 @@ impl Topic {
             }
         }
         before_commit();
-        let w = writer.unwrap_or(Writer { id: [0; 16], sequence: 0 });
+        let w = writer.unwrap_or(Writer {
+            id: [0; 16],
+            sequence: 0,
+        });
         self.commits.append(
             valid_len,
             &CommitEntry {

@@ -94,16 +94,28 @@ impl Partition {
             let mut f = match File::open(&seg.path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(err) => return Err(LogError::Io { path: seg.path.clone(), err }),
+                Err(err) => {
+                    return Err(LogError::Io {
+                        path: seg.path.clone(),
+                        err,
+                    });
+                }
             };
-            let io = |err| LogError::Io { path: seg.path.clone(), err };
+            let io = |err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            };
             f.seek(SeekFrom::Start(seg.len)).map_err(io)?;
             let mut buf = Vec::new();
             f.read_to_end(&mut buf).map_err(io)?;
             let mut pos = 0usize;
             while seg.end < target {
-                let Some(len) = frame_len(&buf[pos..]) else { break };
-                if (seg.end - seg.base) % INDEX_EVERY == 0 && seg.index.last().is_none_or(|(o, _)| *o < seg.end) {
+                let Some(len) = frame_len(&buf[pos..]) else {
+                    break;
+                };
+                if (seg.end - seg.base).is_multiple_of(INDEX_EVERY)
+                    && seg.index.last().is_none_or(|(o, _)| *o < seg.end)
+                {
                     seg.index.push((seg.end, seg.len + pos as u64));
                 }
                 pos += len;
@@ -115,14 +127,22 @@ impl Partition {
     }
 
     /// Append the records of `(start, end]` of partition data into `out`.
-    pub(crate) fn read(&mut self, from: u64, to: u64, out: &mut RecordBatch) -> Result<(), LogError> {
+    pub(crate) fn read(
+        &mut self,
+        from: u64,
+        to: u64,
+        out: &mut RecordBatch,
+    ) -> Result<(), LogError> {
         if from >= to {
             return Ok(());
         }
         if self.scan_to(to)? < to {
             return Err(LogError::Corrupt {
                 path: self.dir.clone(),
-                problem: format!("records up to offset {to} are committed but only {} are readable", self.scanned_end()),
+                problem: format!(
+                    "records up to offset {to} are committed but only {} are readable",
+                    self.scanned_end()
+                ),
             });
         }
         let mut offset = from;
@@ -133,15 +153,34 @@ impl Partition {
             if seg.end <= offset {
                 continue;
             }
-            let (idx_off, pos) = seg.index.iter().rev().find(|(o, _)| *o <= offset).copied().unwrap_or((seg.base, 0));
-            let mut f = File::open(&seg.path).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
-            f.seek(SeekFrom::Start(pos)).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            let (idx_off, pos) = seg
+                .index
+                .iter()
+                .rev()
+                .find(|(o, _)| *o <= offset)
+                .copied()
+                .unwrap_or((seg.base, 0));
+            let mut f = File::open(&seg.path).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
+            f.seek(SeekFrom::Start(pos)).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
             // Read only up to the first indexed position past `to`.
-            let stop = seg.index.iter().find(|(o, _)| *o > to).map_or(seg.len, |(_, p)| *p);
+            let stop = seg
+                .index
+                .iter()
+                .find(|(o, _)| *o > to)
+                .map_or(seg.len, |(_, p)| *p);
             let mut buf = Vec::new();
             f.take(stop - pos)
                 .read_to_end(&mut buf)
-                .map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+                .map_err(|err| LogError::Io {
+                    path: seg.path.clone(),
+                    err,
+                })?;
             let mut p = 0usize;
             let mut cur = idx_off;
             while cur < to.min(seg.end) {
@@ -167,7 +206,9 @@ impl Partition {
     /// Whether the files hold exactly the records up to `committed` that this
     /// handle has scanned (no other writer's data, no crashed writer's bytes).
     pub(crate) fn is_clean(&self, committed: u64) -> bool {
-        let Some(seg) = self.segments.last() else { return false };
+        let Some(seg) = self.segments.last() else {
+            return false;
+        };
         seg.end == committed
             && std::fs::metadata(&seg.path).map_or(seg.len == 0, |m| m.len() == seg.len)
             && !seg_path(&self.dir, seg.end).exists()
@@ -180,10 +221,16 @@ impl Partition {
         if self.scanned_end() < committed {
             return Err(LogError::Corrupt {
                 path: self.dir.clone(),
-                problem: format!("commit says {committed} records but only {} are readable", self.scanned_end()),
+                problem: format!(
+                    "commit says {committed} records but only {} are readable",
+                    self.scanned_end()
+                ),
             });
         }
-        while self.segments.len() > 1 && self.segments.last().unwrap().base >= committed && self.segments.last().unwrap().base > 0 {
+        while self.segments.len() > 1
+            && self.segments.last().unwrap().base >= committed
+            && self.segments.last().unwrap().base > 0
+        {
             let seg = self.segments.pop().unwrap();
             let _ = std::fs::remove_file(&seg.path);
         }
@@ -191,11 +238,26 @@ impl Partition {
         // Find the byte position of `committed` inside the last segment.
         let mut pos = 0;
         if committed > seg.base {
-            let (o, p) = seg.index.iter().rev().find(|(o, _)| *o <= committed).copied().unwrap_or((seg.base, 0));
-            let mut f = File::open(&seg.path).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
-            f.seek(SeekFrom::Start(p)).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            let (o, p) = seg
+                .index
+                .iter()
+                .rev()
+                .find(|(o, _)| *o <= committed)
+                .copied()
+                .unwrap_or((seg.base, 0));
+            let mut f = File::open(&seg.path).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
+            f.seek(SeekFrom::Start(p)).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
             let mut buf = Vec::new();
-            f.read_to_end(&mut buf).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            f.read_to_end(&mut buf).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
             let mut q = 0usize;
             for _ in o..committed {
                 q += frame_len(&buf[q..]).expect("scanned above");
@@ -203,7 +265,10 @@ impl Partition {
             pos = p + q as u64;
         }
         if let Ok(f) = OpenOptions::new().write(true).open(&seg.path) {
-            f.set_len(pos).map_err(|err| LogError::Io { path: seg.path.clone(), err })?;
+            f.set_len(pos).map_err(|err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            })?;
         }
         seg.len = pos;
         seg.end = committed;
@@ -219,26 +284,51 @@ impl Partition {
             let seg_len = self.segments.last().unwrap().len;
             if seg_len >= self.segment_bytes {
                 let base = self.scanned_end();
-                self.segments.push(Segment { base, path: seg_path(&self.dir, base), len: 0, end: base, index: vec![(base, 0)] });
-                crate::engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io { path: self.dir.clone(), err })?;
+                self.segments.push(Segment {
+                    base,
+                    path: seg_path(&self.dir, base),
+                    len: 0,
+                    end: base,
+                    index: vec![(base, 0)],
+                });
+                crate::engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io {
+                    path: self.dir.clone(),
+                    err,
+                })?;
             }
             let seg = self.segments.last_mut().unwrap();
             buf.clear();
             // Fill this segment up to its size limit.
             while i < batch.len() && (seg.len + buf.len() as u64) < self.segment_bytes {
                 let r = batch.get(i);
-                if r.value.len() + r.key.map_or(0, <[u8]>::len) + r.headers.len() + FRAME_HEADER + 24 > MAX_BODY {
-                    return Err(LogError::TooLarge { size: r.value.len(), max: MAX_BODY });
+                if r.value.len()
+                    + r.key.map_or(0, <[u8]>::len)
+                    + r.headers.len()
+                    + FRAME_HEADER
+                    + 24
+                    > MAX_BODY
+                {
+                    return Err(LogError::TooLarge {
+                        size: r.value.len(),
+                        max: MAX_BODY,
+                    });
                 }
-                if (seg.end - seg.base) % INDEX_EVERY == 0 {
+                if (seg.end - seg.base).is_multiple_of(INDEX_EVERY) {
                     seg.index.push((seg.end, seg.len + buf.len() as u64));
                 }
                 encode(&mut buf, &r);
                 seg.end += 1;
                 i += 1;
             }
-            let io = |err| LogError::Io { path: seg.path.clone(), err };
-            let f = OpenOptions::new().create(true).append(true).open(&seg.path).map_err(io)?;
+            let io = |err| LogError::Io {
+                path: seg.path.clone(),
+                err,
+            };
+            let f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&seg.path)
+                .map_err(io)?;
             let mut w = BufWriter::new(f);
             w.write_all(&buf).map_err(io)?;
             let f = w.into_inner().map_err(|e| io(e.into_error()))?;

@@ -3,7 +3,12 @@ use super::*;
 fn batch(values: &[&str]) -> RecordBatch {
     let mut b = RecordBatch::new(0);
     for (i, v) in values.iter().enumerate() {
-        b.push(if i % 2 == 0 { Some(b"k") } else { None }, v.as_bytes(), 100 + i as i64, 0);
+        b.push(
+            if i % 2 == 0 { Some(b"k") } else { None },
+            v.as_bytes(),
+            100 + i as i64,
+            0,
+        );
     }
     b
 }
@@ -12,7 +17,9 @@ fn read_all(t: &mut Topic, p: u32) -> Vec<String> {
     let end = t.committed_ends().unwrap()[p as usize];
     let mut out = RecordBatch::new(p);
     t.read(p, 0, end, &mut out).unwrap();
-    out.iter().map(|r| String::from_utf8(r.value.to_vec()).unwrap()).collect()
+    out.iter()
+        .map(|r| String::from_utf8(r.value.to_vec()).unwrap())
+        .collect()
 }
 
 #[test]
@@ -21,7 +28,9 @@ fn append_commit_and_read_back_across_segments() {
     let mut t = Topic::create_with(dir.path(), "t", 2, 200).unwrap();
     let values: Vec<String> = (0..50).map(|i| format!("value-{i}")).collect();
     let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-    let out = t.append(None, &[batch(&refs[..30]), batch(&refs[30..])], || {}).unwrap();
+    let out = t
+        .append(None, &[batch(&refs[..30]), batch(&refs[30..])], || {})
+        .unwrap();
     assert_eq!(out, Appended::Committed(vec![30, 20]));
     t.append(None, &[batch(&["late"])], || {}).unwrap();
     // A fresh handle sees the same data, keys and timestamps included.
@@ -37,16 +46,30 @@ fn append_commit_and_read_back_across_segments() {
     assert_eq!(some.get(1).key, Some(&b"k"[..]));
     assert_eq!(some.get(0).key, None);
     assert_eq!(some.get(0).timestamp, 105);
-    assert!(std::fs::read_dir(dir.path().join("t/0")).unwrap().count() > 1, "segments rolled");
+    assert!(
+        std::fs::read_dir(dir.path().join("t/0")).unwrap().count() > 1,
+        "segments rolled"
+    );
 }
 
 #[test]
 fn replayed_writer_sequence_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let mut t = Topic::create(dir.path(), "t", 1).unwrap();
-    let w = |sequence| Some(Writer { id: [7; 16], sequence });
-    assert!(matches!(t.append(w(0), &[batch(&["a"])], || {}).unwrap(), Appended::Committed(_)));
-    assert_eq!(t.append(w(0), &[batch(&["a"])], || {}).unwrap(), Appended::AlreadyCommitted);
+    let w = |sequence| {
+        Some(Writer {
+            id: [7; 16],
+            sequence,
+        })
+    };
+    assert!(matches!(
+        t.append(w(0), &[batch(&["a"])], || {}).unwrap(),
+        Appended::Committed(_)
+    ));
+    assert_eq!(
+        t.append(w(0), &[batch(&["a"])], || {}).unwrap(),
+        Appended::AlreadyCommitted
+    );
     t.append(w(1), &[batch(&["b"])], || {}).unwrap();
     assert_eq!(read_all(&mut t, 0), vec!["a", "b"]);
 }
@@ -80,5 +103,8 @@ fn missing_topic_and_duplicate_create_are_clear() {
     assert!(err.contains("topic `nope` does not exist"), "{err}");
     Topic::create(dir.path(), "t", 3).unwrap();
     let err = Topic::create(dir.path(), "t", 1).err().unwrap().to_string();
-    assert!(err.contains("already exists") && err.contains("3 partition"), "{err}");
+    assert!(
+        err.contains("already exists") && err.contains("3 partition"),
+        "{err}"
+    );
 }

@@ -24,15 +24,35 @@ pub struct SpecError {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SourceSpec {
-    Log { root: PathBuf, topic: String, starting: StartingOffsets, max_records_per_trigger: Option<u64> },
-    Files { dir: PathBuf, format: LineFormat, max_files_per_trigger: Option<usize> },
-    Rate { rows_per_second: u64, partitions: u32, max_records_per_trigger: Option<u64> },
+    Log {
+        root: PathBuf,
+        topic: String,
+        starting: StartingOffsets,
+        max_records_per_trigger: Option<u64>,
+    },
+    Files {
+        dir: PathBuf,
+        format: LineFormat,
+        max_files_per_trigger: Option<usize>,
+    },
+    Rate {
+        rows_per_second: u64,
+        partitions: u32,
+        max_records_per_trigger: Option<u64>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SinkSpec {
-    Log { root: PathBuf, topic: String, partitions: u32 },
-    Files { dir: PathBuf, format: FileFormat },
+    Log {
+        root: PathBuf,
+        topic: String,
+        partitions: u32,
+    },
+    Files {
+        dir: PathBuf,
+        format: FileFormat,
+    },
     Console,
 }
 
@@ -63,7 +83,9 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: usize = num.parse().map_err(|_| format!("`{s}` is not a size like \"64MiB\""))?;
+    let n: usize = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size like \"64MiB\""))?;
     let mult = match unit.trim() {
         "" | "B" => 1,
         "KiB" => 1 << 10,
@@ -72,14 +94,19 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         "KB" => 1_000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        u => return Err(format!("unknown size unit `{u}` in `{s}` (use B, KiB, MiB, GiB, KB, MB, GB)")),
+        u => {
+            return Err(format!(
+                "unknown size unit `{u}` in `{s}` (use B, KiB, MiB, GiB, KB, MB, GB)"
+            ));
+        }
     };
     Ok(n * mult)
 }
 
 /// Parse a readable duration such as `250ms` or `10s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a duration like \"250ms\" or \"10s\" ({e})"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("`{s}` is not a duration like \"250ms\" or \"10s\" ({e})"))
 }
 
 impl Pipeline {
@@ -87,13 +114,22 @@ impl Pipeline {
     /// relative to the file's directory.
     pub fn load(path: &Path) -> Result<Pipeline, SpecError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SpecError { file: file.clone(), location: None, message: format!("cannot read: {e}") })?;
+        let text = std::fs::read_to_string(path).map_err(|e| SpecError {
+            file: file.clone(),
+            location: None,
+            message: format!("cannot read: {e}"),
+        })?;
         // Absolute paths: a source's identity in the checkpoint must not
         // depend on the directory weir was started from.
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let base = std::fs::canonicalize(dir)
-            .map_err(|e| SpecError { file: file.clone(), location: None, message: format!("cannot resolve its directory: {e}") })?;
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let base = std::fs::canonicalize(dir).map_err(|e| SpecError {
+            file: file.clone(),
+            location: None,
+            message: format!("cannot resolve its directory: {e}"),
+        })?;
         Self::parse(&text, &file, &base)
     }
 
@@ -101,16 +137,27 @@ impl Pipeline {
         let raw: RawPipeline = toml::from_str(text).map_err(|e| {
             let message = e.message().trim().replace('\n', " ");
             let location = e.span().map(|s| key_location(text, s.start, &message));
-            SpecError { file: file.into(), location, message }
+            SpecError {
+                file: file.into(),
+                location,
+                message,
+            }
         })?;
-        validate(raw, base).map_err(|message| SpecError { file: file.into(), location: None, message })
+        validate(raw, base).map_err(|message| SpecError {
+            file: file.into(),
+            location: None,
+            message,
+        })
     }
 }
 
 /// Where to point for an error at `offset`: for an unknown key inside a
 /// tagged table (reported at the table header), the key's own line.
 fn key_location(text: &str, offset: usize, message: &str) -> (usize, usize) {
-    if let Some(key) = message.strip_prefix("unknown field `").and_then(|m| m.split('`').next()) {
+    if let Some(key) = message
+        .strip_prefix("unknown field `")
+        .and_then(|m| m.split('`').next())
+    {
         let mut pos = offset.min(text.len());
         for line in text[pos..].split_inclusive('\n') {
             let t = line.trim_start();
@@ -134,7 +181,9 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     let path = |p: &str| base.join(p);
     if raw.mode != "micro-batch" {
         return Err(match raw.mode.as_str() {
-            "continuous" => "mode = \"continuous\" is not available yet; use \"micro-batch\"".into(),
+            "continuous" => {
+                "mode = \"continuous\" is not available yet; use \"micro-batch\"".into()
+            }
             m => format!("mode: unknown mode `{m}` (use \"micro-batch\")"),
         });
     }
@@ -144,30 +193,64 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     let mut sources = Vec::new();
     for (i, s) in raw.source.into_iter().enumerate() {
         sources.push(match s {
-            RawSource::Log { path: p, topic, starting_offsets, max_records_per_trigger } => SourceSpec::Log {
+            RawSource::Log {
+                path: p,
+                topic,
+                starting_offsets,
+                max_records_per_trigger,
+            } => SourceSpec::Log {
                 root: path(&p),
                 topic,
                 starting: match starting_offsets.as_deref().unwrap_or("earliest") {
                     "earliest" => StartingOffsets::Earliest,
                     "latest" => StartingOffsets::Latest,
-                    o => return Err(format!("source {i}: starting-offsets `{o}` (use \"earliest\" or \"latest\")")),
+                    o => {
+                        return Err(format!(
+                            "source {i}: starting-offsets `{o}` (use \"earliest\" or \"latest\")"
+                        ));
+                    }
                 },
-                max_records_per_trigger: positive(max_records_per_trigger, i, "max-records-per-trigger")?,
+                max_records_per_trigger: positive(
+                    max_records_per_trigger,
+                    i,
+                    "max-records-per-trigger",
+                )?,
             },
-            RawSource::Files { path: p, format, max_files_per_trigger } => SourceSpec::Files {
+            RawSource::Files {
+                path: p,
+                format,
+                max_files_per_trigger,
+            } => SourceSpec::Files {
                 dir: path(&p),
                 format: match format.as_deref().unwrap_or("json") {
                     "json" => LineFormat::Json,
                     "raw" => LineFormat::Raw,
-                    f => return Err(format!("source {i}: format `{f}` (use \"json\" or \"raw\")")),
+                    f => {
+                        return Err(format!(
+                            "source {i}: format `{f}` (use \"json\" or \"raw\")"
+                        ));
+                    }
                 },
-                max_files_per_trigger: positive(max_files_per_trigger.map(|m| m as u64), i, "max-files-per-trigger")?
-                    .map(|m| m as usize),
+                max_files_per_trigger: positive(
+                    max_files_per_trigger.map(|m| m as u64),
+                    i,
+                    "max-files-per-trigger",
+                )?
+                .map(|m| m as usize),
             },
-            RawSource::Rate { rows_per_second, partitions, max_records_per_trigger } => SourceSpec::Rate {
-                rows_per_second: positive(Some(rows_per_second), i, "rows-per-second")?.unwrap_or(1),
+            RawSource::Rate {
+                rows_per_second,
+                partitions,
+                max_records_per_trigger,
+            } => SourceSpec::Rate {
+                rows_per_second: positive(Some(rows_per_second), i, "rows-per-second")?
+                    .unwrap_or(1),
                 partitions: partitions.unwrap_or(1).max(1),
-                max_records_per_trigger: positive(max_records_per_trigger, i, "max-records-per-trigger")?,
+                max_records_per_trigger: positive(
+                    max_records_per_trigger,
+                    i,
+                    "max-records-per-trigger",
+                )?,
             },
         });
     }
@@ -176,10 +259,12 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         Some(t) => {
             let mut limits = Limits::default();
             if let Some(m) = &t.limits.memory {
-                limits.max_memory = parse_size(m).map_err(|e| format!("transform.limits.memory: {e}"))?;
+                limits.max_memory =
+                    parse_size(m).map_err(|e| format!("transform.limits.memory: {e}"))?;
             }
             if let Some(d) = &t.limits.call_timeout {
-                limits.call_deadline = parse_duration(d).map_err(|e| format!("transform.limits.call-timeout: {e}"))?;
+                limits.call_deadline =
+                    parse_duration(d).map_err(|e| format!("transform.limits.call-timeout: {e}"))?;
             }
             let mut config = Vec::new();
             for (k, v) in t.config {
@@ -190,12 +275,20 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
                 call: match t.call.as_deref().unwrap_or("batch") {
                     "batch" => CallMode::Batch,
                     "record" => CallMode::PerRecord,
-                    c => return Err(format!("transform.call: `{c}` (use \"batch\" or \"record\")")),
+                    c => {
+                        return Err(format!(
+                            "transform.call: `{c}` (use \"batch\" or \"record\")"
+                        ));
+                    }
                 },
                 on_error: match t.on_error.as_deref().unwrap_or("skip") {
                     "skip" => ErrorPolicy::Skip,
                     "fail" => ErrorPolicy::Fail,
-                    p => return Err(format!("transform.on-error: `{p}` (use \"skip\" or \"fail\")")),
+                    p => {
+                        return Err(format!(
+                            "transform.on-error: `{p}` (use \"skip\" or \"fail\")"
+                        ));
+                    }
                 },
                 config,
                 limits,
@@ -204,20 +297,35 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         }
     };
     if raw.sink.is_empty() {
-        return Err("at least one [sink.<output>] is required ([sink.default] for the default output)".into());
+        return Err(
+            "at least one [sink.<output>] is required ([sink.default] for the default output)"
+                .into(),
+        );
     }
     let sinks = raw
         .sink
         .into_iter()
         .map(|(name, s)| {
             let spec = match s {
-                RawSink::Log { path: p, topic, partitions } => SinkSpec::Log { root: path(&p), topic, partitions: partitions.unwrap_or(1).max(1) },
+                RawSink::Log {
+                    path: p,
+                    topic,
+                    partitions,
+                } => SinkSpec::Log {
+                    root: path(&p),
+                    topic,
+                    partitions: partitions.unwrap_or(1).max(1),
+                },
                 RawSink::Files { path: p, format } => SinkSpec::Files {
                     dir: path(&p),
                     format: match format.as_deref().unwrap_or("values") {
                         "values" => FileFormat::Values,
                         "records" => FileFormat::Records,
-                        f => return Err(format!("sink.{name}.format: `{f}` (use \"values\" or \"records\")")),
+                        f => {
+                            return Err(format!(
+                                "sink.{name}.format: `{f}` (use \"values\" or \"records\")"
+                            ));
+                        }
                     },
                 },
                 RawSink::Console => SinkSpec::Console,
@@ -225,14 +333,29 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             Ok(((name != "default").then_some(name), spec))
         })
         .collect::<Result<_, String>>()?;
-    let trigger = match (raw.trigger.kind.as_deref().unwrap_or("default"), raw.trigger.interval.as_deref()) {
+    let trigger = match (
+        raw.trigger.kind.as_deref().unwrap_or("default"),
+        raw.trigger.interval.as_deref(),
+    ) {
         ("default", None) => Trigger::Default,
         ("once", None) => Trigger::Once,
         ("available-now", None) => Trigger::AvailableNow,
-        ("processing-time", Some(i)) => Trigger::ProcessingTime(parse_duration(i).map_err(|e| format!("trigger.interval: {e}"))?),
-        ("processing-time", None) => return Err("trigger: processing-time needs an interval, e.g. interval = \"1s\"".into()),
-        (k @ ("default" | "once" | "available-now"), Some(_)) => return Err(format!("trigger: `{k}` takes no interval")),
-        (k, _) => return Err(format!("trigger.type: `{k}` (use \"default\", \"processing-time\", \"once\" or \"available-now\")")),
+        ("processing-time", Some(i)) => Trigger::ProcessingTime(
+            parse_duration(i).map_err(|e| format!("trigger.interval: {e}"))?,
+        ),
+        ("processing-time", None) => {
+            return Err(
+                "trigger: processing-time needs an interval, e.g. interval = \"1s\"".into(),
+            );
+        }
+        (k @ ("default" | "once" | "available-now"), Some(_)) => {
+            return Err(format!("trigger: `{k}` takes no interval"));
+        }
+        (k, _) => {
+            return Err(format!(
+                "trigger.type: `{k}` (use \"default\", \"processing-time\", \"once\" or \"available-now\")"
+            ));
+        }
     };
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
@@ -246,16 +369,26 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
 
 /// Config pairs are flat strings; a dotted key (`route.eu = "x"`) arrives
 /// as a nested table and is flattened back to `route.eu`.
-fn flatten_config(key: String, v: toml::Value, out: &mut Vec<(String, String)>) -> Result<(), String> {
+fn flatten_config(
+    key: String,
+    v: toml::Value,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), String> {
     match v {
         toml::Value::String(s) => out.push((key, s)),
-        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => out.push((key, v.to_string())),
+        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
+            out.push((key, v.to_string()))
+        }
         toml::Value::Table(t) => {
             for (k, v) in t {
                 flatten_config(format!("{key}.{k}"), v, out)?;
             }
         }
-        _ => return Err(format!("transform.config.{key}: values must be strings, numbers or booleans")),
+        _ => {
+            return Err(format!(
+                "transform.config.{key}: values must be strings, numbers or booleans"
+            ));
+        }
     }
     Ok(())
 }

@@ -63,14 +63,23 @@ fn a_full_pipeline_validates() {
     );
     assert_eq!(p.sinks.len(), 2);
     assert!(p.sinks.iter().any(|(n, _)| n.is_none()));
-    assert!(matches!(&p.sources[0], SourceSpec::Log { max_records_per_trigger: Some(500), .. }));
+    assert!(matches!(
+        &p.sources[0],
+        SourceSpec::Log {
+            max_records_per_trigger: Some(500),
+            ..
+        }
+    ));
 }
 
 #[test]
 fn a_misspelled_key_is_named_with_its_line() {
     let text = GOOD.replace("max-records-per-trigger", "max-record-per-trigger");
     let err = parse(&text).unwrap_err();
-    assert!(err.starts_with("p.toml:9:1: unknown field `max-record-per-trigger`"), "{err}");
+    assert!(
+        err.starts_with("p.toml:9:1: unknown field `max-record-per-trigger`"),
+        "{err}"
+    );
     let text = GOOD.replace("call = \"record\"", "cal = \"record\"");
     let err = parse(&text).unwrap_err();
     assert!(err.starts_with("p.toml:13:1: unknown field `cal`"), "{err}");
@@ -80,7 +89,10 @@ fn a_misspelled_key_is_named_with_its_line() {
 #[test]
 fn bad_values_are_explained() {
     let err = parse(&GOOD.replace("\"1s\"", "\"soon\"")).unwrap_err();
-    assert!(err.contains("trigger.interval: `soon` is not a duration"), "{err}");
+    assert!(
+        err.contains("trigger.interval: `soon` is not a duration"),
+        "{err}"
+    );
     let err = parse(&GOOD.replace("\"64MiB\"", "\"64 furlongs\"")).unwrap_err();
     assert!(err.contains("unknown size unit `furlongs`"), "{err}");
     let err = parse(&GOOD.replace("type = \"files\"", "type = \"ftp\"")).unwrap_err();

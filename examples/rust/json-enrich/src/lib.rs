@@ -96,7 +96,11 @@ impl Transform for JsonEnrich {
         Ok(t)
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let Fields(mut fields) = serde_json::from_slice(record.value()).map_err(|e| {
             if e.classify() == serde_json::error::Category::Data {
                 RecordError::bad("value is JSON but not an object")
