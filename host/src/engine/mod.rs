@@ -11,6 +11,7 @@ pub mod options;
 pub mod output;
 pub mod progress;
 pub mod query;
+mod tasks;
 pub mod transform;
 
 pub use batch::{EncodingError, RecordBatch, RecordRef};

@@ -3,9 +3,9 @@
 //! `FILE:LINE:COLUMN: what is wrong`.
 
 mod raw;
+mod units;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crate::connectors::file_sink::FileFormat;
 use crate::connectors::file_source::LineFormat;
@@ -13,6 +13,7 @@ use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{ErrorPolicy, Trigger};
 use crate::runtime::{CallMode, Limits};
 use raw::{RawPipeline, RawSink, RawSource};
+pub use units::{parse_duration, parse_size};
 
 #[derive(Debug, thiserror::Error)]
 #[error("{file}{}: {message}", location.map_or(String::new(), |(l, c)| format!(":{l}:{c}")))]
@@ -76,37 +77,6 @@ pub struct Pipeline {
     /// Sinks by output name; `None` is the default output.
     pub sinks: Vec<(Option<String>, SinkSpec)>,
     pub trigger: Trigger,
-}
-
-/// Parse a human size such as `64MiB`, `512KiB`, `1GB` or a plain byte count.
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .map_err(|_| format!("`{s}` is not a size like \"64MiB\""))?;
-    let mult = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
-        "KB" => 1_000,
-        "MB" => 1_000_000,
-        "GB" => 1_000_000_000,
-        u => {
-            return Err(format!(
-                "unknown size unit `{u}` in `{s}` (use B, KiB, MiB, GiB, KB, MB, GB)"
-            ));
-        }
-    };
-    Ok(n * mult)
-}
-
-/// Parse a readable duration such as `250ms` or `10s`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s)
-        .map_err(|e| format!("`{s}` is not a duration like \"250ms\" or \"10s\" ({e})"))
 }
 
 impl Pipeline {

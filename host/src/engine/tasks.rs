@@ -1,0 +1,107 @@
+//! Running one batch's inputs through the transform tasks: one transform
+//! instance per (source, task), a task's batches in order, tasks in parallel.
+
+use std::collections::HashMap;
+
+use super::batch::RecordBatch;
+use super::connector::Source;
+use super::options::{EngineError, ErrorPolicy, TransformFactory};
+use super::output::TransformOutput;
+use super::transform::{Transform, TransformError};
+
+pub(crate) struct Tasks<'a> {
+    pub sources: &'a [Box<dyn Source>],
+    pub factory: &'a dyn TransformFactory,
+    pub transforms: &'a mut HashMap<(usize, u32), Box<dyn Transform>>,
+    pub policy: ErrorPolicy,
+}
+
+impl Tasks<'_> {
+    /// Transform `inputs` (source index, batch); returns each batch with its
+    /// output, in input order, and the number of rejected records.
+    #[allow(clippy::type_complexity)]
+    pub fn run(
+        &mut self,
+        inputs: Vec<(usize, RecordBatch)>,
+    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, u64), EngineError> {
+        // One transform instance per task; a task's batches run in order,
+        // tasks run in parallel.
+        let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
+        for (idx, (i, b)) in inputs.iter().enumerate() {
+            let key = (*i, self.sources[*i].task_of(b.partition));
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(idx),
+                None => groups.push((key, vec![idx])),
+            }
+        }
+        let mut tasks = Vec::with_capacity(groups.len());
+        for ((i, task), _) in &groups {
+            let t = match self.transforms.remove(&(*i, *task)) {
+                Some(t) => t,
+                None => self
+                    .factory
+                    .create(*i, *task)
+                    .map_err(|err| EngineError::Transform {
+                        source_name: self.sources[*i].description(),
+                        partition: *task,
+                        err,
+                    })?,
+            };
+            tasks.push(t);
+        }
+        let run_group = |t: &mut Box<dyn Transform>,
+                         members: &[usize]|
+         -> Vec<(usize, Result<TransformOutput, TransformError>)> {
+            members
+                .iter()
+                .map(|&idx| (idx, t.process_batch(&inputs[idx].1)))
+                .collect()
+        };
+        let mut results: Vec<(usize, Result<TransformOutput, TransformError>)> =
+            if groups.len() == 1 {
+                run_group(&mut tasks[0], &groups[0].1)
+            } else {
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = tasks
+                        .iter_mut()
+                        .zip(&groups)
+                        .map(|(t, (_, members))| scope.spawn(move || run_group(t, members)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .flat_map(|h| h.join().expect("transform task panicked"))
+                        .collect()
+                })
+            };
+        for (t, (key, _)) in tasks.into_iter().zip(&groups) {
+            self.transforms.insert(*key, t);
+        }
+        results.sort_by_key(|(idx, _)| *idx);
+        let results = results.into_iter().map(|(_, r)| r);
+        let mut parts = Vec::with_capacity(inputs.len());
+        let mut rejected = 0;
+        for (result, (i, b)) in results.into_iter().zip(inputs) {
+            let name = || self.sources[i].description();
+            let out = result.map_err(|err| EngineError::Transform {
+                source_name: name(),
+                partition: b.partition,
+                err,
+            })?;
+            for r in &out.rejected {
+                let offset = b.offsets[r.index as usize];
+                if self.policy == ErrorPolicy::Fail {
+                    return Err(EngineError::BadRecord {
+                        source_name: name(),
+                        partition: b.partition,
+                        offset,
+                        reason: r.reason.clone(),
+                    });
+                }
+                tracing::warn!(source = %name(), partition = b.partition, offset, "skipping bad record: {}", r.reason);
+            }
+            rejected += out.rejected.len() as u64;
+            parts.push((b, out));
+        }
+        Ok((parts, rejected))
+    }
+}
