@@ -4,7 +4,7 @@
 //! per-record loop inside the guest, reads the host's columnar batches
 //! without copying and writes outputs straight into the reply buffers.
 //!
-//! ```ignore
+//! ```no_run
 //! // A map: one output per input, key/headers/timestamp kept.
 //! fn upper(r: &weir_guest::Record) -> Vec<u8> {
 //!     r.value().to_ascii_uppercase()

@@ -169,6 +169,10 @@ pub trait FilterFn {
 }
 
 /// Implemented for `bool` and `Result<bool, RecordError>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a filter result",
+    note = "a filter function returns bool (keep the record?) or Result<bool, RecordError>"
+)]
 pub trait FilterResult {
     fn into_keep(self) -> Result<bool, RecordError>;
 }

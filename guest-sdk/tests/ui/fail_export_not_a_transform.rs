@@ -1,0 +1,4 @@
+struct NotATransform;
+weir_guest::export!(NotATransform);
+
+fn main() {}
