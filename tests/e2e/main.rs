@@ -5,6 +5,7 @@ mod testkit;
 
 mod bad_components;
 mod cli;
+mod continuous;
 mod examples;
 mod microbatch;
 mod misbehaving_guests;

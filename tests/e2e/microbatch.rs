@@ -12,7 +12,7 @@ use weir::log::Topic;
 
 use crate::testkit::{guest, weir};
 
-const FAULT_POINTS: [&str; 4] = [
+pub(crate) const FAULT_POINTS: [&str; 4] = [
     "after-offsets-write",
     "mid-sink",
     "after-sink-commit",
@@ -22,13 +22,23 @@ const FAULT_POINTS: [&str; 4] = [
 /// A pipeline over a fresh directory: input topic `in` (2 partitions) with
 /// `n` JSON records, output to topic `out` and to a file sink for the
 /// router's `odd` output.
-struct Fixture {
+pub(crate) struct Fixture {
     dir: tempfile::TempDir,
     n: usize,
+    continuous: bool,
 }
 
 impl Fixture {
-    fn new(n: usize, batch: usize) -> Fixture {
+    pub(crate) fn new(n: usize, batch: usize) -> Fixture {
+        Self::with_mode(n, batch, false)
+    }
+
+    /// The same pipeline in continuous mode (20 ms epochs), stopping once idle.
+    pub(crate) fn continuous(n: usize) -> Fixture {
+        Self::with_mode(n, 0, true)
+    }
+
+    fn with_mode(n: usize, batch: usize, continuous: bool) -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let mut t = Topic::create(&log, "in", 2).unwrap();
@@ -42,15 +52,29 @@ impl Fixture {
             parts[i % 2].push(Some(key.as_bytes()), v.as_bytes(), i as i64, 0);
         }
         t.append(None, &parts, || {}).unwrap();
+        let (mode, limit, trigger) = if continuous {
+            (
+                "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"".to_string(),
+                String::new(),
+                "",
+            )
+        } else {
+            (
+                String::new(),
+                format!("max-records-per-trigger = {batch}"),
+                "[trigger]\ntype = \"available-now\"",
+            )
+        };
         let spec = format!(
             r#"
 name = "golden"
 checkpoint = "ckpt"
+{mode}
 [[source]]
 type = "log"
 path = "log"
 topic = "in"
-max-records-per-trigger = {batch}
+{limit}
 [transform]
 component = "{router}"
 [transform.config]
@@ -68,30 +92,32 @@ path = "odd"
 type = "log"
 path = "log"
 topic = "even"
-[trigger]
-type = "available-now"
+{trigger}
 "#,
             router = guest("router").display()
         );
         std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-        Fixture { dir, n }
+        Fixture { dir, n, continuous }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn command(&self) -> std::process::Command {
+    pub(crate) fn command(&self) -> std::process::Command {
         let mut c = weir();
         c.arg("run")
             .arg(self.path().join("p.toml"))
             .args(["--progress", "none"]);
+        if self.continuous {
+            c.args(["--exit-when-idle", "300ms"]);
+        }
         c.stdout(Stdio::null()).stderr(Stdio::piped());
         c
     }
 
     /// Run to completion; panics unless it exits 0.
-    fn run_to_end(&self) {
+    pub(crate) fn run_to_end(&self) {
         let out = self.command().output().unwrap();
         assert!(
             out.status.success(),
@@ -101,7 +127,7 @@ type = "available-now"
     }
 
     /// Everything committed to the sinks, sorted, as (sink, value) pairs.
-    fn output(&self) -> Vec<(String, String)> {
+    pub(crate) fn output(&self) -> Vec<(String, String)> {
         let mut got = Vec::new();
         for topic in ["out", "even"] {
             let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else {
@@ -125,7 +151,7 @@ type = "available-now"
         got
     }
 
-    fn expected(&self) -> Vec<(String, String)> {
+    pub(crate) fn expected(&self) -> Vec<(String, String)> {
         let mut want: Vec<(String, String)> = (0..self.n)
             .map(|i| {
                 let kind = if i % 2 == 0 { "even" } else { "odd" };

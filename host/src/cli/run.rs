@@ -1,5 +1,5 @@
 //! `weir run PIPELINE.toml`: wire the spec's sources, transform and sinks
-//! into a micro-batch query and run it.
+//! into a micro-batch or continuous query and run it.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -12,11 +12,12 @@ use weir::connectors::{
     log_source::LogSource, rate::RateSource,
 };
 use weir::engine::{
-    FnTransform, LocalCheckpointStore, MicroBatchQuery, OutputBatch, QueryOptions, RecordBatch,
-    Sink, Source, Transform, TransformError, TransformFactory,
+    ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy, FnTransform,
+    LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
+    RunSummary, Sink, Source, Transform, TransformError, TransformFactory,
 };
 use weir::runtime::{Runtime, WasmTransform};
-use weir::spec::{Pipeline, SinkSpec, SourceSpec};
+use weir::spec::{Mode, Pipeline, SinkSpec, SourceSpec};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum ProgressMode {
@@ -34,6 +35,14 @@ pub struct Args {
     /// How to report progress.
     #[arg(long, value_enum, default_value = "status")]
     progress: ProgressMode,
+    /// Continuous mode: stop once no new record arrived for this long and
+    /// everything read is committed (e.g. "2s").
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    exit_when_idle: Option<Duration>,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    weir::spec::parse_duration(s)
 }
 
 fn build_source(s: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
@@ -124,13 +133,30 @@ fn factory(runtime: &Runtime, spec: &Pipeline) -> anyhow::Result<Box<dyn Transfo
     ))
 }
 
+/// Either execution mode, behind one interface for the CLI.
+enum Query {
+    MicroBatch(MicroBatchQuery),
+    Continuous(ContinuousQuery),
+}
+
+impl Query {
+    fn stop_handle(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        match self {
+            Query::MicroBatch(q) => q.stop_handle(),
+            Query::Continuous(q) => q.stop_handle(),
+        }
+    }
+
+    fn run(&mut self, report: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
+        match self {
+            Query::MicroBatch(q) => q.run(report),
+            Query::Continuous(q) => q.run(report),
+        }
+    }
+}
+
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
     let spec = Pipeline::load(&args.pipeline)?;
-    let sources = spec
-        .sources
-        .iter()
-        .map(build_source)
-        .collect::<anyhow::Result<Vec<_>>>()?;
     let sinks = spec
         .sinks
         .iter()
@@ -138,23 +164,54 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
         .collect::<anyhow::Result<Vec<_>>>()?;
     let factory = factory(runtime, &spec)?;
     let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
-    let options = QueryOptions {
-        trigger: spec.trigger,
-        error_policy: spec
-            .transform
-            .as_ref()
-            .map_or(QueryOptions::default().error_policy, |t| t.on_error),
-        ..QueryOptions::default()
-    };
-    let mut query = MicroBatchQuery::new(store, sources, factory, sinks, options)
-        .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
+    let error_policy = spec
+        .transform
+        .as_ref()
+        .map_or(ErrorPolicy::Skip, |t| t.on_error);
+    let mut query = match spec.mode {
+        Mode::MicroBatch => {
+            let sources = spec
+                .sources
+                .iter()
+                .map(build_source)
+                .collect::<anyhow::Result<Vec<_>>>()?;
+            let options = QueryOptions {
+                trigger: spec.trigger,
+                error_policy,
+                ..QueryOptions::default()
+            };
+            MicroBatchQuery::new(store, sources, factory, sinks, options).map(Query::MicroBatch)
+        }
+        Mode::Continuous {
+            checkpoint_interval,
+        } => {
+            let SourceSpec::Log {
+                root,
+                topic,
+                starting,
+                ..
+            } = &spec.sources[0]
+            else {
+                anyhow::bail!("continuous mode reads exactly one source of type \"log\"");
+            };
+            let source = Box::new(LogSource::open(root.clone(), topic, None, *starting)?);
+            let options = ContinuousOptions {
+                checkpoint_interval,
+                error_policy,
+                exit_when_idle: args.exit_when_idle,
+                ..ContinuousOptions::default()
+            };
+            ContinuousQuery::new(store, source, factory, sinks, options).map(Query::Continuous)
+        }
+    }
+    .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
     let stop = query.stop_handle();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let tty = std::io::stderr().is_terminal();
     let mut last_print = Instant::now() - Duration::from_secs(10);
-    let mut report = |p: &weir::engine::Progress| match args.progress {
+    let mut report = |p: &Progress| match args.progress {
         ProgressMode::Json => {
             let mut out = std::io::stdout().lock();
             let _ = serde_json::to_writer(&mut out, p);

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::{err, parse_offsets};
+use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::log::Topic;
 
@@ -87,7 +88,7 @@ impl Source for LogSource {
         let ends = self
             .topic
             .committed_ends()
-            .map_err(err(self.description()))?;
+            .map_err(err(Source::description(self)))?;
         Ok(json!(ends))
     }
 
@@ -108,7 +109,7 @@ impl Source for LogSource {
         for (p, (s, e)) in start.iter().zip(&end).enumerate() {
             if e > s {
                 let mut b = RecordBatch::with_capacity(p as u32, (e - s) as usize, 0);
-                let name = self.description();
+                let name = Source::description(self);
                 self.topic
                     .read(p as u32, *s, *e, &mut b)
                     .map_err(err(name))?;
@@ -135,5 +136,59 @@ mod tests {
         assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], None), vec![90, 10]);
         assert_eq!(rate_limited_ends(&[5, 0], &[6, 1], Some(1)), vec![6, 0]);
         assert_eq!(rate_limited_ends(&[3, 3], &[3, 3], Some(10)), vec![3, 3]);
+    }
+}
+
+/// Continuous mode: each partition task polls its own topic handle.
+struct LogReader {
+    topic: Topic,
+    partition: u32,
+}
+
+impl PartitionReader for LogReader {
+    fn read(
+        &mut self,
+        from: u64,
+        max: usize,
+        out: &mut RecordBatch,
+    ) -> Result<usize, ConnectorError> {
+        let end = self
+            .topic
+            .committed_ends()
+            .map_err(err(self.topic.name().to_string()))?[self.partition as usize];
+        if end <= from {
+            return Ok(0);
+        }
+        let to = end.min(from + max as u64);
+        let name = self.topic.name().to_string();
+        self.topic
+            .read(self.partition, from, to, out)
+            .map_err(err(name))?;
+        Ok((to - from) as usize)
+    }
+}
+
+impl ContinuousSource for LogSource {
+    fn description(&self) -> String {
+        Source::description(self)
+    }
+
+    fn partition_count(&self) -> u32 {
+        self.topic.partition_count()
+    }
+
+    fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError> {
+        let o = Source::initial_offset(self)?;
+        parse_offsets(&o, self.partitions())
+    }
+
+    fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
+        let topic = Topic::open(&self.root, self.topic.name())
+            .map_err(|e| ConnectorError(e.to_string()))?;
+        Ok(Box::new(LogReader { topic, partition }))
+    }
+
+    fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
+        parse_offsets(offset, self.partitions())
     }
 }

@@ -107,3 +107,29 @@ pub trait Sink: Send {
     /// the batch had already been committed by an earlier run).
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError>;
 }
+
+/// Reads one partition continuously (continuous mode): each task owns one.
+pub trait PartitionReader: Send {
+    /// Append up to `max` committed records from position `from` to `out`;
+    /// returns how many (0 when nothing new is committed yet).
+    fn read(
+        &mut self,
+        from: u64,
+        max: usize,
+        out: &mut RecordBatch,
+    ) -> Result<usize, ConnectorError>;
+}
+
+/// A source whose partitions can each be read by a long-running task.
+/// Positions are per-partition record offsets.
+pub trait ContinuousSource: Send {
+    fn description(&self) -> String;
+    fn partition_count(&self) -> u32;
+    /// Where a new query starts, per partition.
+    fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError>;
+    fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError>;
+    fn to_offset(&self, positions: &[u64]) -> Offset {
+        serde_json::json!(positions)
+    }
+    fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError>;
+}

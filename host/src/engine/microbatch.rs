@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
-use super::connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
+use super::connector::{ConnectorError, Offset, Sink, Source, SourceCheckpoint};
 use super::faults;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::output::TransformOutput;
@@ -18,7 +18,7 @@ use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::tasks::Tasks;
+use super::tasks::{Tasks, write_sinks};
 use super::transform::Transform;
 
 /// A micro-batch streaming query over one checkpoint.
@@ -193,7 +193,7 @@ impl MicroBatchQuery {
 
             let add_started = Instant::now();
             let (parts, per_source_rows, rejected) = self.process(&entry)?;
-            let output_rows = self.write_sinks(batch_id, &parts)?;
+            let output_rows = write_sinks(&mut self.sinks, batch_id, &parts)?;
             faults::point("after-sink-commit", batch_id);
             let add_batch = add_started.elapsed();
 
@@ -251,6 +251,7 @@ impl MicroBatchQuery {
                         .join(", "),
                     num_output_rows: output_rows,
                 },
+                latency_ms: None,
             };
             self.store.write("progress", &encode_entry(&progress))?;
             on_progress(&progress);
@@ -317,40 +318,6 @@ impl MicroBatchQuery {
         };
         let (parts, rejected) = tasks.run(inputs)?;
         Ok((parts, per_source, rejected))
-    }
-
-    fn write_sinks(
-        &mut self,
-        batch_id: u64,
-        parts: &[(RecordBatch, TransformOutput)],
-    ) -> Result<u64, EngineError> {
-        let default_used = parts.iter().any(|(_, o)| {
-            (o.batch.routes.is_empty() && !o.batch.is_empty()) || o.batch.routes.contains(&0)
-        });
-        if default_used && !self.sinks.iter().any(|(r, _)| r.is_none()) {
-            return Err(EngineError::Unrouted("default".into()));
-        }
-        for (_, out) in parts {
-            for name in &out.batch.outputs {
-                if !self.sinks.iter().any(|(r, _)| r.as_deref() == Some(name)) {
-                    return Err(EngineError::Unrouted(name.clone()));
-                }
-            }
-        }
-        let mut rows = 0;
-        for (route, sink) in self.sinks.iter_mut() {
-            let batch = SinkBatch {
-                parts,
-                route: route.as_deref(),
-            };
-            rows += sink
-                .add_batch(batch_id, &batch)
-                .map_err(|err| EngineError::Sink {
-                    name: sink.description(),
-                    err,
-                })?;
-        }
-        Ok(rows)
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod batch;
 pub mod checkpoint;
 pub mod connector;
+pub mod continuous;
 pub mod faults;
 pub mod microbatch;
 pub mod options;
@@ -17,6 +18,7 @@ pub mod transform;
 pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
+pub use continuous::{ContinuousOptions, ContinuousQuery};
 pub use microbatch::MicroBatchQuery;
 pub use options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory, Trigger};
 pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};

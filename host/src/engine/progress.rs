@@ -30,6 +30,15 @@ pub struct SinkProgress {
     pub num_output_rows: u64,
 }
 
+/// Per-record latency of a continuous epoch: event timestamp (the time the
+/// record was appended to the source) to commit in the sinks.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyMs {
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
@@ -48,6 +57,8 @@ pub struct Progress {
     pub duration_ms: DurationMs,
     pub sources: Vec<SourceProgress>,
     pub sink: SinkProgress,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<LatencyMs>,
 }
 
 impl Progress {

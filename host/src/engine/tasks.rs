@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::batch::RecordBatch;
-use super::connector::Source;
+use super::connector::{Sink, SinkBatch, Source};
 use super::options::{EngineError, ErrorPolicy, TransformFactory};
 use super::output::TransformOutput;
 use super::transform::{Transform, TransformError};
@@ -87,21 +87,74 @@ impl Tasks<'_> {
                 partition: b.partition,
                 err,
             })?;
-            for r in &out.rejected {
-                let offset = b.offsets[r.index as usize];
-                if self.policy == ErrorPolicy::Fail {
-                    return Err(EngineError::BadRecord {
-                        source_name: name(),
-                        partition: b.partition,
-                        offset,
-                        reason: r.reason.clone(),
-                    });
-                }
-                tracing::warn!(source = %name(), partition = b.partition, offset, "skipping bad record: {}", r.reason);
-            }
-            rejected += out.rejected.len() as u64;
+            rejected += check_rejected(self.policy, &name(), &b, &out)?;
             parts.push((b, out));
         }
         Ok((parts, rejected))
     }
+}
+
+/// Hand one batch's (or epoch's) output to every sink. Records routed to an
+/// output without a sink stop the query rather than vanish.
+pub(crate) fn write_sinks(
+    sinks: &mut [(Option<String>, Box<dyn Sink>)],
+    batch_id: u64,
+    parts: &[(RecordBatch, TransformOutput)],
+) -> Result<u64, EngineError> {
+    let default_used = parts.iter().any(|(_, o)| {
+        (o.batch.routes.is_empty() && !o.batch.is_empty()) || o.batch.routes.contains(&0)
+    });
+    if default_used && !sinks.iter().any(|(r, _)| r.is_none()) {
+        return Err(EngineError::Unrouted("default".into()));
+    }
+    for (_, out) in parts {
+        for name in &out.batch.outputs {
+            if !sinks.iter().any(|(r, _)| r.as_deref() == Some(name)) {
+                return Err(EngineError::Unrouted(name.clone()));
+            }
+        }
+    }
+    let mut rows = 0;
+    for (route, sink) in sinks.iter_mut() {
+        let batch = SinkBatch {
+            parts,
+            route: route.as_deref(),
+        };
+        rows += sink
+            .add_batch(batch_id, &batch)
+            .map_err(|err| EngineError::Sink {
+                name: sink.description(),
+                err,
+            })?;
+    }
+    Ok(rows)
+}
+
+/// Apply the error policy to a transform's rejected records: `fail` turns
+/// the first into an error naming its position, `skip` logs and counts them.
+pub(crate) fn check_rejected(
+    policy: ErrorPolicy,
+    source_name: &str,
+    input: &RecordBatch,
+    out: &TransformOutput,
+) -> Result<u64, EngineError> {
+    for r in &out.rejected {
+        let offset = input.offsets[r.index as usize];
+        if policy == ErrorPolicy::Fail {
+            return Err(EngineError::BadRecord {
+                source_name: source_name.to_string(),
+                partition: input.partition,
+                offset,
+                reason: r.reason.clone(),
+            });
+        }
+        tracing::warn!(
+            source = source_name,
+            partition = input.partition,
+            offset,
+            "skipping bad record: {}",
+            r.reason
+        );
+    }
+    Ok(out.rejected.len() as u64)
 }

@@ -6,6 +6,7 @@ mod raw;
 mod units;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::connectors::file_sink::FileFormat;
 use crate::connectors::file_source::LineFormat;
@@ -67,9 +68,20 @@ pub struct TransformSpec {
     pub grants: Vec<String>,
 }
 
+/// How the pipeline executes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    MicroBatch,
+    /// Long-running per-partition tasks, epochs of this length.
+    Continuous {
+        checkpoint_interval: Duration,
+    },
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
     pub name: String,
+    pub mode: Mode,
     pub checkpoint: PathBuf,
     pub sources: Vec<SourceSpec>,
     /// `None`: records pass through unchanged.
@@ -149,14 +161,33 @@ fn line_col(text: &str, offset: usize) -> (usize, usize) {
 
 fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     let path = |p: &str| base.join(p);
-    if raw.mode != "micro-batch" {
-        return Err(match raw.mode.as_str() {
-            "continuous" => {
-                "mode = \"continuous\" is not available yet; use \"micro-batch\"".into()
+    let mode = match (raw.mode.as_str(), raw.checkpoint_interval.as_deref()) {
+        ("micro-batch", None) => Mode::MicroBatch,
+        ("micro-batch", Some(_)) => {
+            return Err("checkpoint-interval applies to mode = \"continuous\" only".into());
+        }
+        ("continuous", i) => {
+            if raw.trigger != raw::RawTrigger::default() {
+                return Err("[trigger] does not apply in continuous mode (epochs follow checkpoint-interval)".into());
             }
-            m => format!("mode: unknown mode `{m}` (use \"micro-batch\")"),
-        });
-    }
+            if raw.source.len() != 1 || !matches!(raw.source[0], RawSource::Log { .. }) {
+                return Err("continuous mode reads exactly one source of type \"log\"".into());
+            }
+            let interval = parse_duration(i.unwrap_or("100ms"))
+                .map_err(|e| format!("checkpoint-interval: {e}"))?;
+            if interval.is_zero() {
+                return Err("checkpoint-interval must be longer than zero".into());
+            }
+            Mode::Continuous {
+                checkpoint_interval: interval,
+            }
+        }
+        (m, _) => {
+            return Err(format!(
+                "mode: unknown mode `{m}` (use \"micro-batch\" or \"continuous\")"
+            ));
+        }
+    };
     if raw.source.is_empty() {
         return Err("at least one [[source]] is required".into());
     }
@@ -329,6 +360,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     };
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
+        mode,
         checkpoint: path(&raw.checkpoint),
         sources,
         transform,

@@ -12,6 +12,8 @@ pub struct RawPipeline {
     #[serde(default = "default_mode")]
     pub mode: String,
     pub checkpoint: String,
+    /// Epoch length in continuous mode.
+    pub checkpoint_interval: Option<String>,
     pub source: Vec<RawSource>,
     pub transform: Option<RawTransform>,
     pub sink: BTreeMap<String, RawSink>,
@@ -90,7 +92,7 @@ pub enum RawSink {
     Console,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RawTrigger {
     #[serde(rename = "type")]

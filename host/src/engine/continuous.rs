@@ -1,0 +1,510 @@
+//! Continuous execution: one long-running task per source partition reads and
+//! transforms records as they arrive; an epoch coordinator ends an epoch every
+//! checkpoint interval. Each task reports where it was when it saw the epoch
+//! end, plus that epoch's output. When every task has reported epoch E, the
+//! coordinator writes the epoch's ranges ahead (`offsets/E`), commits the
+//! output to the sinks as one idempotent batch, and writes `commits/E`.
+//!
+//! Recovery is the micro-batch rule: an epoch planned but not committed is
+//! re-run over exactly its recorded ranges, so output stays exactly-once even
+//! though epoch boundaries are decided by wall-clock ticks. Output becomes
+//! visible at epoch commit. A slow partition never stalls the other tasks'
+//! processing (they buffer ahead into later epochs) but it does hold back the
+//! commit of every epoch it has not reported yet.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::batch::RecordBatch;
+use super::checkpoint::{CheckpointStore, encode_entry};
+use super::connector::{ContinuousSource, PartitionReader, Sink};
+use super::faults;
+use super::options::{EngineError, ErrorPolicy, RunSummary, TransformFactory};
+use super::output::TransformOutput;
+use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress};
+use super::query::{
+    self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
+};
+use super::tasks::{check_rejected, write_sinks};
+use super::transform::Transform;
+
+#[derive(Debug, Clone)]
+pub struct ContinuousOptions {
+    /// Epoch length.
+    pub checkpoint_interval: Duration,
+    pub error_policy: ErrorPolicy,
+    /// Most records a task hands to the guest in one call: a latency-bounded
+    /// micro-chunk, never waiting to fill it.
+    pub max_chunk: usize,
+    /// Stop once this long has passed with no new records and everything
+    /// read is committed (for tests and one-off runs); `None` runs forever.
+    pub exit_when_idle: Option<Duration>,
+    pub keep_batches: u64,
+}
+
+impl Default for ContinuousOptions {
+    fn default() -> Self {
+        ContinuousOptions {
+            checkpoint_interval: Duration::from_millis(100),
+            error_policy: ErrorPolicy::Skip,
+            max_chunk: 512,
+            exit_when_idle: None,
+            keep_batches: 100,
+        }
+    }
+}
+
+type Parts = Vec<(RecordBatch, TransformOutput)>;
+
+/// What a task sends the coordinator when it passes an epoch marker.
+struct Report {
+    epoch: u64,
+    partition: u32,
+    end: u64,
+    parts: Parts,
+    rejected: u64,
+}
+
+pub struct ContinuousQuery {
+    store: Arc<dyn CheckpointStore>,
+    source: Box<dyn ContinuousSource>,
+    factory: Box<dyn TransformFactory>,
+    sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+    options: ContinuousOptions,
+    id: String,
+    run_id: String,
+    stop: Arc<AtomicBool>,
+}
+
+fn source_err(name: &str) -> impl Fn(super::connector::ConnectorError) -> EngineError + '_ {
+    move |err| EngineError::Source {
+        name: name.to_string(),
+        err,
+    }
+}
+
+impl ContinuousQuery {
+    pub fn new(
+        store: Arc<dyn CheckpointStore>,
+        source: Box<dyn ContinuousSource>,
+        factory: Box<dyn TransformFactory>,
+        mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+        options: ContinuousOptions,
+    ) -> Result<Self, EngineError> {
+        let meta =
+            query::load_or_create_metadata(&*store, "continuous", vec![source.description()])?;
+        for (_, sink) in sinks.iter_mut() {
+            sink.open(&meta.id).map_err(|err| EngineError::Sink {
+                name: sink.description(),
+                err,
+            })?;
+        }
+        Ok(ContinuousQuery {
+            store,
+            source,
+            factory,
+            sinks,
+            options,
+            id: meta.id,
+            run_id: uuid::Uuid::new_v4().to_string(),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    fn transform(&self, partition: u32) -> Result<Box<dyn Transform>, EngineError> {
+        self.factory
+            .create(0, partition)
+            .map_err(|err| EngineError::Transform {
+                source_name: self.source.description(),
+                partition,
+                err,
+            })
+    }
+
+    /// Run until stopped (or idle, with `exit_when_idle`).
+    pub fn run(
+        &mut self,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunSummary, EngineError> {
+        let name = self.source.description();
+        let mut summary = RunSummary::default();
+        let (mut epoch, mut positions) = match query::resume(&*self.store)? {
+            Resume::Fresh => (
+                0,
+                self.source.initial_positions().map_err(source_err(&name))?,
+            ),
+            Resume::Continue { next_batch, start } => (
+                next_batch,
+                self.source
+                    .positions(&start[0])
+                    .map_err(source_err(&name))?,
+            ),
+            Resume::Rerun(entry) => {
+                let start = self
+                    .source
+                    .positions(&entry.sources[0].start)
+                    .map_err(source_err(&name))?;
+                let end = self
+                    .source
+                    .positions(&entry.sources[0].end)
+                    .map_err(source_err(&name))?;
+                let parts = self.replay(&start, &end)?;
+                self.commit(
+                    entry.batch_id,
+                    &start,
+                    &end,
+                    parts,
+                    0,
+                    Instant::now(),
+                    &mut summary,
+                    on_progress,
+                )?;
+                (entry.batch_id + 1, end)
+            }
+        };
+        let partitions = self.source.partition_count();
+        let current = Arc::new(AtomicU64::new(epoch));
+        let halt = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel::<Result<Report, EngineError>>();
+        let mut handles = Vec::new();
+        for p in 0..partitions {
+            let reader = self.source.reader(p).map_err(source_err(&name))?;
+            let transform = self.transform(p)?;
+            let task = Task {
+                partition: p,
+                position: positions[p as usize],
+                epoch,
+                reader,
+                transform,
+                current: current.clone(),
+                halt: halt.clone(),
+                tx: tx.clone(),
+                max_chunk: self.options.max_chunk,
+                policy: self.options.error_policy,
+                source_name: name.clone(),
+            };
+            handles.push(
+                std::thread::Builder::new()
+                    .name(format!("weir-task-{p}"))
+                    .spawn(move || task.run())
+                    .expect("spawning a task thread"),
+            );
+        }
+        drop(tx);
+        let result = self.coordinate(
+            &rx,
+            &current,
+            &mut epoch,
+            &mut positions,
+            partitions,
+            &mut summary,
+            on_progress,
+        );
+        halt.store(true, Ordering::Relaxed);
+        for h in handles {
+            let _ = h.join();
+        }
+        result.map(|()| summary)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn coordinate(
+        &mut self,
+        rx: &mpsc::Receiver<Result<Report, EngineError>>,
+        current: &AtomicU64,
+        epoch: &mut u64,
+        positions: &mut Vec<u64>,
+        partitions: u32,
+        summary: &mut RunSummary,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(), EngineError> {
+        let interval = self.options.checkpoint_interval;
+        let mut next_tick = Instant::now() + interval;
+        let mut pending: BTreeMap<u64, Vec<Report>> = BTreeMap::new();
+        let mut last_activity = Instant::now();
+        let mut epoch_started = Instant::now();
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                // The epoch marker: tasks report the epoch that just ended.
+                current.fetch_add(1, Ordering::SeqCst);
+                next_tick = now + interval;
+            }
+            match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
+                Ok(Ok(report)) => pending.entry(report.epoch).or_default().push(report),
+                Ok(Err(e)) => return Err(e),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            }
+            while pending
+                .get(epoch)
+                .is_some_and(|r| r.len() == partitions as usize)
+            {
+                let mut reports = pending.remove(epoch).expect("checked");
+                reports.sort_by_key(|r| r.partition);
+                let mut end = positions.clone();
+                let mut parts = Vec::new();
+                let mut rejected = 0;
+                for r in reports {
+                    end[r.partition as usize] = r.end;
+                    rejected += r.rejected;
+                    parts.extend(r.parts);
+                }
+                if end != *positions {
+                    last_activity = Instant::now();
+                    self.commit(
+                        *epoch,
+                        positions,
+                        &end,
+                        parts,
+                        rejected,
+                        epoch_started,
+                        summary,
+                        on_progress,
+                    )?;
+                    *positions = end;
+                }
+                *epoch += 1;
+                epoch_started = Instant::now();
+            }
+            if let Some(idle) = self.options.exit_when_idle
+                && pending.is_empty()
+                && last_activity.elapsed() >= idle
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Re-read an uncommitted epoch's exact ranges and transform them.
+    fn replay(&mut self, start: &[u64], end: &[u64]) -> Result<Parts, EngineError> {
+        let name = self.source.description();
+        let mut parts = Vec::new();
+        for (p, (s, e)) in start.iter().zip(end).enumerate() {
+            if e <= s {
+                continue;
+            }
+            let mut reader = self.source.reader(p as u32).map_err(source_err(&name))?;
+            let mut batch = RecordBatch::new(p as u32);
+            let mut pos = *s;
+            while pos < *e {
+                let n = reader
+                    .read(pos, (*e - pos) as usize, &mut batch)
+                    .map_err(source_err(&name))?;
+                if n == 0 {
+                    return Err(EngineError::Source {
+                        name: name.clone(),
+                        err: super::connector::ConnectorError(format!(
+                            "partition {p}: offsets up to {e} were recorded but only {pos} are readable"
+                        )),
+                    });
+                }
+                pos += n as u64;
+            }
+            let mut t = self.transform(p as u32)?;
+            let out = t
+                .process_batch(&batch)
+                .map_err(|err| EngineError::Transform {
+                    source_name: name.clone(),
+                    partition: p as u32,
+                    err,
+                })?;
+            check_rejected(self.options.error_policy, &name, &batch, &out)?;
+            parts.push((batch, out));
+        }
+        Ok(parts)
+    }
+
+    /// Make epoch `id` durable: ranges ahead, sinks, then the commit.
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &mut self,
+        id: u64,
+        start: &[u64],
+        end: &[u64],
+        parts: Parts,
+        rejected: u64,
+        epoch_started: Instant,
+        summary: &mut RunSummary,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<(), EngineError> {
+        let commit_started = Instant::now();
+        let range = OffsetRange {
+            start: self.source.to_offset(start),
+            end: self.source.to_offset(end),
+        };
+        let entry = OffsetEntry {
+            batch_id: id,
+            timestamp_ms: now_ms(),
+            sources: vec![range.clone()],
+        };
+        if self.store.read(&offsets_path(id))?.is_none() {
+            self.store.write(&offsets_path(id), &encode_entry(&entry))?;
+        }
+        faults::point("after-offsets-write", id);
+        let wal = commit_started.elapsed();
+        let sink_started = Instant::now();
+        let rows = write_sinks(&mut self.sinks, id, &parts)?;
+        faults::point("after-sink-commit", id);
+        let add_batch = sink_started.elapsed();
+        let c = Instant::now();
+        self.store.write(
+            &commits_path(id),
+            &encode_entry(&CommitEntry {
+                batch_id: id,
+                num_output_rows: rows,
+            }),
+        )?;
+        faults::point("after-commit-write", id);
+        query::prune(&*self.store, id, self.options.keep_batches)?;
+        let visible_ms = now_ms();
+        let input: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
+        let mut lat: Vec<i64> = parts
+            .iter()
+            .flat_map(|(b, _)| b.timestamps.iter().map(|t| visible_ms - t))
+            .collect();
+        lat.sort_unstable();
+        let pct = |q: f64| {
+            lat.get(((lat.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(0)
+                .max(0) as u64
+        };
+        let exec = epoch_started.elapsed();
+        let progress = Progress {
+            id: self.id.clone(),
+            run_id: self.run_id.clone(),
+            batch_id: id,
+            timestamp: entry.timestamp_ms,
+            num_input_rows: input,
+            input_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
+            processed_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
+            num_rejected_rows: rejected,
+            lag: None,
+            duration_ms: DurationMs {
+                latest_offset: 0,
+                wal_commit: wal.as_millis() as u64,
+                add_batch: add_batch.as_millis() as u64,
+                commit: c.elapsed().as_millis() as u64,
+                trigger_execution: commit_started.elapsed().as_millis() as u64,
+            },
+            sources: vec![SourceProgress {
+                description: self.source.description(),
+                start_offset: range.start,
+                end_offset: range.end.clone(),
+                latest_offset: range.end,
+                num_input_rows: input,
+            }],
+            sink: SinkProgress {
+                description: self
+                    .sinks
+                    .iter()
+                    .map(|(_, s)| s.description())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                num_output_rows: rows,
+            },
+            latency_ms: Some(LatencyMs {
+                p50: pct(0.5),
+                p99: pct(0.99),
+                max: pct(1.0),
+            }),
+        };
+        self.store.write("progress", &encode_entry(&progress))?;
+        on_progress(&progress);
+        summary.batches += 1;
+        summary.input_rows += input;
+        summary.output_rows += rows;
+        Ok(())
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One partition's long-running task.
+struct Task {
+    partition: u32,
+    position: u64,
+    epoch: u64,
+    reader: Box<dyn PartitionReader>,
+    transform: Box<dyn Transform>,
+    current: Arc<AtomicU64>,
+    halt: Arc<AtomicBool>,
+    tx: mpsc::Sender<Result<Report, EngineError>>,
+    max_chunk: usize,
+    policy: ErrorPolicy,
+    source_name: String,
+}
+
+impl Task {
+    fn run(mut self) {
+        if let Err(e) = self.run_inner() {
+            let _ = self.tx.send(Err(e));
+        }
+    }
+
+    fn run_inner(&mut self) -> Result<(), EngineError> {
+        let mut buffer: Parts = Vec::new();
+        let mut rejected = 0;
+        let mut idle_polls = 0u32;
+        while !self.halt.load(Ordering::Relaxed) {
+            // Passing epoch markers: report everything read before them.
+            while self.epoch < self.current.load(Ordering::SeqCst) {
+                let report = Report {
+                    epoch: self.epoch,
+                    partition: self.partition,
+                    end: self.position,
+                    parts: std::mem::take(&mut buffer),
+                    rejected: std::mem::take(&mut rejected),
+                };
+                if self.tx.send(Ok(report)).is_err() {
+                    return Ok(());
+                }
+                self.epoch += 1;
+            }
+            let mut batch = RecordBatch::new(self.partition);
+            let n = self
+                .reader
+                .read(self.position, self.max_chunk, &mut batch)
+                .map_err(source_err(&self.source_name))?;
+            if n == 0 {
+                // Spin briefly, then back off: new records are picked up in
+                // tens of microseconds without burning a core when idle.
+                idle_polls = idle_polls.saturating_add(1);
+                if idle_polls > 50 {
+                    std::thread::sleep(Duration::from_micros(200));
+                } else {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            idle_polls = 0;
+            let out =
+                self.transform
+                    .process_batch(&batch)
+                    .map_err(|err| EngineError::Transform {
+                        source_name: self.source_name.clone(),
+                        partition: self.partition,
+                        err,
+                    })?;
+            rejected += check_rejected(self.policy, &self.source_name, &batch, &out)?;
+            self.position += n as u64;
+            buffer.push((batch, out));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! The golden pipeline in continuous mode: same expected output as the
+//! micro-batch run, straight through, after a SIGKILL at every fault point,
+//! and after 20+ SIGKILLs at random moments.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::{Duration, Instant};
+
+use crate::microbatch::{FAULT_POINTS, Fixture};
+
+#[test]
+fn continuous_golden_pipeline_straight_through() {
+    let f = Fixture::continuous(3000);
+    f.run_to_end();
+    assert_eq!(f.output(), f.expected());
+    f.run_to_end();
+    assert_eq!(f.output(), f.expected());
+}
+
+#[test]
+fn continuous_sigkill_at_every_fault_point_then_restore() {
+    for point in FAULT_POINTS {
+        let f = Fixture::continuous(2000);
+        // Epoch 0 commits whatever the tasks read in the first 20 ms: with
+        // data already there it is never empty, so the fault always fires.
+        let out = f
+            .command()
+            .env("WEIR_FAULT", format!("{point}@0"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{point}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        f.run_to_end();
+        assert_eq!(f.output(), f.expected(), "after a SIGKILL at {point}");
+    }
+}
+
+#[test]
+fn continuous_sigkill_at_random_moments_then_restore() {
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let started = Instant::now();
+    let mut kills = 0;
+    // A continuous run only ends after an idle period, so each round kills
+    // the pipeline 5 times at random moments, then lets it finish.
+    while kills < 20 {
+        let f = Fixture::continuous(20_000);
+        for _ in 0..5 {
+            let mut child = f.command().spawn().unwrap();
+            std::thread::sleep(Duration::from_millis(5 + next() % 200));
+            child.kill().unwrap(); // SIGKILL
+            child.wait().unwrap();
+            kills += 1;
+        }
+        f.run_to_end();
+        assert_eq!(
+            f.output(),
+            f.expected(),
+            "after {kills} random SIGKILLs so far"
+        );
+        assert!(started.elapsed() < Duration::from_secs(900));
+    }
+}
+
+#[test]
+fn restarting_a_micro_batch_checkpoint_in_continuous_mode_is_refused() {
+    let f = Fixture::new(100, 50);
+    f.run_to_end();
+    let spec = std::fs::read_to_string(f.path().join("p.toml")).unwrap();
+    let spec = spec
+        .replace(
+            "checkpoint = \"ckpt\"",
+            "checkpoint = \"ckpt\"\nmode = \"continuous\"",
+        )
+        .replace("[trigger]\ntype = \"available-now\"", "")
+        .replace("max-records-per-trigger = 50", "");
+    std::fs::write(f.path().join("p.toml"), spec).unwrap();
+    let out = f
+        .command()
+        .args(["--exit-when-idle", "100ms"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "was written in micro-batch mode; restarting it in continuous mode is not supported"
+        ),
+        "{err}"
+    );
+}
