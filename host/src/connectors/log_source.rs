@@ -126,19 +126,6 @@ impl Source for LogSource {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::rate_limited_ends;
-
-    #[test]
-    fn limit_is_shared_by_lag() {
-        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], Some(50)), vec![45, 5]);
-        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], None), vec![90, 10]);
-        assert_eq!(rate_limited_ends(&[5, 0], &[6, 1], Some(1)), vec![6, 0]);
-        assert_eq!(rate_limited_ends(&[3, 3], &[3, 3], Some(10)), vec![3, 3]);
-    }
-}
-
 /// Continuous mode: each partition task polls its own topic handle.
 struct LogReader {
     topic: Topic,
@@ -190,5 +177,18 @@ impl ContinuousSource for LogSource {
 
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
         parse_offsets(offset, self.partitions())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_limited_ends;
+
+    #[test]
+    fn limit_is_shared_by_lag() {
+        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], Some(50)), vec![45, 5]);
+        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], None), vec![90, 10]);
+        assert_eq!(rate_limited_ends(&[5, 0], &[6, 1], Some(1)), vec![6, 0]);
+        assert_eq!(rate_limited_ends(&[3, 3], &[3, 3], Some(10)), vec![3, 3]);
     }
 }

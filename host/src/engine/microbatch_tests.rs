@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
-use crate::engine::checkpoint::LocalCheckpointStore;
 use crate::engine::SinkBatch;
+use crate::engine::checkpoint::LocalCheckpointStore;
 use crate::engine::transform::{FnTransform, TransformError};
 
 /// One partition of strings; offsets are record counts.
