@@ -15,7 +15,7 @@ mod testkit;
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weir::connectors::file_sink::{FileFormat, FileSink};
@@ -23,8 +23,8 @@ use weir::connectors::file_source::{FileSource, LineFormat};
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::{
-    LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch, Sink, Source, Transform,
-    TransformError, TransformFactory, Trigger,
+    ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions,
+    RecordBatch, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
 use weir::log::Topic;
 use weir::runtime::{CallMode, Limits, WasmTransform};
@@ -97,11 +97,75 @@ fn w1() {
     );
 }
 
-fn latency(rate: u64, seconds: u64) {
+/// Append `rate` records/s for `seconds` to `log/in` (in 1 ms chunks, each
+/// record stamped with its due time), and measure until each is committed in
+/// `log/out`.
+fn measure_latency(log: &std::path::Path, rate: u64, seconds: u64) -> hdrhistogram::Histogram<u64> {
+    let epoch = Instant::now();
+    let producer = {
+        let log = log.to_path_buf();
+        std::thread::spawn(move || {
+            let mut t = Topic::open(&log, "in").unwrap();
+            let total = rate * seconds;
+            let mut i = 0;
+            while i < total {
+                std::thread::sleep(Duration::from_millis(1));
+                let due_now = (epoch.elapsed().as_nanos() as u64 * rate / 1_000_000_000).min(total);
+                let mut b = RecordBatch::new(0);
+                while i < due_now {
+                    let due = i * 1_000_000 / rate; // microseconds since start
+                    b.push(None, format!("{due:020}").as_bytes(), 0, 0);
+                    i += 1;
+                }
+                if !b.is_empty() {
+                    t.append(None, &[b], || {}).unwrap();
+                }
+            }
+        })
+    };
+    let mut hist = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    let mut t = Topic::open(log, "out").unwrap();
+    let mut pos = 0;
+    while pos < rate * seconds {
+        let end = t.committed_ends().unwrap()[0];
+        if end > pos {
+            let now = epoch.elapsed().as_micros() as u64;
+            let mut b = RecordBatch::new(0);
+            t.read(0, pos, end, &mut b).unwrap();
+            for r in b.iter() {
+                let due: u64 = std::str::from_utf8(r.value).unwrap().parse().unwrap();
+                hist.record(now.saturating_sub(due)).unwrap();
+            }
+            pos = end;
+        } else {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    producer.join().unwrap();
+    hist
+}
+
+fn report(label: &str, hist: &hdrhistogram::Histogram<u64>) {
+    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    println!(
+        "{label}: p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms",
+        ms(0.5),
+        ms(0.99),
+        ms(0.999),
+        hist.max() as f64 / 1000.0
+    );
+}
+
+fn log_pair() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     Topic::create(&log, "in", 1).unwrap();
     Topic::create(&log, "out", 1).unwrap();
+    (dir, log)
+}
+
+fn latency(rate: u64, seconds: u64) {
+    let (dir, log) = log_pair();
     let sources: Vec<Box<dyn Source>> = vec![Box::new(
         LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap(),
     )];
@@ -120,56 +184,56 @@ fn latency(rate: u64, seconds: u64) {
     .unwrap();
     let stop = q.stop_handle();
     let engine = std::thread::spawn(move || q.run(&mut |_| {}).unwrap());
-
-    let epoch = Instant::now();
-    let done = Arc::new(AtomicBool::new(false));
-    let producer = {
-        let (log, done) = (log.clone(), done.clone());
-        std::thread::spawn(move || {
-            let mut t = Topic::open(&log, "in").unwrap();
-            let total = rate * seconds;
-            for i in 0..total {
-                let due = Duration::from_nanos(i * 1_000_000_000 / rate);
-                if let Some(wait) = due.checked_sub(epoch.elapsed()) {
-                    std::thread::sleep(wait);
-                }
-                let mut b = RecordBatch::new(0);
-                let sent = epoch.elapsed().as_micros() as u64;
-                b.push(None, format!("{sent:020}").as_bytes(), 0, 0);
-                t.append(None, &[b], || {}).unwrap();
-            }
-            done.store(true, Ordering::Relaxed);
-        })
-    };
-    let mut hist = hdrhistogram::Histogram::<u64>::new(3).unwrap();
-    let mut t = Topic::open(&log, "out").unwrap();
-    let mut pos = 0;
-    let total = rate * seconds;
-    while pos < total {
-        let end = t.committed_ends().unwrap()[0];
-        if end > pos {
-            let now = epoch.elapsed().as_micros() as u64;
-            let mut b = RecordBatch::new(0);
-            t.read(0, pos, end, &mut b).unwrap();
-            for r in b.iter() {
-                let sent: u64 = std::str::from_utf8(r.value).unwrap().parse().unwrap();
-                hist.record(now.saturating_sub(sent)).unwrap();
-            }
-            pos = end;
-        } else {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
-    producer.join().unwrap();
+    let hist = measure_latency(&log, rate, seconds);
     stop.store(true, Ordering::Relaxed);
     engine.join().unwrap();
-    let ms = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
-    println!(
-        "latency at {rate} rec/s for {seconds} s (append -> committed in sink), default trigger: p50 {:.2} ms, p99 {:.2} ms, p99.9 {:.2} ms, max {:.2} ms",
-        ms(0.5),
-        ms(0.99),
-        ms(0.999),
-        hist.max() as f64 / 1000.0
+    report(
+        &format!(
+            "micro-batch latency at {rate} rec/s for {seconds} s (append -> committed in sink), default trigger"
+        ),
+        &hist,
+    );
+}
+
+fn continuous_latency(rate: u64, seconds: u64, interval: Duration) {
+    let (dir, log) = log_pair();
+    let source =
+        Box::new(LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap());
+    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
+        None,
+        Box::new(LogSink::open(log.clone(), "out", "default", None).unwrap()),
+    )];
+    let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
+    let options = ContinuousOptions {
+        checkpoint_interval: interval,
+        ..ContinuousOptions::default()
+    };
+    let mut q = ContinuousQuery::new(
+        store,
+        source,
+        wasm_factory("uppercase", vec![]),
+        sinks,
+        options,
+    )
+    .unwrap();
+    let stop = q.stop_handle();
+    let commits = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let c2 = commits.clone();
+    let engine = std::thread::spawn(move || {
+        q.run(&mut |p| c2.lock().unwrap().push(p.duration_ms.trigger_execution))
+            .unwrap()
+    });
+    let hist = measure_latency(&log, rate, seconds);
+    stop.store(true, Ordering::Relaxed);
+    engine.join().unwrap();
+    let mut c = commits.lock().unwrap().clone();
+    c.sort_unstable();
+    let median_commit = c.get(c.len() / 2).copied().unwrap_or(0);
+    report(
+        &format!(
+            "continuous latency at {rate} rec/s for {seconds} s, checkpoint-interval {interval:?} (epoch commit median {median_commit} ms)"
+        ),
+        &hist,
     );
 }
 
@@ -180,5 +244,13 @@ fn main() {
     }
     if only.is_empty() || only == "latency" {
         latency(1_000, 20);
+    }
+    if only.is_empty() || only == "continuous" {
+        for rate in [1_000, 10_000, 100_000] {
+            continuous_latency(rate, 5, Duration::from_millis(10));
+        }
+        for interval in [2, 50] {
+            continuous_latency(10_000, 5, Duration::from_millis(interval));
+        }
     }
 }
