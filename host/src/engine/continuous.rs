@@ -508,3 +508,7 @@ impl Task {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "continuous_tests.rs"]
+mod tests;
