@@ -16,57 +16,20 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
-use super::connector::{ContinuousSource, PartitionReader, Sink};
+use super::connector::{ContinuousSource, Sink};
+use super::continuous_task::{Parts, Report, Task};
 use super::faults;
-use super::options::{EngineError, ErrorPolicy, RunSummary, TransformFactory};
-use super::output::TransformOutput;
+use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
 use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
 use super::tasks::{check_rejected, write_sinks};
 use super::transform::Transform;
-
-#[derive(Debug, Clone)]
-pub struct ContinuousOptions {
-    /// Epoch length.
-    pub checkpoint_interval: Duration,
-    pub error_policy: ErrorPolicy,
-    /// Most records a task hands to the guest in one call: a latency-bounded
-    /// micro-chunk, never waiting to fill it.
-    pub max_chunk: usize,
-    /// Stop once this long has passed with no new records and everything
-    /// read is committed (for tests and one-off runs); `None` runs forever.
-    pub exit_when_idle: Option<Duration>,
-    pub keep_batches: u64,
-}
-
-impl Default for ContinuousOptions {
-    fn default() -> Self {
-        ContinuousOptions {
-            checkpoint_interval: Duration::from_millis(100),
-            error_policy: ErrorPolicy::Skip,
-            max_chunk: 512,
-            exit_when_idle: None,
-            keep_batches: 100,
-        }
-    }
-}
-
-type Parts = Vec<(RecordBatch, TransformOutput)>;
-
-/// What a task sends the coordinator when it passes an epoch marker.
-struct Report {
-    epoch: u64,
-    partition: u32,
-    end: u64,
-    parts: Parts,
-    rejected: u64,
-}
 
 pub struct ContinuousQuery {
     store: Arc<dyn CheckpointStore>,
@@ -433,80 +396,6 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-/// One partition's long-running task.
-struct Task {
-    partition: u32,
-    position: u64,
-    epoch: u64,
-    reader: Box<dyn PartitionReader>,
-    transform: Box<dyn Transform>,
-    current: Arc<AtomicU64>,
-    halt: Arc<AtomicBool>,
-    tx: mpsc::Sender<Result<Report, EngineError>>,
-    max_chunk: usize,
-    policy: ErrorPolicy,
-    source_name: String,
-}
-
-impl Task {
-    fn run(mut self) {
-        if let Err(e) = self.run_inner() {
-            let _ = self.tx.send(Err(e));
-        }
-    }
-
-    fn run_inner(&mut self) -> Result<(), EngineError> {
-        let mut buffer: Parts = Vec::new();
-        let mut rejected = 0;
-        let mut idle_polls = 0u32;
-        while !self.halt.load(Ordering::Relaxed) {
-            // Passing epoch markers: report everything read before them.
-            while self.epoch < self.current.load(Ordering::SeqCst) {
-                let report = Report {
-                    epoch: self.epoch,
-                    partition: self.partition,
-                    end: self.position,
-                    parts: std::mem::take(&mut buffer),
-                    rejected: std::mem::take(&mut rejected),
-                };
-                if self.tx.send(Ok(report)).is_err() {
-                    return Ok(());
-                }
-                self.epoch += 1;
-            }
-            let mut batch = RecordBatch::new(self.partition);
-            let n = self
-                .reader
-                .read(self.position, self.max_chunk, &mut batch)
-                .map_err(source_err(&self.source_name))?;
-            if n == 0 {
-                // Spin briefly, then back off: new records are picked up in
-                // tens of microseconds without burning a core when idle.
-                idle_polls = idle_polls.saturating_add(1);
-                if idle_polls > 50 {
-                    std::thread::sleep(Duration::from_micros(200));
-                } else {
-                    std::thread::yield_now();
-                }
-                continue;
-            }
-            idle_polls = 0;
-            let out =
-                self.transform
-                    .process_batch(&batch)
-                    .map_err(|err| EngineError::Transform {
-                        source_name: self.source_name.clone(),
-                        partition: self.partition,
-                        err,
-                    })?;
-            rejected += check_rejected(self.policy, &self.source_name, &batch, &out)?;
-            self.position += n as u64;
-            buffer.push((batch, out));
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

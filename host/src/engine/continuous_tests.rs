@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::engine::checkpoint::LocalCheckpointStore;
-use crate::engine::connector::ConnectorError;
+use crate::engine::connector::{ConnectorError, PartitionReader};
 use crate::engine::transform::{FnTransform, TransformError};
 use crate::engine::{OutputBatch, SinkBatch};
 
@@ -56,8 +56,10 @@ impl ContinuousSource for MemSource {
 }
 
 /// Every committed batch id with its values.
+type Batches = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
+
 #[derive(Clone, Default)]
-struct Committed(Arc<Mutex<Vec<(u64, Vec<String>)>>>);
+struct Committed(Batches);
 
 impl Sink for Committed {
     fn description(&self) -> String {

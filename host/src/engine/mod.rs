@@ -6,6 +6,7 @@ pub mod batch;
 pub mod checkpoint;
 pub mod connector;
 pub mod continuous;
+mod continuous_task;
 pub mod faults;
 pub mod microbatch;
 pub mod options;
@@ -18,9 +19,12 @@ pub mod transform;
 pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
-pub use continuous::{ContinuousOptions, ContinuousQuery};
+pub use continuous::ContinuousQuery;
 pub use microbatch::MicroBatchQuery;
-pub use options::{EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory, Trigger};
+pub use options::{
+    ContinuousOptions, EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory,
+    Trigger,
+};
 pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};
 pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};

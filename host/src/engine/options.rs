@@ -96,3 +96,29 @@ pub struct RunSummary {
     pub input_rows: u64,
     pub output_rows: u64,
 }
+
+#[derive(Debug, Clone)]
+pub struct ContinuousOptions {
+    /// Epoch length.
+    pub checkpoint_interval: Duration,
+    pub error_policy: ErrorPolicy,
+    /// Most records a task hands to the guest in one call: a latency-bounded
+    /// micro-chunk, never waiting to fill it.
+    pub max_chunk: usize,
+    /// Stop once this long has passed with no new records and everything
+    /// read is committed (for tests and one-off runs); `None` runs forever.
+    pub exit_when_idle: Option<Duration>,
+    pub keep_batches: u64,
+}
+
+impl Default for ContinuousOptions {
+    fn default() -> Self {
+        ContinuousOptions {
+            checkpoint_interval: Duration::from_millis(100),
+            error_policy: ErrorPolicy::Skip,
+            max_chunk: 512,
+            exit_when_idle: None,
+            keep_batches: 100,
+        }
+    }
+}

@@ -39,6 +39,24 @@ pub struct LatencyMs {
     pub max: u64,
 }
 
+impl LatencyMs {
+    /// Percentiles of `now_ms - t` over event timestamps `t`.
+    pub fn since(timestamps: impl Iterator<Item = i64>, now_ms: i64) -> LatencyMs {
+        let mut lat: Vec<u64> = timestamps.map(|t| (now_ms - t).max(0) as u64).collect();
+        lat.sort_unstable();
+        let pct = |q: f64| {
+            lat.get(((lat.len().max(1) - 1) as f64 * q).round() as usize)
+                .copied()
+                .unwrap_or(0)
+        };
+        LatencyMs {
+            p50: pct(0.5),
+            p99: pct(0.99),
+            max: pct(1.0),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Progress {
