@@ -40,13 +40,7 @@ fn continuous_sigkill_at_every_fault_point_then_restore() {
 
 #[test]
 fn continuous_sigkill_at_random_moments_then_restore() {
-    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::testkit::xorshift(0x2545_f491_4f6c_dd1d);
     let started = Instant::now();
     let mut kills = 0;
     // A continuous run only ends after an idle period, so each round kills

@@ -205,14 +205,7 @@ fn sigkill_at_every_fault_point_then_restore() {
 
 #[test]
 fn sigkill_at_random_moments_then_restore() {
-    // A fixed-seed generator: the delays vary widely but reproducibly.
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::testkit::xorshift(0x9e37_79b9_7f4a_7c15);
     let started = Instant::now();
     let mut kills = 0;
     // Each round kills one pipeline at random moments until it manages to

@@ -118,3 +118,14 @@ pub fn weir() -> Command {
     );
     c
 }
+
+/// A fixed-seed xorshift generator for "random" kill moments: varied, but
+/// the same on every run.
+pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

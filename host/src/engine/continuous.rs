@@ -24,7 +24,7 @@ use super::connector::{ContinuousSource, Sink};
 use super::continuous_task::{Parts, Report, Task};
 use super::faults;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
-use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress};
+use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
@@ -390,12 +390,6 @@ impl ContinuousQuery {
         summary.output_rows += rows;
         Ok(())
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 #[cfg(test)]

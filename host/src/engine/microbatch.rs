@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
@@ -14,7 +14,7 @@ use super::connector::{ConnectorError, Offset, Sink, Source, SourceCheckpoint};
 use super::faults;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::output::TransformOutput;
-use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress};
+use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
@@ -38,12 +38,6 @@ pub struct MicroBatchQuery {
 /// batch's start; zero when the batch overran its interval.
 pub(crate) fn next_wait(elapsed: Duration, interval: Duration) -> Duration {
     interval.saturating_sub(elapsed)
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 fn ms(d: Duration) -> u64 {

@@ -35,6 +35,36 @@ fn seg_path(dir: &Path, base: u64) -> PathBuf {
     dir.join(format!("{base:020}.log"))
 }
 
+impl Segment {
+    fn io(&self) -> impl Fn(std::io::Error) -> LogError + '_ {
+        |err| LogError::Io {
+            path: self.path.clone(),
+            err,
+        }
+    }
+
+    /// The index entry at or before `offset`: where to start scanning.
+    fn index_before(&self, offset: u64) -> (u64, u64) {
+        self.index
+            .iter()
+            .rev()
+            .find(|(o, _)| *o <= offset)
+            .copied()
+            .unwrap_or((self.base, 0))
+    }
+
+    /// The segment's bytes from `pos` up to `stop`.
+    fn bytes(&self, pos: u64, stop: u64) -> Result<Vec<u8>, LogError> {
+        let mut f = File::open(&self.path).map_err(self.io())?;
+        f.seek(SeekFrom::Start(pos)).map_err(self.io())?;
+        let mut buf = Vec::new();
+        f.take(stop.saturating_sub(pos))
+            .read_to_end(&mut buf)
+            .map_err(self.io())?;
+        Ok(buf)
+    }
+}
+
 impl Partition {
     pub(crate) fn open(dir: PathBuf, segment_bytes: u64) -> Result<Self, LogError> {
         std::fs::create_dir_all(&dir).map_err(|err| LogError::Io {
@@ -153,34 +183,14 @@ impl Partition {
             if seg.end <= offset {
                 continue;
             }
-            let (idx_off, pos) = seg
-                .index
-                .iter()
-                .rev()
-                .find(|(o, _)| *o <= offset)
-                .copied()
-                .unwrap_or((seg.base, 0));
-            let mut f = File::open(&seg.path).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
-            f.seek(SeekFrom::Start(pos)).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
+            let (idx_off, pos) = seg.index_before(offset);
             // Read only up to the first indexed position past `to`.
             let stop = seg
                 .index
                 .iter()
                 .find(|(o, _)| *o > to)
                 .map_or(seg.len, |(_, p)| *p);
-            let mut buf = Vec::new();
-            f.take(stop - pos)
-                .read_to_end(&mut buf)
-                .map_err(|err| LogError::Io {
-                    path: seg.path.clone(),
-                    err,
-                })?;
+            let buf = seg.bytes(pos, stop)?;
             let mut p = 0usize;
             let mut cur = idx_off;
             while cur < to.min(seg.end) {
@@ -238,26 +248,8 @@ impl Partition {
         // Find the byte position of `committed` inside the last segment.
         let mut pos = 0;
         if committed > seg.base {
-            let (o, p) = seg
-                .index
-                .iter()
-                .rev()
-                .find(|(o, _)| *o <= committed)
-                .copied()
-                .unwrap_or((seg.base, 0));
-            let mut f = File::open(&seg.path).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
-            f.seek(SeekFrom::Start(p)).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
+            let (o, p) = seg.index_before(committed);
+            let buf = seg.bytes(p, u64::MAX)?;
             let mut q = 0usize;
             for _ in o..committed {
                 q += frame_len(&buf[q..]).expect("scanned above");

@@ -61,16 +61,7 @@ impl WasmTransform {
             mode,
             live: None,
             instances_created: 0,
-            scratch: Record {
-                key: None,
-                value: Vec::new(),
-                headers: Vec::new(),
-                timestamp: 0,
-                position: Position {
-                    partition: 0,
-                    offset: 0,
-                },
-            },
+            scratch: empty_record(),
             wire: empty_wit(),
             retired_metrics: GuestMetrics::default(),
         };

@@ -14,6 +14,7 @@ use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{ErrorPolicy, Trigger};
 use crate::runtime::{CallMode, Limits};
 use raw::{RawPipeline, RawSink, RawSource};
+use units::{flatten_config, key_location};
 pub use units::{parse_duration, parse_size};
 
 #[derive(Debug, thiserror::Error)]
@@ -131,32 +132,6 @@ impl Pipeline {
             message,
         })
     }
-}
-
-/// Where to point for an error at `offset`: for an unknown key inside a
-/// tagged table (reported at the table header), the key's own line.
-fn key_location(text: &str, offset: usize, message: &str) -> (usize, usize) {
-    if let Some(key) = message
-        .strip_prefix("unknown field `")
-        .and_then(|m| m.split('`').next())
-    {
-        let mut pos = offset.min(text.len());
-        for line in text[pos..].split_inclusive('\n') {
-            let t = line.trim_start();
-            if t.starts_with(key) && t[key.len()..].trim_start().starts_with('=') {
-                return line_col(text, pos + (line.len() - t.len()));
-            }
-            pos += line.len();
-        }
-    }
-    line_col(text, offset)
-}
-
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-    (line, col)
 }
 
 fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
@@ -367,32 +342,6 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         sinks,
         trigger,
     })
-}
-
-/// Config pairs are flat strings; a dotted key (`route.eu = "x"`) arrives
-/// as a nested table and is flattened back to `route.eu`.
-fn flatten_config(
-    key: String,
-    v: toml::Value,
-    out: &mut Vec<(String, String)>,
-) -> Result<(), String> {
-    match v {
-        toml::Value::String(s) => out.push((key, s)),
-        toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) => {
-            out.push((key, v.to_string()))
-        }
-        toml::Value::Table(t) => {
-            for (k, v) in t {
-                flatten_config(format!("{key}.{k}"), v, out)?;
-            }
-        }
-        _ => {
-            return Err(format!(
-                "transform.config.{key}: values must be strings, numbers or booleans"
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {
