@@ -15,7 +15,7 @@ pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
 pub(crate) use generated::weir::transform::types::Host as TypesHost;
 pub(crate) use generated::weir::transform::types::{
-    Batch, Header, OutputBatch, Position, Record, RecordError,
+    Header, OutputBatch, Position, Record, RecordError,
 };
 
 /// The interface a transform exports, with the version this host speaks.

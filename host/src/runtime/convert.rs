@@ -2,41 +2,45 @@
 //! types. Both share one columnar layout, so this is a handful of buffer
 //! copies or moves per batch, never work per record.
 
-use super::bindings::{Batch, Header, OutputBatch, Record};
+use super::bindings::{Header, OutputBatch, Record};
 use crate::engine::batch::{RecordBatch, RecordRef};
 use crate::engine::output::{OutputBatch as EngineOutput, Rejected, TransformOutput};
 
-/// Copy `b` into `wire`, reusing `wire`'s buffers: after the first batch no
-/// allocation (and no fresh-page faults for large batches) remains.
-pub(crate) fn fill_wit(wire: &mut Batch, b: &RecordBatch) {
-    fn copy<T: Copy>(dst: &mut Vec<T>, src: &[T]) {
-        dst.clear();
-        dst.extend_from_slice(src);
-    }
-    wire.partition = b.partition;
-    copy(&mut wire.values, &b.values);
-    copy(&mut wire.value_ends, &b.value_ends);
-    copy(&mut wire.keys, &b.keys);
-    copy(&mut wire.key_ends, &b.key_ends);
-    copy(&mut wire.has_key, &b.has_key);
-    copy(&mut wire.headers, &b.headers);
-    copy(&mut wire.header_ends, &b.header_ends);
-    copy(&mut wire.timestamps, &b.timestamps);
-    copy(&mut wire.offsets, &b.offsets);
+/// The WIT `batch` record lowered straight from the engine's buffers: the
+/// only copy is the canonical-ABI copy into guest memory.
+#[derive(wasmtime::component::ComponentType, wasmtime::component::Lower)]
+#[component(record)]
+pub(crate) struct BatchRef<'a> {
+    partition: u32,
+    values: &'a [u8],
+    #[component(name = "value-ends")]
+    value_ends: &'a [u32],
+    keys: &'a [u8],
+    #[component(name = "key-ends")]
+    key_ends: &'a [u32],
+    #[component(name = "has-key")]
+    has_key: &'a [bool],
+    headers: &'a [u8],
+    #[component(name = "header-ends")]
+    header_ends: &'a [u32],
+    timestamps: &'a [i64],
+    offsets: &'a [i64],
 }
 
-pub(crate) fn empty_wit() -> Batch {
-    Batch {
-        partition: 0,
-        values: Vec::new(),
-        value_ends: Vec::new(),
-        keys: Vec::new(),
-        key_ends: Vec::new(),
-        has_key: Vec::new(),
-        headers: Vec::new(),
-        header_ends: Vec::new(),
-        timestamps: Vec::new(),
-        offsets: Vec::new(),
+impl<'a> From<&'a RecordBatch> for BatchRef<'a> {
+    fn from(b: &'a RecordBatch) -> Self {
+        BatchRef {
+            partition: b.partition,
+            values: &b.values,
+            value_ends: &b.value_ends,
+            keys: &b.keys,
+            key_ends: &b.key_ends,
+            has_key: &b.has_key,
+            headers: &b.headers,
+            header_ends: &b.header_ends,
+            timestamps: &b.timestamps,
+            offsets: &b.offsets,
+        }
     }
 }
 

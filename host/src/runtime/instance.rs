@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
+use wasmtime::component::Func;
 use wasmtime::{Store, Trap};
 
-use super::bindings::Batch;
-use super::bindings::{Guest, Position, Record, RecordError, Transformer};
-use super::convert::{empty_wit, fill_record, fill_wit, from_wit};
+use super::bindings::{
+    EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, Transformer,
+};
+use super::convert::{BatchRef, fill_record, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
 use crate::engine::batch::RecordBatch;
@@ -26,6 +28,9 @@ pub enum CallMode {
 struct Live {
     store: Store<HostState>,
     bindings: Transformer,
+    /// `process-batch`, called with [`BatchRef`] so batches are lowered
+    /// straight from the engine's buffers.
+    process_batch: Func,
 }
 
 /// A transform component bound to one partition task.
@@ -38,7 +43,6 @@ pub struct WasmTransform {
     live: Option<Live>,
     instances_created: u64,
     scratch: Record,
-    wire: Batch,
     /// Metrics of instances already discarded, so counts survive a trap.
     retired_metrics: GuestMetrics,
 }
@@ -62,7 +66,6 @@ impl WasmTransform {
             live: None,
             instances_created: 0,
             scratch: empty_record(),
-            wire: empty_wit(),
             retired_metrics: GuestMetrics::default(),
         };
         t.ensure_live()?;
@@ -110,13 +113,32 @@ impl WasmTransform {
         store.epoch_deadline_trap();
         store.set_epoch_deadline(self.deadline_ticks());
         self.instances_created += 1;
-        let bindings = match inner.pre.instantiate(&mut store) {
+        let instantiated = inner
+            .pre
+            .instance_pre()
+            .instantiate(&mut store)
+            .and_then(|instance| {
+                let bindings = Transformer::new(&mut store, &instance)?;
+                let iface = instance
+                    .get_export_index(&mut store, None, EXPORT_INTERFACE)
+                    .ok_or_else(|| wasmtime::format_err!("no {EXPORT_INTERFACE} export"))?;
+                let func = instance
+                    .get_export_index(&mut store, Some(&iface), "process-batch")
+                    .and_then(|i| instance.get_func(&mut store, i))
+                    .ok_or_else(|| wasmtime::format_err!("no process-batch export"))?;
+                Ok((bindings, func))
+            });
+        let (bindings, process_batch) = match instantiated {
             Ok(b) => b,
             Err(e) => return Err(classify(&e, &store, &self.limits)),
         };
         store.set_epoch_deadline(self.deadline_ticks());
         match guest(&bindings).call_init(&mut store, &self.config) {
-            Ok(Ok(())) => Ok(Live { store, bindings }),
+            Ok(Ok(())) => Ok(Live {
+                store,
+                bindings,
+                process_batch,
+            }),
             Ok(Err(msg)) => Err(TransformError::Config(msg)),
             Err(e) => Err(classify(&e, &store, &self.limits)),
         }
@@ -139,11 +161,14 @@ impl WasmTransform {
     fn call_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
-        self.ensure_live()?;
-        fill_wit(&mut self.wire, input);
-        let (wire, live) = (&self.wire, self.live.as_mut().expect("ensured above"));
+        let live = self.ensure_live()?;
         live.store.set_epoch_deadline(ticks);
-        match guest(&live.bindings).call_process_batch(&mut live.store, wire) {
+        let call = live
+            .process_batch
+            .typed::<(BatchRef<'_>,), (Result<OutputBatch, String>,)>(&live.store)
+            .and_then(|f| f.call(&mut live.store, (BatchRef::from(input),)))
+            .map(|(r,)| r);
+        match call {
             Ok(Ok(out)) => Ok(from_wit(out)),
             Ok(Err(msg)) => Err(TransformError::Fatal(msg)),
             Err(e) => Err(classify(&e, &live.store, &limits)),
