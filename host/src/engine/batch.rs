@@ -178,10 +178,7 @@ impl RecordBatch {
             key,
         );
         push_headers(&mut self.headers, &mut self.header_ends, n, headers);
-        self.values.extend_from_slice(value);
-        self.value_ends.push(self.values.len() as u32);
-        self.timestamps.push(timestamp);
-        self.offsets.push(offset);
+        self.push_value(value, timestamp, offset);
     }
 
     /// Append a record whose headers are already in the batch encoding.
@@ -206,6 +203,11 @@ impl RecordBatch {
             self.headers.extend_from_slice(encoded_headers);
             self.header_ends.push(self.headers.len() as u32);
         }
+        self.push_value(value, timestamp, offset);
+    }
+
+    /// The columns every record has.
+    fn push_value(&mut self, value: &[u8], timestamp: i64, offset: i64) {
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
         self.timestamps.push(timestamp);

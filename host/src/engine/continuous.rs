@@ -28,8 +28,20 @@ use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgr
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::tasks::{check_rejected, write_sinks};
+use super::tasks::{check_rejected, sinks_description, write_sinks};
 use super::transform::Transform;
+
+/// A finished epoch, ready to commit.
+struct Epoch<'a> {
+    id: u64,
+    start: &'a [u64],
+    end: &'a [u64],
+    parts: Parts,
+    rejected: u64,
+    started: Instant,
+    /// Its `offsets/E` entry already exists (re-run after a crash).
+    rerun: bool,
+}
 
 pub struct ContinuousQuery {
     store: Arc<dyn CheckpointStore>,
@@ -119,16 +131,16 @@ impl ContinuousQuery {
                     .positions(&entry.sources[0].end)
                     .map_err(source_err(&name))?;
                 let parts = self.replay(&start, &end)?;
-                self.commit(
-                    entry.batch_id,
-                    &start,
-                    &end,
+                let epoch = Epoch {
+                    id: entry.batch_id,
+                    start: &start,
+                    end: &end,
                     parts,
-                    0,
-                    Instant::now(),
-                    &mut summary,
-                    on_progress,
-                )?;
+                    rejected: 0,
+                    started: Instant::now(),
+                    rerun: true,
+                };
+                self.commit(epoch, &mut summary, on_progress)?;
                 (entry.batch_id + 1, end)
             }
         };
@@ -225,16 +237,16 @@ impl ContinuousQuery {
                 }
                 if end != *positions {
                     last_activity = Instant::now();
-                    self.commit(
-                        *epoch,
-                        positions,
-                        &end,
+                    let done = Epoch {
+                        id: *epoch,
+                        start: positions,
+                        end: &end,
                         parts,
                         rejected,
-                        epoch_started,
-                        summary,
-                        on_progress,
-                    )?;
+                        started: epoch_started,
+                        rerun: false,
+                    };
+                    self.commit(done, summary, on_progress)?;
                     *positions = end;
                 }
                 *epoch += 1;
@@ -288,19 +300,22 @@ impl ContinuousQuery {
         Ok(parts)
     }
 
-    /// Make epoch `id` durable: ranges ahead, sinks, then the commit.
-    #[allow(clippy::too_many_arguments)]
+    /// Make an epoch durable: ranges ahead, sinks, then the commit.
     fn commit(
         &mut self,
-        id: u64,
-        start: &[u64],
-        end: &[u64],
-        parts: Parts,
-        rejected: u64,
-        epoch_started: Instant,
+        epoch: Epoch<'_>,
         summary: &mut RunSummary,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<(), EngineError> {
+        let Epoch {
+            id,
+            start,
+            end,
+            parts,
+            rejected,
+            started: epoch_started,
+            rerun,
+        } = epoch;
         let commit_started = Instant::now();
         let range = OffsetRange {
             start: self.source.to_offset(start),
@@ -311,7 +326,8 @@ impl ContinuousQuery {
             timestamp_ms: now_ms(),
             sources: vec![range.clone()],
         };
-        if self.store.read(&offsets_path(id))?.is_none() {
+        // A re-run epoch keeps its recorded entry; a new one is written ahead.
+        if !rerun {
             self.store.write(&offsets_path(id), &encode_entry(&entry))?;
         }
         faults::point("after-offsets-write", id);
@@ -369,12 +385,7 @@ impl ContinuousQuery {
                 num_input_rows: input,
             }],
             sink: SinkProgress {
-                description: self
-                    .sinks
-                    .iter()
-                    .map(|(_, s)| s.description())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                description: sinks_description(&self.sinks),
                 num_output_rows: rows,
             },
             latency_ms: Some(LatencyMs {

@@ -18,7 +18,7 @@ use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::tasks::{Tasks, write_sinks};
+use super::tasks::{Tasks, sinks_description, write_sinks};
 use super::transform::Transform;
 
 /// A micro-batch streaming query over one checkpoint.
@@ -135,6 +135,7 @@ impl MicroBatchQuery {
             let trigger_start = Instant::now();
             let timestamp = now_ms();
             let latest_started = Instant::now();
+            let rerun = pending.is_some();
             let (entry, latest) = match pending.take() {
                 Some(entry) => {
                     let latest = self.latest()?;
@@ -178,7 +179,7 @@ impl MicroBatchQuery {
             let latest_offset = latest_started.elapsed();
             let wal_started = Instant::now();
             // A re-run batch keeps its recorded entry; a new one is written ahead.
-            if self.store.read(&offsets_path(batch_id))?.is_none() {
+            if !rerun {
                 self.store
                     .write(&offsets_path(batch_id), &encode_entry(&entry))?;
             }
@@ -237,12 +238,7 @@ impl MicroBatchQuery {
                     })
                     .collect(),
                 sink: SinkProgress {
-                    description: self
-                        .sinks
-                        .iter()
-                        .map(|(_, s)| s.description())
-                        .collect::<Vec<_>>()
-                        .join(", "),
+                    description: sinks_description(&self.sinks),
                     num_output_rows: output_rows,
                 },
                 latency_ms: None,

@@ -94,6 +94,15 @@ impl Tasks<'_> {
     }
 }
 
+/// The sinks as one progress description.
+pub(crate) fn sinks_description(sinks: &[(Option<String>, Box<dyn Sink>)]) -> String {
+    sinks
+        .iter()
+        .map(|(_, s)| s.description())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Hand one batch's (or epoch's) output to every sink. Records routed to an
 /// output without a sink stop the query rather than vanish.
 pub(crate) fn write_sinks(

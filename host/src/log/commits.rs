@@ -4,6 +4,7 @@
 //! becomes visible at once, and a writer's (id, sequence) makes a replayed
 //! batch recognisable.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -15,6 +16,25 @@ pub(crate) struct CommitEntry {
     pub writer: [u8; 16],
     pub sequence: u64,
     pub ends: Vec<u64>,
+}
+
+/// What a writer needs to know of the commit file.
+#[derive(Debug, Default)]
+pub(crate) struct CommitState {
+    /// Bytes of valid entries read so far.
+    pub valid_len: u64,
+    /// Ends of the last valid entry.
+    pub ends: Option<Vec<u64>>,
+    /// The last sequence each writer committed.
+    pub sequences: HashMap<[u8; 16], u64>,
+}
+
+impl CommitState {
+    fn record(&mut self, e: &CommitEntry, size: u64) {
+        self.valid_len += size;
+        self.ends = Some(e.ends.clone());
+        self.sequences.insert(e.writer, e.sequence);
+    }
 }
 
 pub(crate) struct CommitFile {
@@ -57,26 +77,32 @@ impl CommitFile {
         })
     }
 
-    /// All valid entries, oldest first, and the byte length they span (a
-    /// torn last entry is excluded).
-    pub(crate) fn read_all(&self) -> Result<(Vec<CommitEntry>, u64), LogError> {
-        let mut bytes = Vec::new();
-        match File::open(&self.path) {
-            Ok(mut f) => {
-                f.read_to_end(&mut bytes).map_err(|e| self.io(e))?;
+    /// Bring `state` up to date, reading only the entries appended since
+    /// its last refresh (a writer holding the topic lock calls this before
+    /// every append, so the whole file is never re-read on the hot path).
+    pub(crate) fn refresh(&self, state: &mut CommitState) -> Result<(), LogError> {
+        let mut f = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                *state = CommitState::default();
+                return Ok(());
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((vec![], 0)),
             Err(e) => return Err(self.io(e)),
+        };
+        let len = f.metadata().map_err(|e| self.io(e))?.len();
+        if len < state.valid_len {
+            // Replaced or cut behind our back: start over.
+            *state = CommitState::default();
         }
-        let mut out = Vec::new();
+        f.seek(SeekFrom::Start(state.valid_len))
+            .map_err(|e| self.io(e))?;
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map_err(|e| self.io(e))?;
         for chunk in bytes.chunks_exact(self.entry_size()) {
-            match self.decode(chunk) {
-                Some(e) => out.push(e),
-                None => break,
-            }
+            let Some(e) = self.decode(chunk) else { break };
+            state.record(&e, self.entry_size() as u64);
         }
-        let valid = (out.len() * self.entry_size()) as u64;
-        Ok((out, valid))
+        Ok(())
     }
 
     /// The last valid entry (reads only the file's tail).
@@ -102,9 +128,14 @@ impl CommitFile {
         Ok(None)
     }
 
-    /// Durably append `entry` after the first `valid_len` bytes (cutting a
-    /// torn tail left by a crash).
-    pub(crate) fn append(&self, valid_len: u64, entry: &CommitEntry) -> Result<(), LogError> {
+    /// Durably append `entry` after the valid entries of `state` (cutting a
+    /// torn tail left by a crash), and record it in `state`.
+    pub(crate) fn append(
+        &self,
+        state: &mut CommitState,
+        entry: &CommitEntry,
+    ) -> Result<(), LogError> {
+        let valid_len = state.valid_len;
         let mut buf = Vec::with_capacity(self.entry_size());
         buf.extend_from_slice(&entry.writer);
         buf.extend_from_slice(&entry.sequence.to_le_bytes());
@@ -122,6 +153,8 @@ impl CommitFile {
         f.set_len(valid_len).map_err(|e| self.io(e))?;
         f.seek(SeekFrom::Start(valid_len)).map_err(|e| self.io(e))?;
         f.write_all(&buf).map_err(|e| self.io(e))?;
-        f.sync_data().map_err(|e| self.io(e))
+        f.sync_data().map_err(|e| self.io(e))?;
+        state.record(entry, buf.len() as u64);
+        Ok(())
     }
 }

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::batch::RecordBatch;
-use commits::{CommitEntry, CommitFile};
+use commits::{CommitEntry, CommitFile, CommitState};
 use partition::Partition;
 
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,8 @@ pub struct Topic {
     dir: PathBuf,
     partitions: Vec<Partition>,
     commits: CommitFile,
+    /// The commit file as this handle last read it (writers only).
+    commit_state: CommitState,
 }
 
 /// Default segment size.
@@ -136,6 +138,7 @@ impl Topic {
         Ok(Topic {
             name: name.into(),
             commits: CommitFile::new(&dir, meta.partitions as usize),
+            commit_state: CommitState::default(),
             dir,
             partitions,
         })
@@ -207,16 +210,21 @@ impl Topic {
             });
         }
         let _lock = self.lock()?;
-        let (entries, valid_len) = self.commits.read_all()?;
+        self.commits.refresh(&mut self.commit_state)?;
         if let Some(w) = writer
-            && let Some(last) = entries.iter().rev().find(|e| e.writer == w.id)
-            && last.sequence >= w.sequence
+            && self
+                .commit_state
+                .sequences
+                .get(&w.id)
+                .is_some_and(|s| *s >= w.sequence)
         {
             return Ok(Appended::AlreadyCommitted);
         }
-        let committed = entries
-            .last()
-            .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends.clone());
+        let committed = self
+            .commit_state
+            .ends
+            .clone()
+            .unwrap_or_else(|| vec![0; self.partitions.len()]);
         let mut ends = committed.clone();
         for (p, part) in self.partitions.iter_mut().enumerate() {
             // Cut whatever a crashed writer left past the committed end.
@@ -235,7 +243,7 @@ impl Topic {
             sequence: 0,
         });
         self.commits.append(
-            valid_len,
+            &mut self.commit_state,
             &CommitEntry {
                 writer: w.id,
                 sequence: w.sequence,
