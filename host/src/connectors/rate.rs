@@ -2,11 +2,10 @@
 //! value `{"timestamp": <ms>, "value": r}`. The start time is kept in the
 //! checkpoint so every replayed range regenerates the same rows.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde_json::json;
 
 use crate::engine::checkpoint::{encode_entry, read_entry};
+use crate::engine::progress::now_ms;
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
 pub struct RateSource {
@@ -14,12 +13,6 @@ pub struct RateSource {
     partitions: u32,
     max_rows_per_trigger: Option<u64>,
     start_ms: i64,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl RateSource {
