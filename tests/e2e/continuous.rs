@@ -91,3 +91,63 @@ fn restarting_a_micro_batch_checkpoint_in_continuous_mode_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn restarting_a_continuous_checkpoint_in_micro_batch_mode_is_refused() {
+    let f = Fixture::continuous(100);
+    f.run_to_end();
+    let spec = std::fs::read_to_string(f.path().join("p.toml")).unwrap();
+    let spec = spec.replace("mode = \"continuous\"\ncheckpoint-interval = \"20ms\"", "");
+    std::fs::write(f.path().join("p.toml"), spec).unwrap();
+    let out = crate::testkit::weir()
+        .arg("run")
+        .arg(f.path().join("p.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(
+            "was written in continuous mode; restarting it in micro-batch mode is not supported"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn continuous_progress_reports_each_epoch_with_latency_and_lag() {
+    let f = Fixture::continuous(3000);
+    let out = crate::testkit::weir()
+        .arg("run")
+        .arg(f.path().join("p.toml"))
+        .args(["--progress", "json", "--exit-when-idle", "300ms"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let epochs: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!epochs.is_empty());
+    let rows: u64 = epochs
+        .iter()
+        .map(|p| p["numInputRows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rows, 3000);
+    let mut last = None;
+    for p in &epochs {
+        let id = p["batchId"].as_u64().unwrap();
+        assert!(last.is_none_or(|l| id > l), "epochs in order: {epochs:?}");
+        last = Some(id);
+        let l = &p["latencyMs"];
+        assert!(l["p50"].as_u64().unwrap() <= l["p99"].as_u64().unwrap());
+        assert!(l["p99"].as_u64().unwrap() <= l["max"].as_u64().unwrap());
+        assert!(p["lag"].is_u64(), "{p}");
+        assert!(p["durationMs"]["commit"].is_u64(), "{p}");
+    }
+    assert_eq!(epochs.last().unwrap()["lag"], 0);
+}

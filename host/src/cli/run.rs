@@ -233,8 +233,12 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
     }
     let summary = summary?;
     if !matches!(args.progress, ProgressMode::Json) {
+        let unit = match spec.mode {
+            Mode::MicroBatch => "batch(es)",
+            Mode::Continuous { .. } => "epoch(s)",
+        };
         eprintln!(
-            "{}: {} batch(es), {} input rows, {} output rows",
+            "{}: {} {unit}, {} input rows, {} output rows",
             spec.name, summary.batches, summary.input_rows, summary.output_rows
         );
     }

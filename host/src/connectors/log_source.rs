@@ -178,6 +178,10 @@ impl ContinuousSource for LogSource {
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
         parse_offsets(offset, self.partitions())
     }
+
+    fn latest_positions(&mut self) -> Option<Vec<u64>> {
+        self.topic.committed_ends().ok()
+    }
 }
 
 #[cfg(test)]

@@ -132,4 +132,9 @@ pub trait ContinuousSource: Send {
         serde_json::json!(positions)
     }
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError>;
+    /// The newest available position per partition, for the lag display;
+    /// `None` when the source cannot tell cheaply.
+    fn latest_positions(&mut self) -> Option<Vec<u64>> {
+        None
+    }
 }

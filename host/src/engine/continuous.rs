@@ -348,17 +348,17 @@ impl ContinuousQuery {
         query::prune(&*self.store, id, self.options.keep_batches)?;
         let visible_ms = now_ms();
         let input: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
-        let mut lat: Vec<i64> = parts
-            .iter()
-            .flat_map(|(b, _)| b.timestamps.iter().map(|t| visible_ms - t))
-            .collect();
-        lat.sort_unstable();
-        let pct = |q: f64| {
-            lat.get(((lat.len() as f64 - 1.0) * q).round() as usize)
-                .copied()
-                .unwrap_or(0)
-                .max(0) as u64
-        };
+        let latency = LatencyMs::since(
+            parts.iter().flat_map(|(b, _)| b.timestamps.iter().copied()),
+            visible_ms,
+        );
+        let lag = self.source.latest_positions().map(|latest| {
+            latest
+                .iter()
+                .zip(end)
+                .map(|(l, e)| l.saturating_sub(*e))
+                .sum()
+        });
         let exec = epoch_started.elapsed();
         let progress = Progress {
             id: self.id.clone(),
@@ -369,7 +369,7 @@ impl ContinuousQuery {
             input_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
             processed_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
             num_rejected_rows: rejected,
-            lag: None,
+            lag,
             duration_ms: DurationMs {
                 latest_offset: 0,
                 wal_commit: wal.as_millis() as u64,
@@ -388,11 +388,7 @@ impl ContinuousQuery {
                 description: sinks_description(&self.sinks),
                 num_output_rows: rows,
             },
-            latency_ms: Some(LatencyMs {
-                p50: pct(0.5),
-                p99: pct(0.99),
-                max: pct(1.0),
-            }),
+            latency_ms: (input > 0).then_some(latency),
         };
         self.store.write("progress", &encode_entry(&progress))?;
         on_progress(&progress);

@@ -87,18 +87,79 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// One line for a terminal status display.
+    /// One line for a terminal status display. Continuous epochs (the ones
+    /// with a latency) show it, since latency is what that mode is for.
     pub fn status_line(&self) -> String {
         let lag = self.lag.map_or("?".to_string(), |l| l.to_string());
-        format!(
-            "batch {}: {} rows in {} ms ({:.0} rows/s in, {:.0} rows/s processed), {} out, lag {}",
-            self.batch_id,
-            self.num_input_rows,
-            self.duration_ms.trigger_execution,
-            self.input_rows_per_second,
-            self.processed_rows_per_second,
-            self.sink.num_output_rows,
-            lag
-        )
+        match &self.latency_ms {
+            Some(l) => format!(
+                "epoch {}: {} rows, {} out, latency p50 {} ms p99 {} ms max {} ms, commit {} ms, lag {}",
+                self.batch_id,
+                self.num_input_rows,
+                self.sink.num_output_rows,
+                l.p50,
+                l.p99,
+                l.max,
+                self.duration_ms.trigger_execution,
+                lag
+            ),
+            None => format!(
+                "batch {}: {} rows in {} ms ({:.0} rows/s in, {:.0} rows/s processed), {} out, lag {}",
+                self.batch_id,
+                self.num_input_rows,
+                self.duration_ms.trigger_execution,
+                self.input_rows_per_second,
+                self.processed_rows_per_second,
+                self.sink.num_output_rows,
+                lag
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn progress(latency_ms: Option<LatencyMs>) -> Progress {
+        Progress {
+            id: "q".into(),
+            run_id: "r".into(),
+            batch_id: 7,
+            timestamp: 0,
+            num_input_rows: 10,
+            input_rows_per_second: 0.0,
+            processed_rows_per_second: 0.0,
+            num_rejected_rows: 0,
+            lag: Some(3),
+            duration_ms: DurationMs::default(),
+            sources: vec![],
+            sink: SinkProgress::default(),
+            latency_ms,
+        }
+    }
+
+    #[test]
+    fn latency_percentiles_are_nearest_rank() {
+        let l = LatencyMs::since((0..100).map(|i| 1000 - i), 1000);
+        assert_eq!((l.p50, l.p99, l.max), (50, 98, 99));
+        assert_eq!(LatencyMs::since(std::iter::empty(), 5).max, 0);
+    }
+
+    #[test]
+    fn status_line_names_epochs_and_latency_in_continuous_mode() {
+        let batch = progress(None).status_line();
+        assert!(
+            batch.starts_with("batch 7: 10 rows") && batch.ends_with("lag 3"),
+            "{batch}"
+        );
+        let l = LatencyMs {
+            p50: 2,
+            p99: 9,
+            max: 11,
+        };
+        let epoch = progress(Some(l)).status_line();
+        assert!(epoch.starts_with("epoch 7: 10 rows"), "{epoch}");
+        assert!(epoch.contains("p50 2 ms p99 9 ms max 11 ms"), "{epoch}");
     }
 }
