@@ -11,10 +11,11 @@ use weir::connectors::{
     console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink,
     log_source::LogSource, rate::RateSource,
 };
+use weir::engine::connector::ContinuousSource;
 use weir::engine::{
     ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy, FnTransform,
     LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
-    RunSummary, Sink, Source, Transform, TransformError, TransformFactory,
+    RunSummary, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
 use weir::runtime::{Runtime, WasmTransform};
 use weir::spec::{Mode, Pipeline, SinkSpec, SourceSpec};
@@ -45,7 +46,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     weir::spec::parse_duration(s)
 }
 
-fn build_source(s: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
+fn build_source(s: &SourceSpec, trigger: Trigger) -> anyhow::Result<Box<dyn Source>> {
     Ok(match s {
         SourceSpec::Log {
             root,
@@ -76,8 +77,24 @@ fn build_source(s: &SourceSpec) -> anyhow::Result<Box<dyn Source>> {
             *partitions,
             *max_records_per_trigger,
         )),
+        #[cfg(feature = "kafka")]
+        SourceSpec::Kafka(k) => {
+            let interval = match trigger {
+                Trigger::ProcessingTime(i) => Some(i),
+                _ => None,
+            };
+            Box::new(weir::connectors::kafka::KafkaSource::new(
+                k.clone(),
+                interval,
+            )?)
+        }
+        #[cfg(not(feature = "kafka"))]
+        SourceSpec::Kafka(_) => anyhow::bail!(NO_KAFKA),
     })
 }
+
+#[cfg(not(feature = "kafka"))]
+const NO_KAFKA: &str = "this weir was built without Kafka support (cargo feature `kafka`)";
 
 fn build_sink(route: &Option<String>, s: &SinkSpec) -> anyhow::Result<Box<dyn Sink>> {
     let route = route.as_deref().unwrap_or("default");
@@ -94,6 +111,10 @@ fn build_sink(route: &Option<String>, s: &SinkSpec) -> anyhow::Result<Box<dyn Si
         )?),
         SinkSpec::Files { dir, format } => Box::new(FileSink::new(dir.clone(), *format)),
         SinkSpec::Console => Box::new(ConsoleSink),
+        #[cfg(feature = "kafka")]
+        SinkSpec::Kafka(k) => Box::new(weir::connectors::kafka::KafkaSink::new(k.clone(), route)),
+        #[cfg(not(feature = "kafka"))]
+        SinkSpec::Kafka(_) => anyhow::bail!(NO_KAFKA),
     })
 }
 
@@ -173,11 +194,12 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
             let sources = spec
                 .sources
                 .iter()
-                .map(build_source)
+                .map(|s| build_source(s, spec.trigger))
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let options = QueryOptions {
                 trigger: spec.trigger,
                 error_policy,
+                backpressure: spec.backpressure,
                 ..QueryOptions::default()
             };
             MicroBatchQuery::new(store, sources, factory, sinks, options).map(Query::MicroBatch)
@@ -185,16 +207,19 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
         Mode::Continuous {
             checkpoint_interval,
         } => {
-            let SourceSpec::Log {
-                root,
-                topic,
-                starting,
-                ..
-            } = &spec.sources[0]
-            else {
-                anyhow::bail!("continuous mode reads exactly one source of type \"log\"");
+            let source: Box<dyn ContinuousSource> = match &spec.sources[0] {
+                SourceSpec::Log {
+                    root,
+                    topic,
+                    starting,
+                    ..
+                } => Box::new(LogSource::open(root.clone(), topic, None, *starting)?),
+                #[cfg(feature = "kafka")]
+                SourceSpec::Kafka(k) => {
+                    Box::new(weir::connectors::kafka::KafkaSource::continuous(k.clone())?)
+                }
+                _ => anyhow::bail!("continuous mode reads one source of type \"log\" or \"kafka\""),
             };
-            let source = Box::new(LogSource::open(root.clone(), topic, None, *starting)?);
             let options = ContinuousOptions {
                 checkpoint_interval,
                 error_policy,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::{err, parse_offsets};
+use super::{err, min_limit, parse_offsets, rate_limited_ends};
 use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::log::Topic;
@@ -19,6 +19,8 @@ pub struct LogSource {
     root: PathBuf,
     topic: Topic,
     max_records_per_trigger: Option<u64>,
+    /// Set by backpressure.
+    rate_limit: Option<u64>,
     starting: StartingOffsets,
 }
 
@@ -34,6 +36,7 @@ impl LogSource {
             root,
             topic,
             max_records_per_trigger,
+            rate_limit: None,
             starting,
         })
     }
@@ -41,35 +44,6 @@ impl LogSource {
     fn partitions(&self) -> usize {
         self.topic.partition_count() as usize
     }
-}
-
-/// Share `limit` records among partitions in proportion to their lag (as
-/// Spark's Kafka source does), always letting at least one record through.
-pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>) -> Vec<u64> {
-    let lags: Vec<u64> = start
-        .iter()
-        .zip(upto)
-        .map(|(s, u)| u.saturating_sub(*s))
-        .collect();
-    let total: u64 = lags.iter().sum();
-    let Some(limit) = limit.filter(|l| *l < total) else {
-        return start.iter().zip(&lags).map(|(s, l)| s + l).collect();
-    };
-    let mut ends: Vec<u64> = start
-        .iter()
-        .zip(&lags)
-        .map(|(s, l)| s + ((*l as u128 * limit as u128) / total as u128) as u64)
-        .collect();
-    if ends == start {
-        let (p, _) = lags
-            .iter()
-            .enumerate()
-            .rev()
-            .max_by_key(|(_, l)| **l)
-            .expect("some lag");
-        ends[p] += 1;
-    }
-    ends
 }
 
 impl Source for LogSource {
@@ -95,11 +69,12 @@ impl Source for LogSource {
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let start = parse_offsets(start, self.partitions())?;
         let upto = parse_offsets(upto, self.partitions())?;
-        Ok(json!(rate_limited_ends(
-            &start,
-            &upto,
-            self.max_records_per_trigger
-        )))
+        let limit = min_limit(self.max_records_per_trigger, self.rate_limit);
+        Ok(json!(rate_limited_ends(&start, &upto, limit)))
+    }
+
+    fn set_rate_limit(&mut self, max_records: Option<u64>) {
+        self.rate_limit = max_records;
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
@@ -136,22 +111,23 @@ impl PartitionReader for LogReader {
     fn read(
         &mut self,
         from: u64,
+        until: u64,
         max: usize,
         out: &mut RecordBatch,
-    ) -> Result<usize, ConnectorError> {
+    ) -> Result<u64, ConnectorError> {
         let end = self
             .topic
             .committed_ends()
             .map_err(err(self.topic.name().to_string()))?[self.partition as usize];
         if end <= from {
-            return Ok(0);
+            return Ok(from);
         }
-        let to = end.min(from + max as u64);
+        let to = end.min(until).min(from.saturating_add(max as u64));
         let name = self.topic.name().to_string();
         self.topic
             .read(self.partition, from, to, out)
             .map_err(err(name))?;
-        Ok((to - from) as usize)
+        Ok(to)
     }
 }
 
@@ -181,18 +157,5 @@ impl ContinuousSource for LogSource {
 
     fn latest_positions(&mut self) -> Option<Vec<u64>> {
         self.topic.committed_ends().ok()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::rate_limited_ends;
-
-    #[test]
-    fn limit_is_shared_by_lag() {
-        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], Some(50)), vec![45, 5]);
-        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], None), vec![90, 10]);
-        assert_eq!(rate_limited_ends(&[5, 0], &[6, 1], Some(1)), vec![6, 0]);
-        assert_eq!(rate_limited_ends(&[3, 3], &[3, 3], Some(10)), vec![3, 3]);
     }
 }

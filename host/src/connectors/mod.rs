@@ -4,6 +4,8 @@
 pub mod console;
 pub mod file_sink;
 pub mod file_source;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod log_sink;
 pub mod log_source;
 pub mod rate;
@@ -33,4 +35,54 @@ pub(crate) fn parse_offsets(
                 .ok_or_else(|| ConnectorError(format!("offset {o} holds a non-integer")))
         })
         .collect()
+}
+
+/// Share `limit` records among partitions in proportion to their lag (as
+/// Spark's Kafka source does), always letting at least one record through.
+pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>) -> Vec<u64> {
+    let lags: Vec<u64> = start
+        .iter()
+        .zip(upto)
+        .map(|(s, u)| u.saturating_sub(*s))
+        .collect();
+    let total: u64 = lags.iter().sum();
+    let Some(limit) = limit.filter(|l| *l < total) else {
+        return start.iter().zip(&lags).map(|(s, l)| s + l).collect();
+    };
+    let mut ends: Vec<u64> = start
+        .iter()
+        .zip(&lags)
+        .map(|(s, l)| s + ((*l as u128 * limit as u128) / total as u128) as u64)
+        .collect();
+    if ends == start {
+        let (p, _) = lags
+            .iter()
+            .enumerate()
+            .rev()
+            .max_by_key(|(_, l)| **l)
+            .expect("some lag");
+        ends[p] += 1;
+    }
+    ends
+}
+
+/// The tighter of two optional limits.
+pub(crate) fn min_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_limited_ends;
+
+    #[test]
+    fn limit_is_shared_by_lag() {
+        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], Some(50)), vec![45, 5]);
+        assert_eq!(rate_limited_ends(&[0, 0], &[90, 10], None), vec![90, 10]);
+        assert_eq!(rate_limited_ends(&[5, 0], &[6, 1], Some(1)), vec![6, 0]);
+        assert_eq!(rate_limited_ends(&[3, 3], &[3, 3], Some(10)), vec![3, 3]);
+    }
 }

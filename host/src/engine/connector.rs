@@ -1,6 +1,7 @@
 //! The Source and Sink seams of the engine. Connectors (embedded log, files,
 //! Kafka...) implement them; the engine never knows which one it drives.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::batch::RecordBatch;
@@ -69,6 +70,26 @@ pub trait Source: Send {
         let _ = (offset, latest);
         None
     }
+
+    /// Backpressure: the most records the next batches may take in total,
+    /// on top of the source's own per-trigger limit (`None` lifts it).
+    /// Sources that cannot bound a batch by records ignore it.
+    fn set_rate_limit(&mut self, max_records: Option<u64>) {
+        let _ = max_records;
+    }
+
+    /// Batch up to `end` is committed: a source may report it outside weir
+    /// (e.g. a Kafka consumer group, for lag monitoring). Failures here are
+    /// the source's to log; weir's position is the checkpoint's.
+    fn committed(&mut self, end: &Offset) {
+        let _ = end;
+    }
+
+    /// Source-specific figures for the progress report (Spark's
+    /// `SourceProgress.metrics`), e.g. records lost to retention.
+    fn metrics(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
 }
 
 /// One batch's output as handed to a sink: every partition's input next to
@@ -110,14 +131,19 @@ pub trait Sink: Send {
 
 /// Reads one partition continuously (continuous mode): each task owns one.
 pub trait PartitionReader: Send {
-    /// Append up to `max` committed records from position `from` to `out`;
-    /// returns how many (0 when nothing new is committed yet).
+    /// Append up to `max` committed records at positions in `[from, until)`
+    /// to `out`;
+    /// returns the position after the last one read, `from` when nothing new
+    /// is there yet. Positions may skip (Kafka's offset gaps), so the caller
+    /// keeps this value rather than counting records. May wait briefly
+    /// (about a millisecond) for new records rather than return at once.
     fn read(
         &mut self,
         from: u64,
+        until: u64,
         max: usize,
         out: &mut RecordBatch,
-    ) -> Result<usize, ConnectorError>;
+    ) -> Result<u64, ConnectorError>;
 }
 
 /// A source whose partitions can each be read by a long-running task.

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
@@ -42,6 +42,10 @@ struct Epoch<'a> {
     /// Its `offsets/E` entry already exists (re-run after a crash).
     rerun: bool,
 }
+
+/// How long a replay waits for recorded records that do not arrive (a
+/// broker restarting) before it fails.
+const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct ContinuousQuery {
     store: Arc<dyn CheckpointStore>,
@@ -272,11 +276,14 @@ impl ContinuousQuery {
             let mut reader = self.source.reader(p as u32).map_err(source_err(&name))?;
             let mut batch = RecordBatch::new(p as u32);
             let mut pos = *s;
+            let mut stalled = Instant::now();
             while pos < *e {
-                let n = reader
-                    .read(pos, (*e - pos) as usize, &mut batch)
+                let next = reader
+                    .read(pos, *e, usize::MAX, &mut batch)
                     .map_err(source_err(&name))?;
-                if n == 0 {
+                if next > pos {
+                    stalled = Instant::now();
+                } else if stalled.elapsed() > REPLAY_PATIENCE {
                     return Err(EngineError::Source {
                         name: name.clone(),
                         err: super::connector::ConnectorError(format!(
@@ -284,7 +291,7 @@ impl ContinuousQuery {
                         )),
                     });
                 }
-                pos += n as u64;
+                pos = next;
             }
             let mut t = self.transform(p as u32)?;
             let out = t
@@ -383,6 +390,7 @@ impl ContinuousQuery {
                 end_offset: range.end.clone(),
                 latest_offset: range.end,
                 num_input_rows: input,
+                metrics: Default::default(),
             }],
             sink: SinkProgress {
                 description: sinks_description(&self.sinks),

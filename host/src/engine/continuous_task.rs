@@ -66,14 +66,16 @@ impl Task {
                 self.epoch += 1;
             }
             let mut batch = RecordBatch::new(self.partition);
-            let n = self
+            let next = self
                 .reader
-                .read(self.position, self.max_chunk, &mut batch)
+                .read(self.position, u64::MAX, self.max_chunk, &mut batch)
                 .map_err(|err| EngineError::Source {
                     name: self.source_name.clone(),
                     err,
                 })?;
-            if n == 0 {
+            if batch.is_empty() {
+                // Positions can move without records (Kafka markers).
+                self.position = next;
                 // Spin briefly, then back off: new records are picked up in
                 // tens of microseconds without burning a core when idle.
                 idle_polls = idle_polls.saturating_add(1);
@@ -94,7 +96,7 @@ impl Task {
                         err,
                     })?;
             rejected += check_rejected(self.policy, &self.source_name, &batch, &out)?;
-            self.position += n as u64;
+            self.position = next;
             buffer.push((batch, out));
         }
         Ok(())

@@ -20,15 +20,19 @@ impl PartitionReader for MemReader {
     fn read(
         &mut self,
         from: u64,
+        until: u64,
         max: usize,
         out: &mut RecordBatch,
-    ) -> Result<usize, ConnectorError> {
+    ) -> Result<u64, ConnectorError> {
         let data = self.0[self.1 as usize].lock().unwrap();
-        let to = data.len().min(from as usize + max);
+        let to = data
+            .len()
+            .min((from as usize).saturating_add(max))
+            .min(until as usize);
         for i in from as usize..to {
             out.push(None, data[i].as_bytes(), 0, i as i64);
         }
-        Ok(to.saturating_sub(from as usize))
+        Ok(to.max(from as usize) as u64)
     }
 }
 

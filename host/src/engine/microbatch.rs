@@ -3,11 +3,12 @@
 //! then write `commits/N`. Re-running an uncommitted batch over its recorded
 //! range with idempotent sinks makes the output exactly-once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use super::backpressure::PidRateEstimator;
 use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ConnectorError, Offset, Sink, Source, SourceCheckpoint};
@@ -32,6 +33,7 @@ pub struct MicroBatchQuery {
     id: String,
     run_id: String,
     stop: Arc<AtomicBool>,
+    backpressure: Option<PidRateEstimator>,
 }
 
 /// ProcessingTime: time left until the next trigger, measured from this
@@ -78,10 +80,11 @@ impl MicroBatchQuery {
             factory,
             transforms: HashMap::new(),
             sinks,
-            options,
             id: meta.id,
             run_id: uuid::Uuid::new_v4().to_string(),
             stop: Arc::new(AtomicBool::new(false)),
+            backpressure: options.backpressure.map(PidRateEstimator::new),
+            options,
         })
     }
 
@@ -136,6 +139,7 @@ impl MicroBatchQuery {
             let timestamp = now_ms();
             let latest_started = Instant::now();
             let rerun = pending.is_some();
+            let limit = if rerun { None } else { self.apply_rate_limit() };
             let (entry, latest) = match pending.take() {
                 Some(entry) => {
                     let latest = self.latest()?;
@@ -200,12 +204,16 @@ impl MicroBatchQuery {
             self.store
                 .write(&commits_path(batch_id), &encode_entry(&commit))?;
             faults::point("after-commit-write", batch_id);
+            for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
+                s.committed(&r.end);
+            }
             query::prune(&*self.store, batch_id, self.options.keep_batches)?;
             let commit_time = commit_started.elapsed();
 
             let input_rows: u64 = per_source_rows.iter().sum();
             let exec = trigger_start.elapsed();
             let since_last = last_trigger.map_or(exec, |t| t.elapsed());
+            self.update_rate(last_trigger, trigger_start, input_rows, exec);
             last_trigger = Some(trigger_start);
             let lag = self.lag(&entry, &latest);
             let progress = Progress {
@@ -235,6 +243,7 @@ impl MicroBatchQuery {
                         end_offset: r.end.clone(),
                         latest_offset: latest[i].clone(),
                         num_input_rows: per_source_rows[i],
+                        metrics: self.source_metrics(i, limit),
                     })
                     .collect(),
                 sink: SinkProgress {
@@ -260,6 +269,49 @@ impl MicroBatchQuery {
             }
         }
         Ok(summary)
+    }
+
+    /// Backpressure: bound the next batch by the estimated processing rate
+    /// times the trigger interval, shared evenly by the sources.
+    fn apply_rate_limit(&mut self) -> Option<u64> {
+        let Trigger::ProcessingTime(interval) = self.options.trigger else {
+            return None;
+        };
+        let rate = self.backpressure.as_ref()?.rate()?;
+        let total = (rate * interval.as_secs_f64()).ceil().max(1.0) as u64;
+        let each = total.div_ceil(self.sources.len() as u64);
+        for s in &mut self.sources {
+            s.set_rate_limit(Some(each));
+        }
+        Some(each)
+    }
+
+    /// Feed the backpressure estimator with the batch that just finished.
+    fn update_rate(
+        &mut self,
+        previous: Option<Instant>,
+        started: Instant,
+        records: u64,
+        took: Duration,
+    ) {
+        let (Some(est), Trigger::ProcessingTime(interval)) =
+            (&mut self.backpressure, self.options.trigger)
+        else {
+            return;
+        };
+        // How late this batch started against its schedule.
+        let delay = previous.map_or(Duration::ZERO, |p| {
+            started.saturating_duration_since(p + interval)
+        });
+        est.update(now_ms(), records, took, delay, interval);
+    }
+
+    fn source_metrics(&self, i: usize, limit: Option<u64>) -> BTreeMap<String, String> {
+        let mut m = self.sources[i].metrics();
+        if let Some(l) = limit {
+            m.insert("backpressureLimit".into(), l.to_string());
+        }
+        m
     }
 
     fn latest(&mut self) -> Result<Vec<Offset>, EngineError> {

@@ -2,6 +2,7 @@
 //! seams, and micro-batch execution. It imports neither wasmtime nor any
 //! connector library, so it runs native transforms as well as WASM ones.
 
+pub mod backpressure;
 pub mod batch;
 pub mod checkpoint;
 pub mod connector;
@@ -16,6 +17,7 @@ pub mod query;
 mod tasks;
 pub mod transform;
 
+pub use backpressure::{PidConfig, PidRateEstimator};
 pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};

@@ -51,6 +51,9 @@ pub struct QueryOptions {
     pub keep_batches: u64,
     /// Sleep between polls when the default trigger finds no new data.
     pub idle_poll: Duration,
+    /// Size batches by a PID estimate of the processing rate (needs a
+    /// processing-time trigger).
+    pub backpressure: Option<super::backpressure::PidConfig>,
 }
 
 impl Default for QueryOptions {
@@ -60,6 +63,7 @@ impl Default for QueryOptions {
             error_policy: ErrorPolicy::Skip,
             keep_batches: 100,
             idle_poll: Duration::from_millis(2),
+            backpressure: None,
         }
     }
 }

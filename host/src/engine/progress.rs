@@ -28,6 +28,8 @@ pub struct SourceProgress {
     pub end_offset: serde_json::Value,
     pub latest_offset: serde_json::Value,
     pub num_input_rows: u64,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub metrics: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -2,6 +2,8 @@
 //! [`Pipeline`] whose every value is checked and typed. Errors are one line:
 //! `FILE:LINE:COLUMN: what is wrong`.
 
+mod connectors;
+mod kafka;
 mod raw;
 mod units;
 
@@ -11,9 +13,10 @@ use std::time::Duration;
 use crate::connectors::file_sink::FileFormat;
 use crate::connectors::file_source::LineFormat;
 use crate::connectors::log_source::StartingOffsets;
-use crate::engine::{ErrorPolicy, Trigger};
+use crate::engine::{ErrorPolicy, PidConfig, Trigger};
 use crate::runtime::{CallMode, Limits};
-use raw::{RawPipeline, RawSink, RawSource};
+pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
+use raw::{RawBackpressure, RawPipeline, RawSource};
 use units::{flatten_config, key_location};
 pub use units::{parse_duration, parse_size};
 
@@ -43,6 +46,7 @@ pub enum SourceSpec {
         partitions: u32,
         max_records_per_trigger: Option<u64>,
     },
+    Kafka(KafkaSourceSpec),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +61,7 @@ pub enum SinkSpec {
         format: FileFormat,
     },
     Console,
+    Kafka(KafkaSinkSpec),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +95,8 @@ pub struct Pipeline {
     /// Sinks by output name; `None` is the default output.
     pub sinks: Vec<(Option<String>, SinkSpec)>,
     pub trigger: Trigger,
+    /// PID rate control of batch sizes (processing-time trigger only).
+    pub backpressure: Option<PidConfig>,
 }
 
 impl Pipeline {
@@ -145,8 +152,15 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             if raw.trigger != raw::RawTrigger::default() {
                 return Err("[trigger] does not apply in continuous mode (epochs follow checkpoint-interval)".into());
             }
-            if raw.source.len() != 1 || !matches!(raw.source[0], RawSource::Log { .. }) {
-                return Err("continuous mode reads exactly one source of type \"log\"".into());
+            if raw.source.len() != 1
+                || !matches!(raw.source[0], RawSource::Log { .. } | RawSource::Kafka(_))
+            {
+                return Err(
+                    "continuous mode reads exactly one source of type \"log\" or \"kafka\"".into(),
+                );
+            }
+            if raw.backpressure.is_some() {
+                return Err("[backpressure] applies to micro-batch mode only".into());
             }
             let interval = parse_duration(i.unwrap_or("100ms"))
                 .map_err(|e| format!("checkpoint-interval: {e}"))?;
@@ -166,70 +180,12 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     if raw.source.is_empty() {
         return Err("at least one [[source]] is required".into());
     }
-    let mut sources = Vec::new();
-    for (i, s) in raw.source.into_iter().enumerate() {
-        sources.push(match s {
-            RawSource::Log {
-                path: p,
-                topic,
-                starting_offsets,
-                max_records_per_trigger,
-            } => SourceSpec::Log {
-                root: path(&p),
-                topic,
-                starting: match starting_offsets.as_deref().unwrap_or("earliest") {
-                    "earliest" => StartingOffsets::Earliest,
-                    "latest" => StartingOffsets::Latest,
-                    o => {
-                        return Err(format!(
-                            "source {i}: starting-offsets `{o}` (use \"earliest\" or \"latest\")"
-                        ));
-                    }
-                },
-                max_records_per_trigger: positive(
-                    max_records_per_trigger,
-                    i,
-                    "max-records-per-trigger",
-                )?,
-            },
-            RawSource::Files {
-                path: p,
-                format,
-                max_files_per_trigger,
-            } => SourceSpec::Files {
-                dir: path(&p),
-                format: match format.as_deref().unwrap_or("json") {
-                    "json" => LineFormat::Json,
-                    "raw" => LineFormat::Raw,
-                    f => {
-                        return Err(format!(
-                            "source {i}: format `{f}` (use \"json\" or \"raw\")"
-                        ));
-                    }
-                },
-                max_files_per_trigger: positive(
-                    max_files_per_trigger.map(|m| m as u64),
-                    i,
-                    "max-files-per-trigger",
-                )?
-                .map(|m| m as usize),
-            },
-            RawSource::Rate {
-                rows_per_second,
-                partitions,
-                max_records_per_trigger,
-            } => SourceSpec::Rate {
-                rows_per_second: positive(Some(rows_per_second), i, "rows-per-second")?
-                    .unwrap_or(1),
-                partitions: partitions.unwrap_or(1).max(1),
-                max_records_per_trigger: positive(
-                    max_records_per_trigger,
-                    i,
-                    "max-records-per-trigger",
-                )?,
-            },
-        });
-    }
+    let sources = raw
+        .source
+        .into_iter()
+        .enumerate()
+        .map(|(i, s)| connectors::source(i, s, base))
+        .collect::<Result<Vec<_>, _>>()?;
     let transform = match raw.transform {
         None => None,
         Some(t) => {
@@ -282,30 +238,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         .sink
         .into_iter()
         .map(|(name, s)| {
-            let spec = match s {
-                RawSink::Log {
-                    path: p,
-                    topic,
-                    partitions,
-                } => SinkSpec::Log {
-                    root: path(&p),
-                    topic,
-                    partitions: partitions.unwrap_or(1).max(1),
-                },
-                RawSink::Files { path: p, format } => SinkSpec::Files {
-                    dir: path(&p),
-                    format: match format.as_deref().unwrap_or("values") {
-                        "values" => FileFormat::Values,
-                        "records" => FileFormat::Records,
-                        f => {
-                            return Err(format!(
-                                "sink.{name}.format: `{f}` (use \"values\" or \"records\")"
-                            ));
-                        }
-                    },
-                },
-                RawSink::Console => SinkSpec::Console,
-            };
+            let spec = connectors::sink(&name, s, base)?;
             Ok(((name != "default").then_some(name), spec))
         })
         .collect::<Result<_, String>>()?;
@@ -333,6 +266,11 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             ));
         }
     };
+    let backpressure = raw
+        .backpressure
+        .map(|b| backpressure(b, trigger))
+        .transpose()?
+        .flatten();
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
         mode,
@@ -341,15 +279,54 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         transform,
         sinks,
         trigger,
+        backpressure,
     })
 }
 
-fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {
-    match v {
-        Some(0) => Err(format!("source {source}: {key} must be at least 1")),
-        v => Ok(v),
+fn backpressure(b: RawBackpressure, trigger: Trigger) -> Result<Option<PidConfig>, String> {
+    if b.enabled == Some(false) {
+        return Ok(None);
     }
+    if !matches!(trigger, Trigger::ProcessingTime(_)) {
+        return Err(
+            "backpressure sizes batches to the trigger interval: it needs [trigger] type = \"processing-time\""
+                .into(),
+        );
+    }
+    let d = PidConfig::default();
+    let c = PidConfig {
+        proportional: b.proportional.unwrap_or(d.proportional),
+        integral: b.integral.unwrap_or(d.integral),
+        derivative: b.derivative.unwrap_or(d.derivative),
+        min_rate: b.min_rate.unwrap_or(d.min_rate),
+        initial_rate: b.initial_rate,
+    };
+    for (k, v) in [
+        ("proportional", c.proportional),
+        ("integral", c.integral),
+        ("derivative", c.derivative),
+    ] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(format!(
+                "backpressure.{k}: {v} must be a non-negative number"
+            ));
+        }
+    }
+    if !(c.min_rate > 0.0 && c.min_rate.is_finite()) {
+        return Err(format!(
+            "backpressure.min-rate: {} must be positive",
+            c.min_rate
+        ));
+    }
+    if c.initial_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err("backpressure.initial-rate must be positive".into());
+    }
+    Ok(Some(c))
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "kafka_tests.rs"]
+mod kafka_tests;

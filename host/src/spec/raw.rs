@@ -19,6 +19,19 @@ pub struct RawPipeline {
     pub sink: BTreeMap<String, RawSink>,
     #[serde(default)]
     pub trigger: RawTrigger,
+    pub backpressure: Option<RawBackpressure>,
+}
+
+/// Spark Streaming's PID backpressure settings.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawBackpressure {
+    pub enabled: Option<bool>,
+    pub initial_rate: Option<f64>,
+    pub min_rate: Option<f64>,
+    pub proportional: Option<f64>,
+    pub integral: Option<f64>,
+    pub derivative: Option<f64>,
 }
 
 fn default_mode() -> String {
@@ -43,6 +56,7 @@ pub enum RawSource {
         format: Option<String>,
         max_files_per_trigger: Option<usize>,
     },
+    Kafka(super::kafka::RawKafkaSource),
     #[serde(rename_all = "kebab-case")]
     Rate {
         rows_per_second: u64,
@@ -90,6 +104,7 @@ pub enum RawSink {
         format: Option<String>,
     },
     Console,
+    Kafka(super::kafka::RawKafkaSink),
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]

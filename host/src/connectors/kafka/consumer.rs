@@ -1,0 +1,271 @@
+//! One partition's consumer, kept across batches: it reads exact offset
+//! ranges, keeps its position between consecutive ranges (so librdkafka's
+//! prefetching carries over), and detects offsets lost to retention.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Headers, Message};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+
+use super::{REQUEST_TIMEOUT, kafka_err, with_retry};
+use crate::engine::batch::encode_header;
+use crate::engine::{ConnectorError, RecordBatch};
+
+/// A record read past the end of a range (offset gaps from compaction or
+/// transaction markers), kept for the next range.
+struct Stashed {
+    offset: i64,
+    key: Option<Vec<u8>>,
+    value: Vec<u8>,
+    headers: Vec<u8>,
+    timestamp: i64,
+}
+
+pub(super) struct PartitionConsumer {
+    topic: String,
+    partition: i32,
+    consumer: BaseConsumer,
+    /// The offset the consumer delivers next, when positioned.
+    next: Option<i64>,
+    stash: Option<Stashed>,
+    fail_on_data_loss: bool,
+    retry_timeout: Duration,
+    /// Records skipped because they were gone (fail-on-data-loss = false).
+    pub lost: u64,
+    headers: Vec<u8>,
+}
+
+impl PartitionConsumer {
+    pub fn new(
+        config: &ClientConfig,
+        topic: &str,
+        partition: i32,
+        fail_on_data_loss: bool,
+        retry_timeout: Duration,
+    ) -> Result<Self, ConnectorError> {
+        let consumer: BaseConsumer = config
+            .create()
+            .map_err(kafka_err(format!("kafka consumer for {topic}/{partition}")))?;
+        Ok(PartitionConsumer {
+            topic: topic.into(),
+            partition,
+            consumer,
+            next: None,
+            stash: None,
+            fail_on_data_loss,
+            retry_timeout,
+            lost: 0,
+            headers: Vec::new(),
+        })
+    }
+
+    fn name(&self) -> String {
+        format!("kafka topic {} partition {}", self.topic, self.partition)
+    }
+
+    fn seek(&mut self, offset: i64) -> Result<(), ConnectorError> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.topic, self.partition, Offset::Offset(offset))
+            .map_err(kafka_err(self.name()))?;
+        self.consumer.assign(&tpl).map_err(kafka_err(self.name()))?;
+        self.next = Some(offset);
+        self.stash = None;
+        Ok(())
+    }
+
+    /// Low and high watermarks (the high one is the last stable offset for
+    /// a read_committed consumer).
+    pub fn watermarks(&self) -> Result<(i64, i64), ConnectorError> {
+        with_retry(
+            &format!("watermarks of {}", self.name()),
+            self.retry_timeout,
+            || {
+                self.consumer
+                    .fetch_watermarks(&self.topic, self.partition, REQUEST_TIMEOUT)
+            },
+        )
+    }
+
+    /// Where the next range should start if `from` is gone: `from` itself
+    /// when it still exists, else the earliest offset (counting the loss),
+    /// or an error under fail-on-data-loss.
+    fn check_loss(&mut self, from: i64, until: i64) -> Result<i64, ConnectorError> {
+        let (low, _) = self.watermarks()?;
+        if from >= low {
+            return Ok(from);
+        }
+        let gone = low.min(until) - from;
+        if self.fail_on_data_loss {
+            return Err(ConnectorError(format!(
+                "{}: offsets {from}..{low} are no longer in Kafka (retention, or the topic was deleted and re-created); set fail-on-data-loss = false to skip them",
+                self.name()
+            )));
+        }
+        tracing::warn!(
+            "{}: skipping {gone} record(s) at offsets {from}..{low}, no longer in Kafka (fail-on-data-loss = false)",
+            self.name()
+        );
+        self.lost += gone as u64;
+        Ok(low)
+    }
+
+    /// Append the records with offsets in `[from, until)` to `out`, waiting
+    /// for them as long as the brokers stay reachable within the retry timeout.
+    pub fn read_range(
+        &mut self,
+        from: i64,
+        until: i64,
+        out: &mut RecordBatch,
+    ) -> Result<(), ConnectorError> {
+        self.read(from, until, usize::MAX, None, out).map(|_| ())
+    }
+
+    /// Read from `from` (below `until`) up to `max` records; with a `wait`,
+    /// return whatever arrived within it instead of completing the range.
+    /// Returns the next position.
+    pub fn read(
+        &mut self,
+        from: i64,
+        until: i64,
+        max: usize,
+        wait: Option<Duration>,
+        out: &mut RecordBatch,
+    ) -> Result<i64, ConnectorError> {
+        if from >= until || max == 0 {
+            return Ok(from);
+        }
+        let mut from = from;
+        let stash_fits = self.stash.as_ref().is_some_and(|s| s.offset >= from);
+        if self.next != Some(from) && !stash_fits {
+            from = self.check_loss(from, until)?;
+            if from >= until {
+                return Ok(until);
+            }
+            self.seek(from)?;
+        }
+        let mut pos = from;
+        let mut taken = 0usize;
+        if let Some(s) = self.stash.take() {
+            if s.offset >= until {
+                self.stash = Some(s);
+                return Ok(until);
+            }
+            out.push_raw(
+                s.key.as_deref(),
+                &s.value,
+                &s.headers,
+                s.timestamp,
+                s.offset,
+            );
+            pos = s.offset + 1;
+            taken += 1;
+        }
+        let started = Instant::now();
+        let mut warned = started;
+        let deadline = wait.map(|w| started + w);
+        while pos < until && taken < max {
+            let poll = deadline.map_or(Duration::from_millis(100), |d| {
+                d.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(100))
+            });
+            let polled = self.consumer.poll(poll);
+            if polled.is_none() && deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            match polled {
+                Some(Ok(m)) => {
+                    let o = m.offset();
+                    self.next = Some(o + 1);
+                    if o < pos {
+                        continue;
+                    }
+                    let key = m.key();
+                    let value = m.payload().unwrap_or_default();
+                    self.headers.clear();
+                    if let Some(h) = m.headers() {
+                        for h in h.iter() {
+                            encode_header(&mut self.headers, h.key, h.value.unwrap_or_default());
+                        }
+                    }
+                    let ts = m.timestamp().to_millis().unwrap_or(0);
+                    if o >= until {
+                        self.stash = Some(Stashed {
+                            offset: o,
+                            key: key.map(<[u8]>::to_vec),
+                            value: value.to_vec(),
+                            headers: self.headers.clone(),
+                            timestamp: ts,
+                        });
+                        return Ok(until);
+                    }
+                    out.push_raw(key, value, &self.headers, ts, o);
+                    pos = o + 1;
+                    taken += 1;
+                }
+                Some(Err(KafkaError::PartitionEOF(_))) => {
+                    // At the readable end: transaction markers or aborted
+                    // records may fill the rest of the range; the position
+                    // moves past them even though no record is delivered.
+                    let position = self.position()?;
+                    if position >= until {
+                        self.next = Some(position);
+                        return Ok(until);
+                    }
+                    pos = pos.max(position);
+                }
+                Some(Err(e)) => {
+                    let code = e.rdkafka_error_code();
+                    if matches!(
+                        code,
+                        Some(
+                            RDKafkaErrorCode::AutoOffsetReset | RDKafkaErrorCode::OffsetOutOfRange
+                        )
+                    ) {
+                        let resume = self.check_loss(pos, until)?;
+                        if resume >= until {
+                            self.next = None;
+                            return Ok(until);
+                        }
+                        self.seek(resume)?;
+                        pos = resume;
+                    } else if super::retriable(&e) {
+                        tracing::warn!("{}: {e}; still trying", self.name());
+                    } else {
+                        return Err(ConnectorError(format!("{}: {e}", self.name())));
+                    }
+                }
+                None => {}
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if wait.is_none() && warned.elapsed() >= Duration::from_secs(10) {
+                warned = Instant::now();
+                if started.elapsed() >= self.retry_timeout {
+                    return Err(ConnectorError(format!(
+                        "{}: offsets {pos}..{until} were not delivered within {:?} (brokers unreachable?)",
+                        self.name(),
+                        self.retry_timeout
+                    )));
+                }
+                tracing::warn!(
+                    "{}: still waiting for offsets {pos}..{until} after {:.0?}",
+                    self.name(),
+                    started.elapsed()
+                );
+            }
+        }
+        Ok(pos)
+    }
+
+    fn position(&self) -> Result<i64, ConnectorError> {
+        let tpl = self.consumer.position().map_err(kafka_err(self.name()))?;
+        Ok(tpl
+            .find_partition(&self.topic, self.partition)
+            .and_then(|e| e.offset().to_raw())
+            .unwrap_or(-1))
+    }
+}

@@ -1,0 +1,105 @@
+//! Kafka source and sink (librdkafka through rdkafka).
+//!
+//! The source follows Spark's direct stream: the driver decides each batch's
+//! offset range per partition from the brokers' watermarks, partitions are
+//! `assign()`ed (never group-subscribed), and offsets live in weir's
+//! checkpoint. The sink writes each batch (or epoch) in one Kafka transaction
+//! and records the batch id inside that same transaction, so a batch re-run
+//! after a crash is recognised and not written twice.
+
+mod consumer;
+mod offsets;
+mod sink;
+mod source;
+
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::error::KafkaError;
+
+pub use offsets::KafkaOffsets;
+pub use sink::KafkaSink;
+pub use source::KafkaSource;
+
+use crate::engine::ConnectorError;
+
+/// How long one metadata or watermark request may take before it is retried.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A client configuration: weir's settings first, then the pipeline's
+/// pass-through properties (security, tuning), which may override them.
+fn client_config(
+    bootstrap: &str,
+    ours: &[(&str, &str)],
+    properties: &[(String, String)],
+) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", bootstrap);
+    // librdkafka's own log lines would go to stderr; route them to tracing.
+    c.set_log_level(rdkafka::config::RDKafkaLogLevel::Warning);
+    for (k, v) in ours {
+        c.set(*k, *v);
+    }
+    for (k, v) in properties {
+        c.set(k, v);
+    }
+    c
+}
+
+fn kafka_err(context: impl std::fmt::Display) -> impl FnOnce(KafkaError) -> ConnectorError {
+    move |e| ConnectorError(format!("{context}: {e}"))
+}
+
+/// Run `op` until it succeeds, backing off exponentially (100 ms to 5 s)
+/// while the brokers are unreachable, logging each retry, and giving up
+/// with the last error after `timeout`.
+fn with_retry<T>(
+    what: &str,
+    timeout: Duration,
+    mut op: impl FnMut() -> Result<T, KafkaError>,
+) -> Result<T, ConnectorError> {
+    let started = Instant::now();
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match op() {
+            Ok(v) => return Ok(v),
+            Err(e) if started.elapsed() + backoff < timeout && retriable(&e) => {
+                tracing::warn!(
+                    "kafka: {what} failed ({e}); retrying in {backoff:?} (giving up after {timeout:?})"
+                );
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => {
+                return Err(ConnectorError(format!(
+                    "kafka: {what} failed after {:.1?}: {e}",
+                    started.elapsed()
+                )));
+            }
+        }
+    }
+}
+
+/// Errors worth retrying: the broker is down, slow or electing a leader.
+/// Configuration and authorisation errors are not.
+fn retriable(e: &KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    match e {
+        KafkaError::Transaction(t) => t.is_retriable(),
+        KafkaError::ClientConfig(..) | KafkaError::ClientCreation(_) => false,
+        _ => !matches!(
+            e.rdkafka_error_code(),
+            Some(
+                C::TopicAuthorizationFailed
+                    | C::GroupAuthorizationFailed
+                    | C::ClusterAuthorizationFailed
+                    | C::TransactionalIdAuthorizationFailed
+                    | C::Authentication
+                    | C::InvalidArgument
+                    | C::Fenced
+                    | C::ProducerFenced
+                    | C::InvalidConfig
+            )
+        ),
+    }
+}

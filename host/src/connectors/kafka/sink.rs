@@ -1,0 +1,259 @@
+//! The Kafka sink, exactly once by transactions.
+//!
+//! Each batch (or epoch) is one transaction of a producer whose
+//! `transactional.id` is derived from the query id and the sink's output
+//! name, so a restarted pipeline fences its predecessor's producer and
+//! aborts whatever transaction it left open. Inside the same transaction the
+//! sink commits a consumer-group offset (`batch id + 1`) for a marker group
+//! of its own: the batch's records and "batch N is written" become visible
+//! together, and after a crash the sink reads the marker to skip batches
+//! whose transaction had already committed.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{REQUEST_TIMEOUT, client_config, kafka_err, with_retry};
+use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
+use crate::spec::KafkaSinkSpec;
+
+pub struct KafkaSink {
+    spec: KafkaSinkSpec,
+    route: String,
+    producer: Option<BaseProducer>,
+    marker: Option<BaseConsumer>,
+    /// The last batch id whose transaction is committed in Kafka.
+    last_committed: Option<u64>,
+}
+
+impl KafkaSink {
+    /// `route` names the output this sink serves (part of its identity).
+    pub fn new(spec: KafkaSinkSpec, route: &str) -> Self {
+        KafkaSink {
+            spec,
+            route: route.into(),
+            producer: None,
+            marker: None,
+            last_committed: None,
+        }
+    }
+
+    fn producer(&self) -> &BaseProducer {
+        self.producer.as_ref().expect("sink opened")
+    }
+
+    fn marker_offsets(&self, batch_id: u64) -> Result<TopicPartitionList, ConnectorError> {
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.spec.topic, 0, Offset::Offset(batch_id as i64 + 1))
+            .map_err(kafka_err("marker offset"))?;
+        Ok(tpl)
+    }
+
+    /// Queue every record, serving delivery reports when the queue is full.
+    fn produce(&self, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
+        let producer = self.producer();
+        let mut rows = 0;
+        for o in batch.records() {
+            let mut headers = OwnedHeaders::new();
+            for (name, value) in o.headers() {
+                headers = headers.insert(Header {
+                    key: name,
+                    value: Some(value),
+                });
+            }
+            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic)
+                .payload(o.value)
+                .headers(headers);
+            if let Some(k) = o.key {
+                record = record.key(k);
+            }
+            if o.timestamp > 0 {
+                record = record.timestamp(o.timestamp);
+            }
+            loop {
+                match producer.send(record) {
+                    Ok(()) => break,
+                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                        record = r;
+                        producer.poll(Duration::from_millis(5));
+                    }
+                    Err((e, _)) => {
+                        return Err(ConnectorError(format!(
+                            "{}: producing a record: {e}",
+                            self.description()
+                        )));
+                    }
+                }
+            }
+            rows += 1;
+        }
+        Ok(rows)
+    }
+
+    /// One attempt at writing `batch` as transaction `batch_id`.
+    fn transaction(&self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, TxnError> {
+        let producer = self.producer();
+        producer.begin_transaction()?;
+        let rows = self.produce(batch).map_err(TxnError::Produce)?;
+        faults::point("mid-sink", batch_id);
+        let marker = self.marker.as_ref().expect("sink opened");
+        let cgm = marker
+            .group_metadata()
+            .expect("the marker consumer has a group id");
+        let tpl = self.marker_offsets(batch_id).map_err(TxnError::Produce)?;
+        producer.send_offsets_to_transaction(&tpl, &cgm, self.spec.transaction_timeout)?;
+        // A retriable commit failure may still have committed: retry the
+        // commit itself, never the whole transaction.
+        let started = Instant::now();
+        loop {
+            match producer.commit_transaction(self.spec.transaction_timeout) {
+                Ok(()) => return Ok(rows),
+                Err(KafkaError::Transaction(t))
+                    if t.is_retriable() && started.elapsed() < self.spec.retry_timeout =>
+                {
+                    tracing::warn!(
+                        "kafka: committing transaction of batch {batch_id}: {t}; retrying"
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+}
+
+/// Why a transaction attempt failed: Kafka's verdict (which says whether to
+/// abort and retry), or a record Kafka refused outright.
+enum TxnError {
+    Kafka(KafkaError),
+    Produce(ConnectorError),
+}
+
+impl From<KafkaError> for TxnError {
+    fn from(e: KafkaError) -> Self {
+        TxnError::Kafka(e)
+    }
+}
+
+impl Sink for KafkaSink {
+    fn description(&self) -> String {
+        format!("kafka:{}", self.spec.topic)
+    }
+
+    fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
+        let id = format!("weir-{query_id}-{}", self.route);
+        let timeout = self.spec.transaction_timeout.as_millis().to_string();
+        let mut ours = vec![
+            ("enable.idempotence", "true"),
+            ("acks", "all"),
+            ("partitioner", "murmur2_random"),
+            ("linger.ms", "5"),
+        ];
+        if self.spec.exactly_once {
+            ours.push(("transactional.id", &id));
+            ours.push(("transaction.timeout.ms", &timeout));
+        }
+        let producer: BaseProducer =
+            client_config(&self.spec.bootstrap_servers, &ours, &self.spec.properties)
+                .create()
+                .map_err(kafka_err(format!("{}: producer", self.description())))?;
+        if self.spec.exactly_once {
+            // Fences an earlier producer with this id and aborts its open
+            // transaction, so its records never become visible.
+            with_retry(
+                &format!("initialising transactions of {}", self.description()),
+                self.spec.retry_timeout,
+                || producer.init_transactions(self.spec.transaction_timeout),
+            )?;
+            let marker: BaseConsumer = client_config(
+                &self.spec.bootstrap_servers,
+                &[
+                    ("group.id", &id),
+                    ("enable.auto.commit", "false"),
+                    ("isolation.level", "read_committed"),
+                ],
+                &self.spec.properties,
+            )
+            .create()
+            .map_err(kafka_err(format!(
+                "{}: marker consumer",
+                self.description()
+            )))?;
+            let tpl = self.marker_offsets(0)?;
+            let committed = with_retry(
+                &format!("reading the batch marker of {}", self.description()),
+                self.spec.retry_timeout,
+                || marker.committed_offsets(tpl.clone(), REQUEST_TIMEOUT),
+            )?;
+            self.last_committed = committed
+                .find_partition(&self.spec.topic, 0)
+                .and_then(|e| e.offset().to_raw())
+                .filter(|o| *o > 0)
+                .map(|o| o as u64 - 1);
+            self.marker = Some(marker);
+        }
+        self.producer = Some(producer);
+        Ok(())
+    }
+
+    fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
+        if !self.spec.exactly_once {
+            let rows = self.produce(batch)?;
+            faults::point("mid-sink", batch_id);
+            self.producer()
+                .flush(self.spec.retry_timeout)
+                .map_err(kafka_err(self.description()))?;
+            return Ok(rows);
+        }
+        if self.last_committed.is_some_and(|l| batch_id <= l) {
+            return Ok(0);
+        }
+        let started = Instant::now();
+        loop {
+            match self.transaction(batch_id, batch) {
+                Ok(rows) => {
+                    self.last_committed = Some(batch_id);
+                    return Ok(rows);
+                }
+                Err(TxnError::Produce(e)) => {
+                    let _ = self
+                        .producer()
+                        .abort_transaction(self.spec.transaction_timeout);
+                    return Err(e);
+                }
+                Err(TxnError::Kafka(e)) => {
+                    let fatal = matches!(&e, KafkaError::Transaction(t) if t.is_fatal());
+                    if fatal {
+                        return Err(ConnectorError(format!(
+                            "{}: batch {batch_id}: {e} (another weir process with this checkpoint took over the sink?)",
+                            self.description()
+                        )));
+                    }
+                    // Abortable or retriable: abort, then write the batch again.
+                    if let Err(a) = self
+                        .producer()
+                        .abort_transaction(self.spec.transaction_timeout)
+                    {
+                        tracing::warn!("kafka: aborting transaction of batch {batch_id}: {a}");
+                    }
+                    if started.elapsed() >= self.spec.retry_timeout {
+                        return Err(ConnectorError(format!(
+                            "{}: batch {batch_id} not committed after {:.0?}: {e}",
+                            self.description(),
+                            started.elapsed()
+                        )));
+                    }
+                    tracing::warn!(
+                        "kafka: transaction of batch {batch_id} to {} failed ({e}); retrying",
+                        self.spec.topic
+                    );
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        }
+    }
+}

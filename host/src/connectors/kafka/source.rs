@@ -1,0 +1,451 @@
+//! The Kafka source: offset ranges planned from watermarks, partitions
+//! discovered between batches, per-partition consumers reused across them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
+
+use super::consumer::PartitionConsumer;
+use super::{KafkaOffsets, REQUEST_TIMEOUT, client_config, kafka_err, with_retry};
+use crate::connectors::{min_limit, rate_limited_ends};
+use crate::engine::connector::{ContinuousSource, PartitionReader};
+use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
+use crate::spec::{KafkaSourceSpec, KafkaStarting, KafkaTopics};
+
+type Tp = (String, i32);
+
+pub struct KafkaSource {
+    spec: KafkaSourceSpec,
+    config: ClientConfig,
+    admin: BaseConsumer,
+    pattern: Option<regex::Regex>,
+    consumers: HashMap<Tp, PartitionConsumer>,
+    /// Records per partition per batch (max-rate-per-partition x interval).
+    per_partition_cap: Option<u64>,
+    rate_limit: Option<u64>,
+    /// Continuous mode: the partitions, fixed when the query starts.
+    fixed: Vec<Tp>,
+    group: Option<BaseConsumer>,
+    lag_cache: Option<(Instant, Vec<u64>)>,
+}
+
+impl KafkaSource {
+    /// `batch_interval`: the processing-time trigger's, which turns
+    /// max-rate-per-partition into a per-batch cap.
+    pub fn new(
+        spec: KafkaSourceSpec,
+        batch_interval: Option<Duration>,
+    ) -> Result<Self, ConnectorError> {
+        let config = client_config(
+            &spec.bootstrap_servers,
+            &[
+                ("enable.auto.commit", "false"),
+                ("enable.auto.offset.store", "false"),
+                ("auto.offset.reset", "error"),
+                ("isolation.level", "read_committed"),
+                ("enable.partition.eof", "true"),
+                ("fetch.wait.max.ms", "10"),
+            ],
+            &spec.properties,
+        );
+        let admin: BaseConsumer = config.create().map_err(kafka_err("kafka source client"))?;
+        let group = match &spec.group_id {
+            Some(g) => Some(
+                config
+                    .clone()
+                    .set("group.id", g)
+                    .create()
+                    .map_err(kafka_err(format!("kafka consumer group {g}")))?,
+            ),
+            None => None,
+        };
+        let pattern = match &spec.topics {
+            KafkaTopics::Pattern(p) => Some(
+                regex::Regex::new(&format!("^(?:{p})$"))
+                    .map_err(|e| ConnectorError(format!("topic-pattern: {e}")))?,
+            ),
+            KafkaTopics::List(_) => None,
+        };
+        let per_partition_cap = match (spec.max_rate_per_partition, batch_interval) {
+            (Some(r), Some(i)) => Some(((r as f64 * i.as_secs_f64()).ceil() as u64).max(1)),
+            _ => None,
+        };
+        Ok(KafkaSource {
+            spec,
+            config,
+            admin,
+            pattern,
+            consumers: HashMap::new(),
+            per_partition_cap,
+            rate_limit: None,
+            fixed: Vec::new(),
+            group,
+            lag_cache: None,
+        })
+    }
+
+    /// Continuous mode reads a fixed set of partitions: the ones there now.
+    pub fn continuous(spec: KafkaSourceSpec) -> Result<Self, ConnectorError> {
+        let mut s = Self::new(spec, None)?;
+        s.fixed = s.discover()?.into_iter().collect();
+        Ok(s)
+    }
+
+    /// Every partition of the source's topics, as the brokers see them now.
+    fn discover(&self) -> Result<BTreeSet<Tp>, ConnectorError> {
+        let md = with_retry("fetching metadata", self.spec.retry_timeout, || {
+            self.admin.fetch_metadata(None, REQUEST_TIMEOUT)
+        })?;
+        let mut out = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for t in md.topics() {
+            let wanted = match (&self.spec.topics, &self.pattern) {
+                (KafkaTopics::List(l), _) => l.iter().any(|n| n == t.name()),
+                (_, Some(re)) => !t.name().starts_with("__") && re.is_match(t.name()),
+                _ => false,
+            };
+            if wanted && t.error().is_none() {
+                seen.insert(t.name().to_string());
+                out.extend(
+                    t.partitions()
+                        .iter()
+                        .map(|p| (t.name().to_string(), p.id())),
+                );
+            }
+        }
+        if let KafkaTopics::List(l) = &self.spec.topics
+            && let Some(missing) = l.iter().find(|t| !seen.contains(*t))
+        {
+            return Err(ConnectorError(format!(
+                "kafka topic `{missing}` does not exist on {} (create it first)",
+                self.spec.bootstrap_servers
+            )));
+        }
+        Ok(out)
+    }
+
+    fn watermarks(&self, (t, p): &Tp) -> Result<(i64, i64), ConnectorError> {
+        with_retry(
+            &format!("watermarks of {t}/{p}"),
+            self.spec.retry_timeout,
+            || self.admin.fetch_watermarks(t, *p, REQUEST_TIMEOUT),
+        )
+    }
+
+    fn start_offsets(&self, parts: &BTreeSet<Tp>) -> Result<KafkaOffsets, ConnectorError> {
+        let mut out = KafkaOffsets::default();
+        if let KafkaStarting::Timestamp(ts) = self.spec.starting {
+            let mut tpl = TopicPartitionList::new();
+            for (t, p) in parts {
+                tpl.add_partition_offset(t, *p, KOffset::Offset(ts))
+                    .map_err(kafka_err("starting-timestamp"))?;
+            }
+            let found = with_retry(
+                "offsets for starting-timestamp",
+                self.spec.retry_timeout,
+                || self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT),
+            )?;
+            for tp in parts {
+                let o = found
+                    .find_partition(&tp.0, tp.1)
+                    .and_then(|e| e.offset().to_raw())
+                    .filter(|o| *o >= 0);
+                // No record at or after the timestamp: start at the end.
+                let o = match o {
+                    Some(o) => o,
+                    None => self.watermarks(tp)?.1,
+                };
+                out.0.insert(tp.clone(), o);
+            }
+            return Ok(out);
+        }
+        if let KafkaStarting::Offsets(map) = &self.spec.starting {
+            for (t, ps) in map {
+                for p in ps.keys() {
+                    if !parts.contains(&(t.clone(), *p)) {
+                        return Err(ConnectorError(format!(
+                            "starting-offsets names {t} partition {p}, which this source does not read"
+                        )));
+                    }
+                }
+            }
+        }
+        for tp in parts {
+            let want = match &self.spec.starting {
+                KafkaStarting::Earliest => -2,
+                KafkaStarting::Latest => -1,
+                KafkaStarting::Offsets(m) => m
+                    .get(&tp.0)
+                    .and_then(|ps| ps.get(&tp.1))
+                    .copied()
+                    .unwrap_or(-2),
+                KafkaStarting::Timestamp(_) => unreachable!("handled above"),
+            };
+            let o = match want {
+                -2 => self.watermarks(tp)?.0,
+                -1 => self.watermarks(tp)?.1,
+                o => o,
+            };
+            out.0.insert(tp.clone(), o);
+        }
+        Ok(out)
+    }
+
+    fn latest(&self) -> Result<KafkaOffsets, ConnectorError> {
+        let mut out = KafkaOffsets::default();
+        for tp in self.discover()? {
+            let high = self.watermarks(&tp)?.1;
+            out.0.insert(tp, high);
+        }
+        Ok(out)
+    }
+
+    fn gone(&self, what: String) -> Result<(), ConnectorError> {
+        if self.spec.fail_on_data_loss {
+            return Err(ConnectorError(format!(
+                "{what}; set fail-on-data-loss = false to skip it"
+            )));
+        }
+        tracing::warn!("{what}; skipping it (fail-on-data-loss = false)");
+        Ok(())
+    }
+
+    fn consumer(&mut self, tp: &Tp) -> Result<&mut PartitionConsumer, ConnectorError> {
+        if !self.consumers.contains_key(tp) {
+            let c = PartitionConsumer::new(
+                &self.config,
+                &tp.0,
+                tp.1,
+                self.spec.fail_on_data_loss,
+                self.spec.retry_timeout,
+            )?;
+            self.consumers.insert(tp.clone(), c);
+        }
+        Ok(self.consumers.get_mut(tp).expect("inserted"))
+    }
+
+    fn lost(&self) -> u64 {
+        self.consumers.values().map(|c| c.lost).sum()
+    }
+}
+
+impl Source for KafkaSource {
+    fn description(&self) -> String {
+        match &self.spec.topics {
+            KafkaTopics::List(l) => format!("kafka:{}", l.join(",")),
+            KafkaTopics::Pattern(p) => format!("kafka:pattern={p}"),
+        }
+    }
+
+    fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
+        let parts = self.discover()?;
+        Ok(self.start_offsets(&parts)?.to_json())
+    }
+
+    fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
+        Ok(self.latest()?.to_json())
+    }
+
+    fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
+        let start = KafkaOffsets::from_json(start)?;
+        let upto = KafkaOffsets::from_json(upto)?;
+        for (t, p) in start.0.keys() {
+            if !upto.0.contains_key(&(t.clone(), *p)) {
+                self.gone(format!(
+                    "kafka topic {t} partition {p} is gone (topic deleted?)"
+                ))?;
+            }
+        }
+        let keys: Vec<&Tp> = upto.0.keys().collect();
+        let mut starts = Vec::with_capacity(keys.len());
+        let mut ends = Vec::with_capacity(keys.len());
+        for tp in &keys {
+            let s = start.get(&tp.0, tp.1);
+            let mut e = upto.0[*tp];
+            if e < s {
+                self.gone(format!(
+                    "kafka topic {} partition {}: its end offset {e} is below weir's position {s} (topic re-created?)",
+                    tp.0, tp.1
+                ))?;
+                e = s;
+            }
+            starts.push(s as u64);
+            ends.push(e as u64);
+        }
+        let limit = min_limit(self.spec.max_offsets_per_trigger, self.rate_limit);
+        let mut ends = rate_limited_ends(&starts, &ends, limit);
+        if let Some(cap) = self.per_partition_cap {
+            for (e, s) in ends.iter_mut().zip(&starts) {
+                *e = (*e).min(s + cap);
+            }
+        }
+        let mut out = KafkaOffsets::default();
+        for (tp, e) in keys.into_iter().zip(ends) {
+            out.0.insert(tp.clone(), e as i64);
+        }
+        Ok(out.to_json())
+    }
+
+    fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
+        let start = KafkaOffsets::from_json(start)?;
+        let end = KafkaOffsets::from_json(end)?;
+        let mut ranges: BTreeMap<Tp, (i64, i64)> = BTreeMap::new();
+        for (tp, e) in &end.0 {
+            let s = start.get(&tp.0, tp.1);
+            if *e > s {
+                self.consumer(tp)?;
+                ranges.insert(tp.clone(), (s, *e));
+            }
+        }
+        // Partitions are read in parallel, each by its own consumer.
+        let mut jobs: Vec<(&Tp, &mut PartitionConsumer, (i64, i64))> = self
+            .consumers
+            .iter_mut()
+            .filter_map(|(tp, c)| ranges.get(tp).map(|r| (tp, c, *r)))
+            .collect();
+        jobs.sort_by(|a, b| a.0.cmp(b.0));
+        let results: Vec<Result<RecordBatch, ConnectorError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = jobs
+                .into_iter()
+                .map(|(tp, c, (s, e))| {
+                    scope.spawn(move || {
+                        let mut b = RecordBatch::with_capacity(tp.1 as u32, (e - s) as usize, 0);
+                        c.read_range(s, e, &mut b).map(|()| b)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("kafka reader panicked"))
+                .collect()
+        });
+        results
+            .into_iter()
+            .filter(|r| r.as_ref().map_or(true, |b| !b.is_empty()))
+            .collect()
+    }
+
+    fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
+        let a = KafkaOffsets::from_json(offset).ok()?;
+        let b = KafkaOffsets::from_json(latest).ok()?;
+        Some(
+            b.0.iter()
+                .map(|((t, p), l)| (*l - a.get(t, *p)).max(0) as u64)
+                .sum(),
+        )
+    }
+
+    fn set_rate_limit(&mut self, max_records: Option<u64>) {
+        self.rate_limit = max_records;
+    }
+
+    fn committed(&mut self, end: &Offset) {
+        let (Some(group), Ok(end)) = (&self.group, KafkaOffsets::from_json(end)) else {
+            return;
+        };
+        let mut tpl = TopicPartitionList::new();
+        for ((t, p), o) in &end.0 {
+            let _ = tpl.add_partition_offset(t, *p, KOffset::Offset(*o));
+        }
+        if let Err(e) = group.commit(&tpl, CommitMode::Async) {
+            tracing::warn!("kafka: committing offsets to the monitoring group failed: {e}");
+        }
+    }
+
+    fn metrics(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        m.insert("dataLossRecords".into(), self.lost().to_string());
+        m
+    }
+}
+
+/// Continuous mode: one reader per partition, each with its own consumer.
+struct KafkaReader(PartitionConsumer);
+
+impl PartitionReader for KafkaReader {
+    fn read(
+        &mut self,
+        from: u64,
+        until: u64,
+        max: usize,
+        out: &mut RecordBatch,
+    ) -> Result<u64, ConnectorError> {
+        let until = until.min(i64::MAX as u64) as i64;
+        let next = self
+            .0
+            .read(from as i64, until, max, Some(Duration::from_millis(1)), out)?;
+        Ok(next as u64)
+    }
+}
+
+impl ContinuousSource for KafkaSource {
+    fn description(&self) -> String {
+        Source::description(self)
+    }
+
+    fn partition_count(&self) -> u32 {
+        self.fixed.len() as u32
+    }
+
+    fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError> {
+        let parts = self.fixed.iter().cloned().collect();
+        let o = self.start_offsets(&parts)?;
+        Ok(self
+            .fixed
+            .iter()
+            .map(|(t, p)| o.get(t, *p) as u64)
+            .collect())
+    }
+
+    fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
+        let (t, p) = &self.fixed[partition as usize];
+        let c = PartitionConsumer::new(
+            &self.config,
+            t,
+            *p,
+            self.spec.fail_on_data_loss,
+            self.spec.retry_timeout,
+        )?;
+        Ok(Box::new(KafkaReader(c)))
+    }
+
+    fn to_offset(&self, positions: &[u64]) -> Offset {
+        let mut o = KafkaOffsets::default();
+        for (tp, pos) in self.fixed.iter().zip(positions) {
+            o.0.insert(tp.clone(), *pos as i64);
+        }
+        o.to_json()
+    }
+
+    fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
+        let o = KafkaOffsets::from_json(offset)?;
+        Ok(self
+            .fixed
+            .iter()
+            .map(|(t, p)| o.get(t, *p) as u64)
+            .collect())
+    }
+
+    fn latest_positions(&mut self) -> Option<Vec<u64>> {
+        // Watermarks cost a round trip per partition: refresh once a second.
+        if let Some((at, v)) = &self.lag_cache
+            && at.elapsed() < Duration::from_secs(1)
+        {
+            return Some(v.clone());
+        }
+        let v: Option<Vec<u64>> = self
+            .fixed
+            .iter()
+            .map(|(t, p)| {
+                let w = self
+                    .admin
+                    .fetch_watermarks(t, *p, Duration::from_millis(500));
+                w.ok().map(|(_, h)| h as u64)
+            })
+            .collect();
+        self.lag_cache = v.clone().map(|v| (Instant::now(), v));
+        v
+    }
+}

@@ -1,0 +1,110 @@
+//! Validation of `[[source]]` and `[sink.<output>]` tables.
+
+use std::path::Path;
+
+use super::raw::{RawSink, RawSource};
+use super::{SinkSpec, SourceSpec};
+use crate::connectors::file_sink::FileFormat;
+use crate::connectors::file_source::LineFormat;
+use crate::connectors::log_source::StartingOffsets;
+
+pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, String> {
+    let path = |p: &str| base.join(p);
+    Ok(match s {
+        RawSource::Log {
+            path: p,
+            topic,
+            starting_offsets,
+            max_records_per_trigger,
+        } => SourceSpec::Log {
+            root: path(&p),
+            topic,
+            starting: match starting_offsets.as_deref().unwrap_or("earliest") {
+                "earliest" => StartingOffsets::Earliest,
+                "latest" => StartingOffsets::Latest,
+                o => {
+                    return Err(format!(
+                        "source {i}: starting-offsets `{o}` (use \"earliest\" or \"latest\")"
+                    ));
+                }
+            },
+            max_records_per_trigger: positive(
+                max_records_per_trigger,
+                i,
+                "max-records-per-trigger",
+            )?,
+        },
+        RawSource::Files {
+            path: p,
+            format,
+            max_files_per_trigger,
+        } => SourceSpec::Files {
+            dir: path(&p),
+            format: match format.as_deref().unwrap_or("json") {
+                "json" => LineFormat::Json,
+                "raw" => LineFormat::Raw,
+                f => {
+                    return Err(format!(
+                        "source {i}: format `{f}` (use \"json\" or \"raw\")"
+                    ));
+                }
+            },
+            max_files_per_trigger: positive(
+                max_files_per_trigger.map(|m| m as u64),
+                i,
+                "max-files-per-trigger",
+            )?
+            .map(|m| m as usize),
+        },
+        RawSource::Rate {
+            rows_per_second,
+            partitions,
+            max_records_per_trigger,
+        } => SourceSpec::Rate {
+            rows_per_second: positive(Some(rows_per_second), i, "rows-per-second")?.unwrap_or(1),
+            partitions: partitions.unwrap_or(1).max(1),
+            max_records_per_trigger: positive(
+                max_records_per_trigger,
+                i,
+                "max-records-per-trigger",
+            )?,
+        },
+        RawSource::Kafka(k) => SourceSpec::Kafka(k.validate(&format!("source {i}"))?),
+    })
+}
+
+pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, String> {
+    let path = |p: &str| base.join(p);
+    Ok(match s {
+        RawSink::Log {
+            path: p,
+            topic,
+            partitions,
+        } => SinkSpec::Log {
+            root: path(&p),
+            topic,
+            partitions: partitions.unwrap_or(1).max(1),
+        },
+        RawSink::Files { path: p, format } => SinkSpec::Files {
+            dir: path(&p),
+            format: match format.as_deref().unwrap_or("values") {
+                "values" => FileFormat::Values,
+                "records" => FileFormat::Records,
+                f => {
+                    return Err(format!(
+                        "sink.{name}.format: `{f}` (use \"values\" or \"records\")"
+                    ));
+                }
+            },
+        },
+        RawSink::Console => SinkSpec::Console,
+        RawSink::Kafka(k) => SinkSpec::Kafka(k.validate(&format!("sink.{name}"))?),
+    })
+}
+
+fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {
+    match v {
+        Some(0) => Err(format!("source {source}: {key} must be at least 1")),
+        v => Ok(v),
+    }
+}
