@@ -7,6 +7,7 @@ mod bad_components;
 mod cli;
 mod continuous;
 mod examples;
+mod kafka;
 mod microbatch;
 mod misbehaving_guests;
 mod polyglot;

@@ -36,8 +36,8 @@ pub struct Args {
     /// How to report progress.
     #[arg(long, value_enum, default_value = "status")]
     progress: ProgressMode,
-    /// Continuous mode: stop once no new record arrived for this long and
-    /// everything read is committed (e.g. "2s").
+    /// Continuous mode: stop once caught up with the source, no new record
+    /// arrived for this long and everything read is committed (e.g. "2s").
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     exit_when_idle: Option<Duration>,
 }

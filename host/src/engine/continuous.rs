@@ -260,7 +260,16 @@ impl ContinuousQuery {
                 && pending.is_empty()
                 && last_activity.elapsed() >= idle
             {
-                return Ok(());
+                // Idle and caught up: a source that can tell its end must
+                // have nothing left (a slow first fetch is not idleness).
+                let caught_up = self
+                    .source
+                    .latest_positions()
+                    .is_none_or(|latest| latest.iter().zip(positions.iter()).all(|(l, p)| l <= p));
+                if caught_up {
+                    return Ok(());
+                }
+                last_activity = Instant::now();
             }
         }
     }

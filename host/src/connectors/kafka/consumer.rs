@@ -4,13 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer as _;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use super::{REQUEST_TIMEOUT, kafka_err, with_retry};
+use super::{Consumer, REQUEST_TIMEOUT, create, kafka_err, with_retry};
 use crate::engine::batch::encode_header;
 use crate::engine::{ConnectorError, RecordBatch};
 
@@ -27,7 +27,7 @@ struct Stashed {
 pub(super) struct PartitionConsumer {
     topic: String,
     partition: i32,
-    consumer: BaseConsumer,
+    consumer: Consumer,
     /// The offset the consumer delivers next, when positioned.
     next: Option<i64>,
     stash: Option<Stashed>,
@@ -46,9 +46,8 @@ impl PartitionConsumer {
         fail_on_data_loss: bool,
         retry_timeout: Duration,
     ) -> Result<Self, ConnectorError> {
-        let consumer: BaseConsumer = config
-            .create()
-            .map_err(kafka_err(format!("kafka consumer for {topic}/{partition}")))?;
+        let consumer: Consumer =
+            create(config, &format!("kafka consumer for {topic}/{partition}"))?;
         Ok(PartitionConsumer {
             topic: topic.into(),
             partition,

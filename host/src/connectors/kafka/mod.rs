@@ -14,8 +14,15 @@ mod source;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Mutex;
+
 use rdkafka::ClientConfig;
+use rdkafka::client::ClientContext;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::ConsumerContext;
 use rdkafka::error::KafkaError;
+use rdkafka::message::DeliveryResult;
+use rdkafka::producer::ProducerContext;
 
 pub use offsets::KafkaOffsets;
 pub use sink::KafkaSink;
@@ -44,6 +51,72 @@ fn client_config(
         c.set(k, v);
     }
     c
+}
+
+/// Routes librdkafka's logs and errors into `tracing` at their level
+/// (end-of-partition notices are expected, not errors) and remembers the
+/// first failed delivery, which a producer must not ignore.
+#[derive(Default)]
+pub(crate) struct Context {
+    failed_delivery: Mutex<Option<String>>,
+}
+
+impl Context {
+    /// The first delivery failure since the last call, if any.
+    pub(crate) fn take_failure(&self) -> Option<String> {
+        self.failed_delivery.lock().expect("not poisoned").take()
+    }
+}
+
+impl ClientContext for Context {
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => tracing::error!("librdkafka {fac}: {message}"),
+            RDKafkaLogLevel::Warning => tracing::warn!("librdkafka {fac}: {message}"),
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!("librdkafka {fac}: {message}")
+            }
+            RDKafkaLogLevel::Debug => tracing::debug!("librdkafka {fac}: {message}"),
+        }
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        let eof = matches!(&error, KafkaError::PartitionEOF(_))
+            || reason.contains("reached end of partition");
+        if eof {
+            tracing::debug!("librdkafka: {reason}");
+        } else {
+            tracing::warn!("librdkafka: {error}: {reason}");
+        }
+    }
+}
+
+impl ConsumerContext for Context {}
+
+impl ProducerContext for Context {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = result {
+            let mut f = self.failed_delivery.lock().expect("not poisoned");
+            f.get_or_insert_with(|| e.to_string());
+        }
+    }
+}
+
+pub(crate) type Consumer = rdkafka::consumer::BaseConsumer<Context>;
+pub(crate) type Producer = rdkafka::producer::BaseProducer<Context>;
+
+fn create<T: rdkafka::config::FromClientConfigAndContext<Context>>(
+    config: &ClientConfig,
+    what: &str,
+) -> Result<T, ConnectorError> {
+    config
+        .create_with_context(Context::default())
+        .map_err(kafka_err(what))
 }
 
 fn kafka_err(context: impl std::fmt::Display) -> impl FnOnce(KafkaError) -> ConnectorError {

@@ -11,21 +11,21 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer as _;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{REQUEST_TIMEOUT, client_config, kafka_err, with_retry};
+use super::{Consumer, Producer, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry};
 use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
 use crate::spec::KafkaSinkSpec;
 
 pub struct KafkaSink {
     spec: KafkaSinkSpec,
     route: String,
-    producer: Option<BaseProducer>,
-    marker: Option<BaseConsumer>,
+    producer: Option<Producer>,
+    marker: Option<Consumer>,
     /// The last batch id whose transaction is committed in Kafka.
     last_committed: Option<u64>,
 }
@@ -42,7 +42,7 @@ impl KafkaSink {
         }
     }
 
-    fn producer(&self) -> &BaseProducer {
+    fn producer(&self) -> &Producer {
         self.producer.as_ref().expect("sink opened")
     }
 
@@ -97,6 +97,8 @@ impl KafkaSink {
     /// One attempt at writing `batch` as transaction `batch_id`.
     fn transaction(&self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, TxnError> {
         let producer = self.producer();
+        // Failures of an earlier, aborted attempt do not concern this one.
+        producer.context().take_failure();
         producer.begin_transaction()?;
         let rows = self.produce(batch).map_err(TxnError::Produce)?;
         faults::point("mid-sink", batch_id);
@@ -157,10 +159,10 @@ impl Sink for KafkaSink {
             ours.push(("transactional.id", &id));
             ours.push(("transaction.timeout.ms", &timeout));
         }
-        let producer: BaseProducer =
-            client_config(&self.spec.bootstrap_servers, &ours, &self.spec.properties)
-                .create()
-                .map_err(kafka_err(format!("{}: producer", self.description())))?;
+        let producer: Producer = create(
+            &client_config(&self.spec.bootstrap_servers, &ours, &self.spec.properties),
+            &format!("{}: producer", self.description()),
+        )?;
         if self.spec.exactly_once {
             // Fences an earlier producer with this id and aborts its open
             // transaction, so its records never become visible.
@@ -169,20 +171,18 @@ impl Sink for KafkaSink {
                 self.spec.retry_timeout,
                 || producer.init_transactions(self.spec.transaction_timeout),
             )?;
-            let marker: BaseConsumer = client_config(
-                &self.spec.bootstrap_servers,
-                &[
-                    ("group.id", &id),
-                    ("enable.auto.commit", "false"),
-                    ("isolation.level", "read_committed"),
-                ],
-                &self.spec.properties,
-            )
-            .create()
-            .map_err(kafka_err(format!(
-                "{}: marker consumer",
-                self.description()
-            )))?;
+            let marker: Consumer = create(
+                &client_config(
+                    &self.spec.bootstrap_servers,
+                    &[
+                        ("group.id", &id),
+                        ("enable.auto.commit", "false"),
+                        ("isolation.level", "read_committed"),
+                    ],
+                    &self.spec.properties,
+                ),
+                &format!("{}: marker consumer", self.description()),
+            )?;
             let tpl = self.marker_offsets(0)?;
             let committed = with_retry(
                 &format!("reading the batch marker of {}", self.description()),
@@ -207,6 +207,12 @@ impl Sink for KafkaSink {
             self.producer()
                 .flush(self.spec.retry_timeout)
                 .map_err(kafka_err(self.description()))?;
+            if let Some(e) = self.producer().context().take_failure() {
+                return Err(ConnectorError(format!(
+                    "{}: batch {batch_id}: a record was not delivered: {e}",
+                    self.description()
+                )));
+            }
             return Ok(rows);
         }
         if self.last_committed.is_some_and(|l| batch_id <= l) {

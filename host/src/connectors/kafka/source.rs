@@ -4,11 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 
 use super::consumer::PartitionConsumer;
-use super::{KafkaOffsets, REQUEST_TIMEOUT, client_config, kafka_err, with_retry};
+use super::{
+    Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry,
+};
 use crate::connectors::{min_limit, rate_limited_ends};
 use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
@@ -19,7 +21,7 @@ type Tp = (String, i32);
 pub struct KafkaSource {
     spec: KafkaSourceSpec,
     config: ClientConfig,
-    admin: BaseConsumer,
+    admin: Consumer,
     pattern: Option<regex::Regex>,
     consumers: HashMap<Tp, PartitionConsumer>,
     /// Records per partition per batch (max-rate-per-partition x interval).
@@ -27,7 +29,7 @@ pub struct KafkaSource {
     rate_limit: Option<u64>,
     /// Continuous mode: the partitions, fixed when the query starts.
     fixed: Vec<Tp>,
-    group: Option<BaseConsumer>,
+    group: Option<Consumer>,
     lag_cache: Option<(Instant, Vec<u64>)>,
 }
 
@@ -41,6 +43,9 @@ impl KafkaSource {
         let config = client_config(
             &spec.bootstrap_servers,
             &[
+                // librdkafka wants a group even for assign(); it is never
+                // joined and nothing is committed to it.
+                ("group.id", "weir-direct-reader"),
                 ("enable.auto.commit", "false"),
                 ("enable.auto.offset.store", "false"),
                 ("auto.offset.reset", "error"),
@@ -50,15 +55,12 @@ impl KafkaSource {
             ],
             &spec.properties,
         );
-        let admin: BaseConsumer = config.create().map_err(kafka_err("kafka source client"))?;
+        let admin: Consumer = create(&config, "kafka source client")?;
         let group = match &spec.group_id {
-            Some(g) => Some(
-                config
-                    .clone()
-                    .set("group.id", g)
-                    .create()
-                    .map_err(kafka_err(format!("kafka consumer group {g}")))?,
-            ),
+            Some(g) => Some(create(
+                config.clone().set("group.id", g),
+                &format!("kafka consumer group {g}"),
+            )?),
             None => None,
         };
         let pattern = match &spec.topics {

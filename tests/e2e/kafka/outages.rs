@@ -1,0 +1,1 @@
+//! Broker outages: stopped at start and mid-run.

@@ -1,0 +1,1 @@
+//! Source options: starting offsets, new partitions, data loss, backpressure.
