@@ -115,10 +115,15 @@ impl ContinuousQuery {
         let name = self.source.description();
         let mut summary = RunSummary::default();
         let (mut epoch, mut positions) = match query::resume(&*self.store)? {
-            Resume::Fresh => (
-                0,
-                self.source.initial_positions().map_err(source_err(&name))?,
-            ),
+            Resume::Fresh => {
+                let source = &mut self.source;
+                let o = query::initial_offset(&*self.store, 0, || {
+                    let p = source.initial_positions()?;
+                    Ok(source.to_offset(&p))
+                })?;
+                let o = o.map_err(source_err(&name))?;
+                (0, self.source.positions(&o).map_err(source_err(&name))?)
+            }
             Resume::Continue { next_batch, start } => (
                 next_batch,
                 self.source

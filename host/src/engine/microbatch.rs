@@ -115,11 +115,9 @@ impl MicroBatchQuery {
             Resume::Fresh => {
                 let mut start = Vec::new();
                 for i in 0..self.sources.len() {
-                    start.push(
-                        self.sources[i]
-                            .initial_offset()
-                            .map_err(self.source_err(i))?,
-                    );
+                    let source = &mut self.sources[i];
+                    let o = query::initial_offset(&*self.store, i, || source.initial_offset())?;
+                    start.push(o.map_err(self.source_err(i))?);
                 }
                 (0, start, None)
             }

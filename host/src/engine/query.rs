@@ -133,6 +133,27 @@ pub fn resume(store: &dyn CheckpointStore) -> Result<Resume, CheckpointError> {
 }
 
 /// Delete log entries older than the newest `keep` batches.
+/// Where a new query starts reading source `i`: decided once and recorded
+/// (`sources/<i>/initial`), like Spark's initial offsets, so that a query
+/// stopped before its first batch does not drift (e.g. "latest" would
+/// otherwise move on every restart).
+pub fn initial_offset<E>(
+    store: &dyn CheckpointStore,
+    source: usize,
+    compute: impl FnOnce() -> Result<Offset, E>,
+) -> Result<Result<Offset, E>, CheckpointError> {
+    let path = format!("sources/{source}/initial");
+    if let Some(o) = super::checkpoint::read_entry(store, &path)? {
+        return Ok(Ok(o));
+    }
+    let o = match compute() {
+        Ok(o) => o,
+        Err(e) => return Ok(Err(e)),
+    };
+    store.write(&path, &super::checkpoint::encode_entry(&o))?;
+    Ok(Ok(o))
+}
+
 pub fn prune(store: &dyn CheckpointStore, latest: u64, keep: u64) -> Result<(), CheckpointError> {
     if latest < keep {
         return Ok(());

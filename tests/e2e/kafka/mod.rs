@@ -81,6 +81,25 @@ pub fn broker() -> &'static str {
     })
 }
 
+/// Stop brokers left by test processes that died without their exit hook
+/// (killed by a signal): their directories are named after the dead pid.
+fn stop_orphans(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name
+            .strip_prefix("kafka-")
+            .and_then(|p| p.parse::<u32>().ok())
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = script().arg("stop").arg(e.path()).status();
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// A topic name no other test (or earlier run on a reused broker) uses.
 pub fn unique(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
@@ -113,6 +132,19 @@ pub fn add_partitions(bootstrap: &str, name: &str, total: usize) {
     .expect("create_partitions");
     for r in r {
         r.unwrap_or_else(|(t, e)| panic!("adding partitions to {t}: {e}"));
+    }
+}
+
+/// Set topic configs (e.g. to stop retention once a test has its loss).
+pub fn alter_topic(bootstrap: &str, name: &str, config: &[(&str, &str)]) {
+    let mut c = rdkafka::admin::AlterConfig::new(rdkafka::admin::ResourceSpecifier::Topic(name));
+    for (k, v) in config {
+        c = c.set(k, v);
+    }
+    let r = futures::executor::block_on(admin(bootstrap).alter_configs(&[c], &AdminOptions::new()))
+        .expect("alter_configs");
+    for r in r {
+        r.unwrap_or_else(|(t, e)| panic!("altering {t:?}: {e}"));
     }
 }
 
@@ -219,4 +251,15 @@ pub fn sorted_values(bootstrap: &str, topic: &str) -> Vec<String> {
         .collect();
     v.sort();
     v
+}
+
+/// The earliest offset still stored in a partition.
+pub fn low_watermark(bootstrap: &str, topic: &str, partition: i32) -> i64 {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .expect("consumer");
+    c.fetch_watermarks(topic, partition, Duration::from_secs(10))
+        .expect("watermarks")
+        .0
 }

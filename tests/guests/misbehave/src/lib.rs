@@ -1,11 +1,14 @@
 //! A guest that misbehaves on command, one behaviour per record value:
 //! `panic`, `loop`, `oom`, `bad`, `fatal`, `log` (logs and counts); any other
 //! value passes through. Config `refuse = <msg>` makes init fail; `slow-init`
-//! makes init spin forever.
+//! makes init spin forever; `spin-per-record = N` burns N loop iterations on
+//! every record (a deliberately slow guest, for backpressure).
 
 use weir_guest::{Config, Output, Record, RecordError, Transform, host};
 
-struct Misbehave;
+struct Misbehave {
+    spin_per_record: u64,
+}
 
 impl Transform for Misbehave {
     fn init(config: &Config) -> Result<Self, String> {
@@ -15,10 +18,18 @@ impl Transform for Misbehave {
         if config.get("slow-init").is_some() {
             spin();
         }
-        Ok(Misbehave)
+        let spin_per_record = match config.get("spin-per-record") {
+            Some(n) => n.parse().map_err(|_| format!("spin-per-record: `{n}` is not a number"))?,
+            None => 0,
+        };
+        Ok(Misbehave { spin_per_record })
     }
 
     fn process(&mut self, r: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+        let mut x = 0u64;
+        for _ in 0..self.spin_per_record {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
         match r.value() {
             b"panic" => panic!(
                 "guest panicked on purpose at offset {}",
