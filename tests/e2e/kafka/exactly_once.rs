@@ -17,6 +17,8 @@ pub(super) struct Pipeline {
     pub output: String,
     pub n: usize,
     pub continuous: bool,
+    /// Continuous: run until stopped instead of exiting once idle.
+    forever: bool,
 }
 
 impl Pipeline {
@@ -78,7 +80,19 @@ topic = "{output}"
             output,
             n,
             continuous,
+            forever: false,
         }
+    }
+
+    pub fn set_trigger(&self, trigger: &str) {
+        let path = self.dir.path().join("p.toml");
+        let spec = std::fs::read_to_string(&path).unwrap();
+        let spec = spec.replace("[trigger]\ntype = \"available-now\"", trigger);
+        std::fs::write(path, spec).unwrap();
+    }
+
+    pub fn continuous_forever(&mut self) {
+        self.forever = true;
     }
 
     pub fn command(&self) -> std::process::Command {
@@ -86,7 +100,7 @@ topic = "{output}"
         c.arg("run")
             .arg(self.dir.path().join("p.toml"))
             .args(["--progress", "none"]);
-        if self.continuous {
+        if self.continuous && !self.forever {
             c.args(["--exit-when-idle", "1s"]);
         }
         c.stdout(Stdio::null()).stderr(Stdio::piped());

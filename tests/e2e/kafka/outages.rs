@@ -1,1 +1,91 @@
-//! Broker outages: stopped at start and mid-run.
+//! Broker outages: the broker is down when the pipeline starts, and again in
+//! the middle of a run. The pipeline retries with backoff, says so in its
+//! log, and once the broker is back the output is exactly once.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::exactly_once::Pipeline;
+use super::{produce_numbers, start_broker, stop_broker};
+
+fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &std::path::Path) {
+    let tail = || {
+        let s = std::fs::read_to_string(log).unwrap_or_default();
+        s[s.len().saturating_sub(3000)..].to_string()
+    };
+    let started = Instant::now();
+    loop {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "weir exited early: {}",
+            tail()
+        );
+        if p.output().len() >= want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "output never reached {want} records: {}",
+            tail()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+fn survives_outages(continuous: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let bootstrap = start_broker(dir.path(), 0);
+    let mut p = Pipeline::on(&bootstrap, 300, 100, continuous, "");
+    // Both run until stopped; micro-batch on a processing-time trigger.
+    if !continuous {
+        p.set_trigger("[trigger]\ntype = \"processing-time\"\ninterval = \"200ms\"");
+    }
+    p.continuous_forever();
+    stop_broker(dir.path());
+
+    let log = dir.path().join("weir.log");
+    let mut child = p
+        .command()
+        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        assert!(child.try_wait().unwrap().is_none(), "weir gave up at once");
+        let said = std::fs::read_to_string(&log).unwrap();
+        if said.contains("retrying in") {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "no retry status: {said}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+
+    start_broker(dir.path(), 0);
+    wait_for(&p, 300, &mut child, &log);
+
+    // Down again mid-run, then more input once it is back.
+    stop_broker(dir.path());
+    std::thread::sleep(Duration::from_secs(3));
+    start_broker(dir.path(), 0);
+    produce_numbers(&bootstrap, &p.input, 300, 300);
+    p.n = 600;
+    wait_for(&p, 600, &mut child, &log);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    p.check("after two outages");
+    stop_broker(dir.path());
+}
+
+#[test]
+fn micro_batch_survives_a_broker_down_at_start_and_mid_run() {
+    survives_outages(false);
+}
+
+#[test]
+fn continuous_survives_a_broker_down_at_start_and_mid_run() {
+    survives_outages(true);
+}

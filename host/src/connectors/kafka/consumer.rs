@@ -10,7 +10,7 @@ use rdkafka::message::{Headers, Message};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
-use super::{Consumer, REQUEST_TIMEOUT, create, kafka_err, with_retry};
+use super::{Consumer, create, kafka_err, with_retry};
 use crate::engine::batch::encode_header;
 use crate::engine::{ConnectorError, RecordBatch};
 
@@ -81,10 +81,7 @@ impl PartitionConsumer {
         with_retry(
             &format!("watermarks of {}", self.name()),
             self.retry_timeout,
-            || {
-                self.consumer
-                    .fetch_watermarks(&self.topic, self.partition, REQUEST_TIMEOUT)
-            },
+            || super::watermarks(&self.consumer, &self.topic, self.partition),
         )
     }
 

@@ -31,7 +31,7 @@ pub use source::KafkaSource;
 use crate::engine::ConnectorError;
 
 /// How long one metadata or watermark request may take before it is retried.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A client configuration: weir's settings first, then the pipeline's
 /// pass-through properties (security, tuning), which may override them.
@@ -117,6 +117,18 @@ fn create<T: rdkafka::config::FromClientConfigAndContext<Context>>(
     config
         .create_with_context(Context::default())
         .map_err(kafka_err(what))
+}
+
+/// Watermarks of one partition. A failure also refreshes the client's
+/// metadata for the topic: after a broker restart librdkafka can keep
+/// answering "unknown partition" from a stale cache until it is refreshed.
+fn watermarks(consumer: &Consumer, topic: &str, partition: i32) -> Result<(i64, i64), KafkaError> {
+    use rdkafka::consumer::Consumer as _;
+    let r = consumer.fetch_watermarks(topic, partition, REQUEST_TIMEOUT);
+    if r.is_err() {
+        let _ = consumer.fetch_metadata(Some(topic), REQUEST_TIMEOUT);
+    }
+    r
 }
 
 fn kafka_err(context: impl std::fmt::Display) -> impl FnOnce(KafkaError) -> ConnectorError {

@@ -169,7 +169,9 @@ impl Sink for KafkaSink {
             with_retry(
                 &format!("initialising transactions of {}", self.description()),
                 self.spec.retry_timeout,
-                || producer.init_transactions(self.spec.transaction_timeout),
+                // Short attempts, so an unreachable broker is reported
+                // while the retries go on.
+                || producer.init_transactions(REQUEST_TIMEOUT),
             )?;
             let marker: Consumer = create(
                 &client_config(

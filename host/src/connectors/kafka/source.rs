@@ -132,7 +132,7 @@ impl KafkaSource {
         with_retry(
             &format!("watermarks of {t}/{p}"),
             self.spec.retry_timeout,
-            || self.admin.fetch_watermarks(t, *p, REQUEST_TIMEOUT),
+            || super::watermarks(&self.admin, t, *p),
         )
     }
 
