@@ -230,3 +230,17 @@ fn run_rejects_a_misspelled_pipeline_key_with_its_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn every_example_pipeline_file_is_valid() {
+    let dir = crate::testkit::repo_root().join("examples/pipelines");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            weir::spec::Pipeline::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            n += 1;
+        }
+    }
+    assert!(n >= 4, "{n} example pipelines");
+}

@@ -211,3 +211,56 @@ fn micro_batch_kafka_to_kafka_exactly_once_across_random_sigkills() {
 fn continuous_kafka_to_kafka_exactly_once_across_random_sigkills() {
     random_kills(true, 0xbf58_476d_1ce4_e5b9);
 }
+
+/// The documented example pipelines run as written, pointed at the test
+/// broker (and, for micro-batch, stopping once the input is drained).
+#[test]
+fn the_kafka_example_pipelines_run() {
+    for (file, continuous) in [("kafka.toml", false), ("kafka-continuous.toml", true)] {
+        let b = broker();
+        let p = Pipeline::new(0, 1, continuous);
+        produce_numbers(b, &p.input, 0, 500);
+        let example = crate::testkit::repo_root()
+            .join("examples/pipelines")
+            .join(file);
+        let mut spec = std::fs::read_to_string(&example).unwrap();
+        for (from, to) in [
+            ("127.0.0.1:9092", b.to_string()),
+            ("\"events\"", format!("\"{}\"", p.input)),
+            ("\"events-upper\"", format!("\"{}\"", p.output)),
+            (
+                "../rust/target/wasm32-wasip2/release/uppercase.wasm",
+                guest("uppercase").display().to_string(),
+            ),
+        ] {
+            assert!(spec.contains(from), "{file} no longer has {from}");
+            spec = spec.replace(from, &to);
+        }
+        let spec = spec
+            .lines()
+            .map(|l| {
+                if l.starts_with("checkpoint =") {
+                    "checkpoint = \"ckpt\""
+                } else {
+                    l
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+            .replace(
+                "type = \"processing-time\"\ninterval = \"1s\"",
+                "type = \"available-now\"",
+            )
+            .replace("[backpressure]\nmin-rate = 100", "");
+        std::fs::write(p.dir.path().join("p.toml"), spec).unwrap();
+        p.run_to_end();
+        let want: Vec<String> = {
+            let mut v: Vec<String> = (0..500)
+                .map(|i| format!(r#"{{"id":{i},"name":"record {i}"}}"#).to_uppercase())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(p.output(), want, "{file}");
+    }
+}

@@ -74,8 +74,9 @@ pub fn broker() -> &'static str {
         if let Ok(b) = std::env::var("WEIR_KAFKA_BOOTSTRAP") {
             return b;
         }
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("kafka-{}", std::process::id()));
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        stop_orphans(tmp);
+        let dir = tmp.join(format!("kafka-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         start_broker(&dir, 0)
     })
