@@ -3,6 +3,7 @@
 
 mod testkit;
 
+mod adversarial;
 mod bad_components;
 mod cli;
 mod continuous;

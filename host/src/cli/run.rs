@@ -13,12 +13,12 @@ use weir::connectors::{
 };
 use weir::engine::connector::ContinuousSource;
 use weir::engine::{
-    ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy, FnTransform,
+    ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy, FnTransform, Guarded,
     LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
     RunSummary, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
 use weir::runtime::{Runtime, WasmTransform};
-use weir::spec::{Mode, Pipeline, SinkSpec, SourceSpec};
+use weir::spec::{Mode, OnError, Pipeline, SinkSpec, SourceSpec};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum ProgressMode {
@@ -130,28 +130,33 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
     Ok(())
 }
 
-fn factory(runtime: &Runtime, spec: &Pipeline) -> anyhow::Result<Box<dyn TransformFactory>> {
+/// The transform instances' factory (each guest behind the engine's guard)
+/// and the pipeline's error policy.
+fn factory(
+    runtime: &Runtime,
+    spec: &Pipeline,
+) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy)> {
     let Some(t) = spec.transform.clone() else {
-        return Ok(Box::new(
-            |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
-                Ok(Box::new(FnTransform(identity)))
-            },
-        ));
+        let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+            Ok(Box::new(FnTransform(identity)))
+        };
+        return Ok((Box::new(identity), ErrorPolicy::Skip));
     };
     let component = runtime.load(&t.component, &t.grants)?;
-    let name = spec.name.clone();
-    Ok(Box::new(
-        move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-            let label = format!("{name}/source-{source}/task-{task}");
-            Ok(Box::new(WasmTransform::new(
-                &component,
-                t.config.clone(),
-                t.limits,
-                &label,
-                t.call,
-            )?))
+    let policy = match t.on_error {
+        OnError::Fail => ErrorPolicy::Fail,
+        OnError::Skip => ErrorPolicy::Skip,
+        OnError::DeadLetter => ErrorPolicy::DeadLetter {
+            component: format!("sha256:{}", component.info().sha256).into(),
         },
-    ))
+    };
+    let name = spec.name.clone();
+    let factory = move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
+        let label = format!("{name}/source-{source}/task-{task}");
+        let guest = WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?;
+        Ok(Box::new(Guarded::new(Box::new(guest), t.record_limits)))
+    };
+    Ok((Box::new(factory), policy))
 }
 
 /// Either execution mode, behind one interface for the CLI.
@@ -183,12 +188,8 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
         .iter()
         .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let factory = factory(runtime, &spec)?;
+    let (factory, error_policy) = factory(runtime, &spec)?;
     let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
-    let error_policy = spec
-        .transform
-        .as_ref()
-        .map_or(ErrorPolicy::Skip, |t| t.on_error);
     let mut query = match spec.mode {
         Mode::MicroBatch => {
             let sources = spec
@@ -198,7 +199,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 .collect::<anyhow::Result<Vec<_>>>()?;
             let options = QueryOptions {
                 trigger: spec.trigger,
-                error_policy,
+                error_policy: error_policy.clone(),
                 backpressure: spec.backpressure,
                 ..QueryOptions::default()
             };

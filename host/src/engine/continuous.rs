@@ -171,7 +171,7 @@ impl ContinuousQuery {
                 halt: halt.clone(),
                 tx: tx.clone(),
                 max_chunk: self.options.max_chunk,
-                policy: self.options.error_policy,
+                policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
             };
             handles.push(
@@ -308,14 +308,14 @@ impl ContinuousQuery {
                 pos = next;
             }
             let mut t = self.transform(p as u32)?;
-            let out = t
+            let mut out = t
                 .process_batch(&batch)
                 .map_err(|err| EngineError::Transform {
                     source_name: name.clone(),
                     partition: p as u32,
                     err,
                 })?;
-            check_rejected(self.options.error_policy, &name, &batch, &out)?;
+            check_rejected(&self.options.error_policy, &name, &batch, &mut out)?;
             parts.push((batch, out));
         }
         Ok(parts)

@@ -87,7 +87,7 @@ impl Task {
                 continue;
             }
             idle_polls = 0;
-            let out =
+            let mut out =
                 self.transform
                     .process_batch(&batch)
                     .map_err(|err| EngineError::Transform {
@@ -95,7 +95,7 @@ impl Task {
                         partition: self.partition,
                         err,
                     })?;
-            rejected += check_rejected(self.policy, &self.source_name, &batch, &out)?;
+            rejected += check_rejected(&self.policy, &self.source_name, &batch, &mut out)?;
             self.position = next;
             buffer.push((batch, out));
         }

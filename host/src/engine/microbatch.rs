@@ -354,7 +354,7 @@ impl MicroBatchQuery {
             sources: &self.sources,
             factory: &*self.factory,
             transforms: &mut self.transforms,
-            policy: self.options.error_policy,
+            policy: self.options.error_policy.clone(),
         };
         let (parts, rejected) = tasks.run(inputs)?;
         Ok((parts, per_source, rejected))

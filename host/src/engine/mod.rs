@@ -9,6 +9,7 @@ pub mod connector;
 pub mod continuous;
 mod continuous_task;
 pub mod faults;
+pub mod guard;
 pub mod microbatch;
 pub mod options;
 pub mod output;
@@ -22,11 +23,12 @@ pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
 pub use continuous::ContinuousQuery;
+pub use guard::{Guarded, RecordLimits};
 pub use microbatch::MicroBatchQuery;
 pub use options::{
-    ContinuousOptions, EngineError, ErrorPolicy, QueryOptions, RunSummary, TransformFactory,
-    Trigger,
+    ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, QueryOptions, RunSummary,
+    TransformFactory, Trigger,
 };
-pub use output::{OutputBatch, OutputRef, Rejected, TransformOutput};
+pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, TransformOutput};
 pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};

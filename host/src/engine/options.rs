@@ -20,14 +20,22 @@ pub enum Trigger {
     AvailableNow,
 }
 
-/// What happens to a record the transform refuses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happens to a record the transform refuses, or that made the guest
+/// trap or overrun a limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorPolicy {
     /// Stop the query, naming the record.
     Fail,
     /// Count it (progress `numRejectedRows`), log it, go on.
     Skip,
+    /// Count it and write it, with the error, to the `dead-letter` output
+    /// (a sink like any other, so dead letters are exactly-once too).
+    /// `component` identifies the guest (its SHA-256) in each dead letter.
+    DeadLetter { component: std::sync::Arc<str> },
 }
+
+/// The output name dead letters are routed to.
+pub const DEAD_LETTER: &str = "dead-letter";
 
 /// Builds one transform instance per (source, partition) task.
 pub trait TransformFactory: Send + Sync {

@@ -28,7 +28,48 @@ pub struct OutputBatch {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rejected {
     pub index: u32,
+    pub kind: RejectKind,
     pub reason: String,
+}
+
+/// Why a record was refused: by the guest's own verdict, or because
+/// processing it broke the sandbox's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectKind {
+    /// The guest returned a bad-record error for it.
+    BadRecord,
+    /// The guest trapped on it (panic, unreachable, stack overflow...).
+    Trap,
+    /// The guest ran past its CPU deadline on it.
+    Deadline,
+    /// The guest ran out of its memory limit on it.
+    OutOfMemory,
+    /// Its output broke the amplification or output-size limit.
+    OutputLimit,
+    /// It is larger than the pipeline's record size limit.
+    TooLarge,
+}
+
+impl RejectKind {
+    pub fn of(e: &super::transform::TransformError) -> RejectKind {
+        use super::transform::TransformError as E;
+        match e {
+            E::Deadline { .. } => RejectKind::Deadline,
+            E::OutOfMemory { .. } => RejectKind::OutOfMemory,
+            _ => RejectKind::Trap,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectKind::BadRecord => "bad-record",
+            RejectKind::Trap => "trap",
+            RejectKind::Deadline => "deadline",
+            RejectKind::OutOfMemory => "out-of-memory",
+            RejectKind::OutputLimit => "output-limit",
+            RejectKind::TooLarge => "too-large",
+        }
+    }
 }
 
 /// The result of processing one batch.
@@ -154,7 +195,8 @@ impl OutputBatch {
         check_headers(&self.headers, &self.header_ends)?;
         check_optional_column("timestamps", &self.timestamps, n)?;
         if self.origins.is_empty() {
-            if n != input_len {
+            // Empty origins: one output per input, or no output at all.
+            if n != input_len && n != 0 {
                 return Err(malformed(
                     "origins",
                     format!(

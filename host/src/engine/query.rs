@@ -134,7 +134,7 @@ pub fn resume(store: &dyn CheckpointStore) -> Result<Resume, CheckpointError> {
 
 /// Delete log entries older than the newest `keep` batches.
 /// Where a new query starts reading source `i`: decided once and recorded
-/// (`sources/<i>/initial`), like Spark's initial offsets, so that a query
+/// (`initial-offsets/<i>`), like Spark's initial offsets, so that a query
 /// stopped before its first batch does not drift (e.g. "latest" would
 /// otherwise move on every restart).
 pub fn initial_offset<E>(
@@ -142,7 +142,7 @@ pub fn initial_offset<E>(
     source: usize,
     compute: impl FnOnce() -> Result<Offset, E>,
 ) -> Result<Result<Offset, E>, CheckpointError> {
-    let path = format!("sources/{source}/initial");
+    let path = format!("initial-offsets/{source}");
     if let Some(o) = super::checkpoint::read_entry(store, &path)? {
         return Ok(Ok(o));
     }

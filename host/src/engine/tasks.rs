@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::batch::RecordBatch;
 use super::connector::{Sink, SinkBatch, Source};
-use super::options::{EngineError, ErrorPolicy, TransformFactory};
+use super::options::{DEAD_LETTER, EngineError, ErrorPolicy, TransformFactory};
 use super::output::TransformOutput;
 use super::transform::{Transform, TransformError};
 
@@ -87,7 +87,8 @@ impl Tasks<'_> {
                 partition: b.partition,
                 err,
             })?;
-            rejected += check_rejected(self.policy, &name(), &b, &out)?;
+            let mut out = out;
+            rejected += check_rejected(&self.policy, &name(), &b, &mut out)?;
             parts.push((b, out));
         }
         Ok((parts, rejected))
@@ -140,30 +141,81 @@ pub(crate) fn write_sinks(
 }
 
 /// Apply the error policy to a transform's rejected records: `fail` turns
-/// the first into an error naming its position, `skip` logs and counts them.
+/// the first into an error naming its position, `skip` logs and counts them,
+/// `dead-letter` also appends each to the `dead-letter` output.
 pub(crate) fn check_rejected(
-    policy: ErrorPolicy,
+    policy: &ErrorPolicy,
     source_name: &str,
     input: &RecordBatch,
-    out: &TransformOutput,
+    out: &mut TransformOutput,
 ) -> Result<u64, EngineError> {
     for r in &out.rejected {
         let offset = input.offsets[r.index as usize];
-        if policy == ErrorPolicy::Fail {
+        if *policy == ErrorPolicy::Fail {
             return Err(EngineError::BadRecord {
                 source_name: source_name.to_string(),
                 partition: input.partition,
                 offset,
-                reason: r.reason.clone(),
+                reason: format!("{} ({})", r.reason, r.kind.as_str()),
             });
         }
         tracing::warn!(
             source = source_name,
             partition = input.partition,
             offset,
-            "skipping bad record: {}",
+            kind = r.kind.as_str(),
+            "{}: {}",
+            if matches!(policy, ErrorPolicy::Skip) {
+                "skipping record"
+            } else {
+                "dead-lettering record"
+            },
             r.reason
         );
     }
+    if let ErrorPolicy::DeadLetter { component } = policy {
+        let rejected = std::mem::take(&mut out.rejected);
+        for r in &rejected {
+            let rec = input.get(r.index as usize);
+            let letter = dead_letter(component, source_name, input.partition, &rec, r);
+            let headers: Vec<_> = rec.headers().collect();
+            out.batch.push(
+                r.index,
+                Some(DEAD_LETTER),
+                rec.key,
+                letter.as_bytes(),
+                &headers,
+                rec.timestamp,
+            );
+        }
+        out.rejected = rejected;
+    }
     Ok(out.rejected.len() as u64)
+}
+
+/// A dead letter: the record (value as text when it is UTF-8, else base64),
+/// where it came from, what failed and in which component.
+fn dead_letter(
+    component: &str,
+    source: &str,
+    partition: u32,
+    rec: &super::batch::RecordRef<'_>,
+    r: &super::output::Rejected,
+) -> String {
+    use base64::Engine as _;
+    let text = |b: &[u8]| match std::str::from_utf8(b) {
+        Ok(s) => serde_json::json!({ "text": s }),
+        Err(_) => {
+            serde_json::json!({ "base64": base64::engine::general_purpose::STANDARD.encode(b) })
+        }
+    };
+    serde_json::json!({
+        "error": { "kind": r.kind.as_str(), "message": r.reason },
+        "component": component,
+        "source": { "name": source, "partition": partition, "offset": rec.offset },
+        "timestamp": rec.timestamp,
+        "key": rec.key.map(text),
+        "value": text(rec.value),
+    })
+    .to_string()
 }

@@ -29,6 +29,13 @@ pub enum TransformError {
     /// `init` refused the pipeline's transform config.
     #[error("transform refused its config: {0}")]
     Config(String),
+    /// The guest keeps failing: the pipeline stops rather than spin.
+    #[error("crash loop: the guest failed {failures} times within {window:?} (last: {last})")]
+    CrashLoop {
+        failures: usize,
+        window: Duration,
+        last: String,
+    },
 }
 
 impl TransformError {

@@ -4,7 +4,7 @@
 
 use super::bindings::{Header, OutputBatch, Record};
 use crate::engine::batch::{RecordBatch, RecordRef};
-use crate::engine::output::{OutputBatch as EngineOutput, Rejected, TransformOutput};
+use crate::engine::output::{OutputBatch as EngineOutput, RejectKind, Rejected, TransformOutput};
 
 /// The WIT `batch` record lowered straight from the engine's buffers: the
 /// only copy is the canonical-ABI copy into guest memory.
@@ -64,6 +64,7 @@ pub(crate) fn from_wit(o: OutputBatch) -> TransformOutput {
             .into_iter()
             .map(|r| Rejected {
                 index: r.index,
+                kind: RejectKind::BadRecord,
                 reason: r.reason,
             })
             .collect(),

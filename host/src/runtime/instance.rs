@@ -13,7 +13,7 @@ use super::convert::{BatchRef, fill_record, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
 use crate::engine::batch::RecordBatch;
-use crate::engine::output::{Rejected, TransformOutput};
+use crate::engine::output::{RejectKind, Rejected, TransformOutput};
 use crate::engine::transform::{Transform, TransformError};
 
 /// Which guest export a [`WasmTransform`] calls.
@@ -206,6 +206,7 @@ impl WasmTransform {
                 }
                 Ok(Err(RecordError::BadRecord(reason))) => out.rejected.push(Rejected {
                     index: i as u32,
+                    kind: RejectKind::BadRecord,
                     reason,
                 }),
                 Ok(Err(RecordError::Fatal(msg))) => {
@@ -257,12 +258,30 @@ fn classify(e: &wasmtime::Error, store: &Store<HostState>, limits: &Limits) -> T
             limit: limits.max_memory,
         };
     }
-    let mut message = one_line(e);
+    let mut message = trap_message(e);
     let stderr = state.stderr.take_tail();
     if !stderr.is_empty() {
         message = format!("{message} (guest stderr: {stderr})");
     }
     TransformError::Trap { message }
+}
+
+/// A trap's cause in one short line: wasmtime's wasm backtrace (function
+/// indices and code offsets) is dropped, since users act on the cause.
+fn trap_message(e: &wasmtime::Error) -> String {
+    let causes: Vec<String> = e
+        .chain()
+        .map(|c| c.to_string())
+        .filter(|c| !c.starts_with("error while executing at wasm backtrace"))
+        .collect();
+    if causes.is_empty() {
+        return one_line(e);
+    }
+    causes
+        .join(": ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Transform for WasmTransform {

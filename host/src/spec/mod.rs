@@ -5,6 +5,7 @@
 mod connectors;
 mod kafka;
 mod raw;
+mod transform;
 mod units;
 
 use std::path::{Path, PathBuf};
@@ -13,11 +14,11 @@ use std::time::Duration;
 use crate::connectors::file_sink::FileFormat;
 use crate::connectors::file_source::LineFormat;
 use crate::connectors::log_source::StartingOffsets;
-use crate::engine::{ErrorPolicy, PidConfig, Trigger};
+use crate::engine::{PidConfig, RecordLimits, Trigger};
 use crate::runtime::{CallMode, Limits};
 pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 use raw::{RawBackpressure, RawPipeline, RawSource};
-use units::{flatten_config, key_location};
+use units::key_location;
 pub use units::{parse_duration, parse_size};
 
 #[derive(Debug, thiserror::Error)]
@@ -68,10 +69,19 @@ pub enum SinkSpec {
 pub struct TransformSpec {
     pub component: PathBuf,
     pub call: CallMode,
-    pub on_error: ErrorPolicy,
+    pub on_error: OnError,
     pub config: Vec<(String, String)>,
     pub limits: Limits,
+    pub record_limits: RecordLimits,
     pub grants: Vec<String>,
+}
+
+/// The pipeline's error policy (see [`crate::engine::ErrorPolicy`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    Fail,
+    Skip,
+    DeadLetter,
 }
 
 /// How the pipeline executes.
@@ -186,55 +196,17 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         .enumerate()
         .map(|(i, s)| connectors::source(i, s, base))
         .collect::<Result<Vec<_>, _>>()?;
-    let transform = match raw.transform {
-        None => None,
-        Some(t) => {
-            let mut limits = Limits::default();
-            if let Some(m) = &t.limits.memory {
-                limits.max_memory =
-                    parse_size(m).map_err(|e| format!("transform.limits.memory: {e}"))?;
-            }
-            if let Some(d) = &t.limits.call_timeout {
-                limits.call_deadline =
-                    parse_duration(d).map_err(|e| format!("transform.limits.call-timeout: {e}"))?;
-            }
-            let mut config = Vec::new();
-            for (k, v) in t.config {
-                flatten_config(k, v, &mut config)?;
-            }
-            Some(TransformSpec {
-                component: path(&t.component),
-                call: match t.call.as_deref().unwrap_or("batch") {
-                    "batch" => CallMode::Batch,
-                    "record" => CallMode::PerRecord,
-                    c => {
-                        return Err(format!(
-                            "transform.call: `{c}` (use \"batch\" or \"record\")"
-                        ));
-                    }
-                },
-                on_error: match t.on_error.as_deref().unwrap_or("skip") {
-                    "skip" => ErrorPolicy::Skip,
-                    "fail" => ErrorPolicy::Fail,
-                    p => {
-                        return Err(format!(
-                            "transform.on-error: `{p}` (use \"skip\" or \"fail\")"
-                        ));
-                    }
-                },
-                config,
-                limits,
-                grants: t.grants,
-            })
-        }
-    };
+    let transform = raw
+        .transform
+        .map(|t| transform::transform(t, base))
+        .transpose()?;
     if raw.sink.is_empty() {
         return Err(
             "at least one [sink.<output>] is required ([sink.default] for the default output)"
                 .into(),
         );
     }
-    let sinks = raw
+    let sinks: Vec<(Option<String>, SinkSpec)> = raw
         .sink
         .into_iter()
         .map(|(name, s)| {
@@ -242,6 +214,18 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             Ok(((name != "default").then_some(name), spec))
         })
         .collect::<Result<_, String>>()?;
+    if transform
+        .as_ref()
+        .is_some_and(|t| t.on_error == OnError::DeadLetter)
+        && !sinks
+            .iter()
+            .any(|(n, _)| n.as_deref() == Some(crate::engine::DEAD_LETTER))
+    {
+        return Err(
+            "transform.on-error = \"dead-letter\" needs a [sink.dead-letter] to write them to"
+                .into(),
+        );
+    }
     let trigger = match (
         raw.trigger.kind.as_deref().unwrap_or("default"),
         raw.trigger.interval.as_deref(),

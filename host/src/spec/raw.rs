@@ -86,6 +86,11 @@ pub struct RawTransform {
 pub struct RawLimits {
     pub memory: Option<String>,
     pub call_timeout: Option<String>,
+    pub max_record_size: Option<String>,
+    pub max_outputs_per_record: Option<usize>,
+    pub max_output_bytes: Option<String>,
+    pub crash_loop_traps: Option<usize>,
+    pub crash_window: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

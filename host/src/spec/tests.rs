@@ -50,7 +50,7 @@ fn a_full_pipeline_validates() {
     assert_eq!(p.trigger, Trigger::ProcessingTime(Duration::from_secs(1)));
     let t = p.transform.unwrap();
     assert_eq!(t.call, CallMode::PerRecord);
-    assert_eq!(t.on_error, ErrorPolicy::Fail);
+    assert_eq!(t.on_error, OnError::Fail);
     assert_eq!(t.limits.max_memory, 64 << 20);
     assert_eq!(t.limits.call_deadline, Duration::from_millis(250));
     assert_eq!(

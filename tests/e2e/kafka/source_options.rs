@@ -104,6 +104,12 @@ fn base_ts() -> i64 {
 
 /// `n` records `p<partition>-<i>` per partition, timestamped base + 1000 i.
 fn fill(topic: &str, partitions: i32, from: usize, n: usize) -> Vec<String> {
+    fill_at(topic, partitions, from, n, true)
+}
+
+/// As [`fill`]; `past = false` stamps the records now (for topics with a
+/// short retention, where hour-old records would be deleted at once).
+fn fill_at(topic: &str, partitions: i32, from: usize, n: usize, past: bool) -> Vec<String> {
     let mut recs = Vec::new();
     for p in 0..partitions {
         for i in from..from + n {
@@ -111,7 +117,7 @@ fn fill(topic: &str, partitions: i32, from: usize, n: usize) -> Vec<String> {
                 partition: Some(p),
                 key: None,
                 value: format!("p{p}-{i}"),
-                timestamp: Some(base_ts() + 1000 * i as i64),
+                timestamp: past.then(|| base_ts() + 1000 * i as i64),
             });
         }
     }
@@ -214,29 +220,29 @@ fn partitions_and_topics_added_mid_run_are_picked_up() {
 #[test]
 fn offsets_lost_to_retention_fail_or_are_skipped_and_counted() {
     let input = unique("loss");
-    // Segments roll every 200 ms and are deleted a second after that.
-    create_topic(
-        broker(),
-        &input,
-        1,
-        &[("retention.ms", "1000"), ("segment.ms", "200")],
-    );
+    create_topic(broker(), &input, 1, &[]);
     let p = Passthrough::new(
         &format!("topics = [\"{input}\"]\nstarting-offsets = \"earliest\""),
         "type = \"available-now\"",
         "",
     );
-    let first = fill(&input, 1, 0, 5);
+    let first = fill_at(&input, 1, 0, 5, false);
     p.run_ok();
     assert_eq!(p.values(), sorted(first.clone()));
     // Records 5..10 go into a segment that is rolled and deleted before
-    // the pipeline runs again.
-    fill(&input, 1, 5, 5);
+    // the pipeline runs again: segments now roll every 200 ms and go a
+    // second later.
+    super::alter_topic(
+        broker(),
+        &input,
+        &[("retention.ms", "1000"), ("segment.ms", "200")],
+    );
+    fill_at(&input, 1, 5, 5, false);
     let started = Instant::now();
     for i in 1000.. {
         std::thread::sleep(Duration::from_millis(400));
         // Appending rolls the aged segment, so retention can delete it.
-        fill(&input, 1, i, 1);
+        fill_at(&input, 1, i, 1, false);
         if super::low_watermark(broker(), &input, 0) > 5 {
             break;
         }
@@ -247,7 +253,7 @@ fn offsets_lost_to_retention_fail_or_are_skipped_and_counted() {
     }
     // Keep what is there from now on, and add records after the gap.
     super::alter_topic(broker(), &input, &[("retention.ms", "-1")]);
-    let after = fill(&input, 1, 2000, 3);
+    let after = fill_at(&input, 1, 2000, 3, false);
     let out = p.run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());

@@ -1,6 +1,8 @@
 //! A guest that misbehaves on command, one behaviour per record value:
-//! `panic`, `loop`, `oom`, `bad`, `fatal`, `log` (logs and counts); any other
-//! value passes through. Config `refuse = <msg>` makes init fail; `slow-init`
+//! `panic`, `loop`, `oom`, `recurse` (unbounded recursion: stack overflow),
+//! `bomb` (100,000 outputs for one record), `huge-output` (one 16 MiB
+//! output), `bad`, `fatal`, `log` (logs and counts); any other value passes
+//! through. Config `refuse = <msg>` makes init fail; `slow-init`
 //! makes init spin forever; `spin-per-record = N` burns N loop iterations on
 //! every record (a deliberately slow guest, for backpressure).
 
@@ -43,6 +45,20 @@ impl Transform for Misbehave {
                     std::hint::black_box(&hog);
                 }
             }
+            b"recurse" => {
+                std::hint::black_box(recurse(1));
+                Ok(())
+            }
+            b"bomb" => {
+                for _ in 0..100_000 {
+                    out.forward();
+                }
+                Ok(())
+            }
+            b"huge-output" => {
+                out.emit(vec![b'x'; 16 << 20]);
+                Ok(())
+            }
             b"bad" => Err(RecordError::bad("this record is bad on purpose")),
             b"fatal" => Err(RecordError::fatal("giving up on purpose")),
             b"log" => {
@@ -57,6 +73,13 @@ impl Transform for Misbehave {
             }
         }
     }
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion)]
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 64]);
+    recurse(depth + 1).wrapping_add(frame[(depth % 64) as usize])
 }
 
 fn spin() -> ! {

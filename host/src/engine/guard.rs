@@ -1,0 +1,196 @@
+//! The engine's guard around every transform instance: the per-record
+//! limits (record size, amplification, output bytes), isolation of the
+//! record that made a guest trap, and crash-loop detection. It turns guest
+//! failures into rejected records, so the pipeline's error policy (fail,
+//! skip, dead-letter) applies to traps as it does to bad records.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::batch::{HeaderRef, RecordBatch};
+use super::output::{RejectKind, Rejected, TransformOutput};
+use super::transform::{Transform, TransformError};
+
+/// Per-record limits enforced by the host around each call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLimits {
+    /// Largest input record (key + value + headers) handed to the guest.
+    pub max_record_bytes: usize,
+    /// Most output records one input record may produce.
+    pub max_outputs_per_record: usize,
+    /// Most output bytes one call may return.
+    pub max_output_bytes: usize,
+    /// Guest failures (traps, overruns) tolerated within `crash_window`
+    /// before the pipeline stops instead of spinning.
+    pub crash_loop_traps: usize,
+    pub crash_window: Duration,
+}
+
+impl Default for RecordLimits {
+    fn default() -> Self {
+        RecordLimits {
+            max_record_bytes: 16 << 20,
+            max_outputs_per_record: 1000,
+            max_output_bytes: 256 << 20,
+            crash_loop_traps: 10,
+            crash_window: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A transform behind the guard.
+pub struct Guarded {
+    inner: Box<dyn Transform>,
+    limits: RecordLimits,
+    failures: VecDeque<Instant>,
+}
+
+impl Guarded {
+    pub fn new(inner: Box<dyn Transform>, limits: RecordLimits) -> Self {
+        Guarded {
+            inner,
+            limits,
+            failures: VecDeque::new(),
+        }
+    }
+
+    fn record_failure(&mut self, e: &TransformError) -> Result<(), TransformError> {
+        let now = Instant::now();
+        self.failures.push_back(now);
+        while self
+            .failures
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > self.limits.crash_window)
+        {
+            self.failures.pop_front();
+        }
+        if self.failures.len() >= self.limits.crash_loop_traps {
+            return Err(TransformError::CrashLoop {
+                failures: self.failures.len(),
+                window: self.limits.crash_window,
+                last: e.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Why a successful call's output breaks the limits, if it does.
+    fn over_limit(&self, out: &TransformOutput, records: usize) -> Option<String> {
+        if out.batch.values.len() + out.batch.keys.len() + out.batch.headers.len()
+            > self.limits.max_output_bytes
+        {
+            return Some(format!(
+                "output exceeds {} bytes for one call",
+                self.limits.max_output_bytes
+            ));
+        }
+        let max = self.limits.max_outputs_per_record;
+        if out.batch.origins.is_empty() {
+            return (out.batch.len() > records.max(1) * max)
+                .then(|| format!("more than {max} output records for one input record"));
+        }
+        let mut counts = vec![0usize; records];
+        for o in &out.batch.origins {
+            if let Some(c) = counts.get_mut(*o as usize) {
+                *c += 1;
+                if *c > max {
+                    return Some(format!(
+                        "more than {max} output records for one input record"
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    /// Run `input` record by record on the inner transform, turning each
+    /// record's failure into a rejection of that record.
+    fn isolate(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let mut merged = TransformOutput::default();
+        let mut single = RecordBatch::new(input.partition);
+        for i in 0..input.len() {
+            single.clear();
+            let r = input.get(i);
+            if r.key.map_or(0, <[u8]>::len) + r.value.len() + r.headers.len()
+                > self.limits.max_record_bytes
+            {
+                merged.rejected.push(Rejected {
+                    index: i as u32,
+                    kind: RejectKind::TooLarge,
+                    reason: format!(
+                        "record exceeds the limit of {} bytes",
+                        self.limits.max_record_bytes
+                    ),
+                });
+                continue;
+            }
+            single.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
+            match self.inner.process_batch(&single) {
+                Ok(out) => match self.over_limit(&out, 1) {
+                    Some(why) => merged.rejected.push(Rejected {
+                        index: i as u32,
+                        kind: RejectKind::OutputLimit,
+                        reason: why,
+                    }),
+                    None => append(&mut merged, &out, &single, i as u32),
+                },
+                Err(e) if e.poisons_instance() => {
+                    self.record_failure(&e)?;
+                    merged.rejected.push(Rejected {
+                        index: i as u32,
+                        kind: RejectKind::of(&e),
+                        reason: e.to_string(),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(merged)
+    }
+}
+
+impl Transform for Guarded {
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        let oversized = input.iter().any(|r| {
+            r.key.map_or(0, <[u8]>::len) + r.value.len() + r.headers.len()
+                > self.limits.max_record_bytes
+        });
+        if oversized {
+            return self.isolate(input);
+        }
+        match self.inner.process_batch(input) {
+            Ok(out) => match self.over_limit(&out, input.len()) {
+                // Find the records that broke the limit.
+                Some(_) => self.isolate(input),
+                None => Ok(out),
+            },
+            Err(e) if e.poisons_instance() => {
+                self.record_failure(&e)?;
+                self.isolate(input)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Append `out` (the output for the one-record batch `single`) to `merged`,
+/// as the output of input record `origin`.
+fn append(merged: &mut TransformOutput, out: &TransformOutput, single: &RecordBatch, origin: u32) {
+    for o in out.batch.iter(single) {
+        let headers: Vec<HeaderRef<'_>> = o.headers().collect();
+        merged
+            .batch
+            .push(origin, o.output, o.key, o.value, &headers, o.timestamp);
+    }
+    merged
+        .rejected
+        .extend(out.rejected.iter().map(|r| Rejected {
+            index: origin,
+            kind: r.kind,
+            reason: r.reason.clone(),
+        }));
+}
+
+#[cfg(test)]
+#[path = "guard_tests.rs"]
+mod tests;

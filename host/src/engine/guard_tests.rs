@@ -1,0 +1,136 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::engine::options::{DEAD_LETTER, EngineError, ErrorPolicy};
+use crate::engine::output::OutputBatch;
+use crate::engine::tasks::check_rejected;
+use crate::engine::transform::FnTransform;
+
+fn batch(values: &[&str]) -> RecordBatch {
+    let mut b = RecordBatch::new(3);
+    for (i, v) in values.iter().enumerate() {
+        b.push(Some(b"k"), v.as_bytes(), 100 + i as i64, 10 + i as i64);
+    }
+    b
+}
+
+/// Uppercases; traps on "boom"; emits `n` copies of "many-<n>".
+fn guest() -> Box<dyn Transform> {
+    Box::new(FnTransform(|input: &RecordBatch, out: &mut OutputBatch| {
+        for (i, r) in input.iter().enumerate() {
+            let v = std::str::from_utf8(r.value).unwrap();
+            if v == "boom" {
+                return Err(TransformError::Trap {
+                    message: "unreachable executed".into(),
+                });
+            }
+            let copies = v.strip_prefix("many-").map_or(1, |n| n.parse().unwrap());
+            for _ in 0..copies {
+                out.push(i as u32, None, None, v.to_uppercase().as_bytes(), &[], 0);
+            }
+        }
+        Ok(())
+    }))
+}
+
+fn values(out: &TransformOutput, input: &RecordBatch) -> Vec<String> {
+    out.batch
+        .iter(input)
+        .map(|o| String::from_utf8_lossy(o.value).into_owned())
+        .collect()
+}
+
+#[test]
+fn a_trapping_record_is_isolated_and_the_rest_processed() {
+    let mut g = Guarded::new(guest(), RecordLimits::default());
+    let input = batch(&["a", "boom", "c"]);
+    let out = g.process_batch(&input).unwrap();
+    assert_eq!(values(&out, &input), ["A", "C"]);
+    assert_eq!(out.rejected.len(), 1);
+    assert_eq!(out.rejected[0].index, 1);
+    assert_eq!(out.rejected[0].kind, RejectKind::Trap);
+    assert!(out.rejected[0].reason.contains("unreachable executed"));
+}
+
+#[test]
+fn a_guest_that_keeps_trapping_is_a_crash_loop() {
+    let limits = RecordLimits {
+        crash_loop_traps: 3,
+        crash_window: Duration::from_secs(60),
+        ..RecordLimits::default()
+    };
+    let mut g = Guarded::new(guest(), limits);
+    let err = g
+        .process_batch(&batch(&["boom", "boom", "boom"]))
+        .unwrap_err();
+    assert!(
+        matches!(err, TransformError::CrashLoop { failures: 3, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("crash loop: the guest failed 3 times")
+    );
+}
+
+#[test]
+fn amplification_and_size_limits_reject_the_offending_records() {
+    let limits = RecordLimits {
+        max_outputs_per_record: 3,
+        max_record_bytes: 8,
+        ..RecordLimits::default()
+    };
+    let mut g = Guarded::new(guest(), limits);
+    let input = batch(&["a", "many-2", "many-9", "this one is too long"]);
+    let out = g.process_batch(&input).unwrap();
+    assert_eq!(values(&out, &input), ["A", "MANY-2", "MANY-2"]);
+    let kinds: Vec<_> = out.rejected.iter().map(|r| (r.index, r.kind)).collect();
+    assert_eq!(
+        kinds,
+        [(2, RejectKind::OutputLimit), (3, RejectKind::TooLarge)]
+    );
+}
+
+#[test]
+fn policies_fail_with_the_position_or_write_dead_letters() {
+    let input = batch(&["a", "boom"]);
+    let mut g = Guarded::new(guest(), RecordLimits::default());
+    let out = g.process_batch(&input).unwrap();
+
+    let err = check_rejected(&ErrorPolicy::Fail, "log:in", &input, &mut out.clone()).unwrap_err();
+    let EngineError::BadRecord { offset, reason, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(*offset, 11);
+    assert!(reason.ends_with("(trap)"), "{reason}");
+
+    let mut skipped = out.clone();
+    assert_eq!(
+        check_rejected(&ErrorPolicy::Skip, "log:in", &input, &mut skipped).unwrap(),
+        1
+    );
+    assert_eq!(skipped.batch.len(), 1);
+
+    let policy = ErrorPolicy::DeadLetter {
+        component: Arc::from("sha256:abc"),
+    };
+    let mut dl = out;
+    assert_eq!(
+        check_rejected(&policy, "log:in", &input, &mut dl).unwrap(),
+        1
+    );
+    let letters: Vec<_> = dl
+        .batch
+        .iter(&input)
+        .filter(|o| o.output == Some(DEAD_LETTER))
+        .collect();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].key, Some(&b"k"[..]));
+    let v: serde_json::Value = serde_json::from_slice(letters[0].value).unwrap();
+    assert_eq!(v["error"]["kind"], "trap");
+    assert_eq!(v["component"], "sha256:abc");
+    assert_eq!(v["source"]["partition"], 3);
+    assert_eq!(v["source"]["offset"], 11);
+    assert_eq!(v["value"]["text"], "boom");
+}

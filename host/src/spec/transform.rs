@@ -1,0 +1,86 @@
+//! Validation of the `[transform]` table: component, call mode, error
+//! policy, config, and the sandbox's limits.
+
+use std::path::Path;
+
+use super::raw::RawTransform;
+use super::units::{flatten_config, parse_duration, parse_size};
+use super::{OnError, TransformSpec};
+use crate::engine::RecordLimits;
+use crate::runtime::{CallMode, Limits};
+
+pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, String> {
+    let l = &t.limits;
+    let size = |key: &str, v: &Option<String>, default: usize| -> Result<usize, String> {
+        match v {
+            None => Ok(default),
+            Some(v) => parse_size(v).map_err(|e| format!("transform.limits.{key}: {e}")),
+        }
+    };
+    let duration = |key: &str, v: &Option<String>, default| -> Result<_, String> {
+        match v {
+            None => Ok(default),
+            Some(v) => parse_duration(v).map_err(|e| format!("transform.limits.{key}: {e}")),
+        }
+    };
+    let d = Limits::default();
+    let limits = Limits {
+        max_memory: size("memory", &l.memory, d.max_memory)?,
+        call_deadline: duration("call-timeout", &l.call_timeout, d.call_deadline)?,
+    };
+    let r = RecordLimits::default();
+    let record_limits = RecordLimits {
+        max_record_bytes: size("max-record-size", &l.max_record_size, r.max_record_bytes)?,
+        max_outputs_per_record: l.max_outputs_per_record.unwrap_or(r.max_outputs_per_record),
+        max_output_bytes: size("max-output-bytes", &l.max_output_bytes, r.max_output_bytes)?,
+        crash_loop_traps: l.crash_loop_traps.unwrap_or(r.crash_loop_traps),
+        crash_window: duration("crash-window", &l.crash_window, r.crash_window)?,
+    };
+    for (key, v) in [
+        ("memory", limits.max_memory),
+        ("max-record-size", record_limits.max_record_bytes),
+        (
+            "max-outputs-per-record",
+            record_limits.max_outputs_per_record,
+        ),
+        ("max-output-bytes", record_limits.max_output_bytes),
+        ("crash-loop-traps", record_limits.crash_loop_traps),
+    ] {
+        if v == 0 {
+            return Err(format!("transform.limits.{key} must be at least 1"));
+        }
+    }
+    if limits.call_deadline.is_zero() {
+        return Err("transform.limits.call-timeout must be longer than zero".into());
+    }
+    let mut config = Vec::new();
+    for (k, v) in t.config {
+        flatten_config(k, v, &mut config)?;
+    }
+    Ok(TransformSpec {
+        component: base.join(&t.component),
+        call: match t.call.as_deref().unwrap_or("batch") {
+            "batch" => CallMode::Batch,
+            "record" => CallMode::PerRecord,
+            c => {
+                return Err(format!(
+                    "transform.call: `{c}` (use \"batch\" or \"record\")"
+                ));
+            }
+        },
+        on_error: match t.on_error.as_deref().unwrap_or("skip") {
+            "skip" => OnError::Skip,
+            "fail" => OnError::Fail,
+            "dead-letter" => OnError::DeadLetter,
+            p => {
+                return Err(format!(
+                    "transform.on-error: `{p}` (use \"skip\", \"fail\" or \"dead-letter\")"
+                ));
+            }
+        },
+        config,
+        limits,
+        record_limits,
+        grants: t.grants,
+    })
+}
