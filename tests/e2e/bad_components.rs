@@ -133,3 +133,37 @@ fn granted_imports_still_see_an_empty_sandbox() {
     assert!(v.contains("net: denied"), "{v}");
     assert!(v.ends_with("env: empty"), "{v}");
 }
+
+#[test]
+fn granted_capabilities_are_exactly_what_the_guest_gets() {
+    use weir::engine::Transform;
+    use weir::runtime::{CallMode, Limits, Sandbox, WasmTransform};
+    let sockets: Vec<String> = ["wasi:sockets"].iter().map(|s| s.to_string()).collect();
+    let etc = tempfile::tempdir().unwrap();
+    std::fs::write(etc.path().join("hostname"), "sandboxed-host").unwrap();
+    let run = |sandbox: Sandbox| {
+        let c = runtime()
+            .load(&guest("sneaky"), &sockets)
+            .unwrap()
+            .with_sandbox(sandbox);
+        let mut t =
+            WasmTransform::new(&c, vec![], Limits::default(), "sneaky", CallMode::Batch).unwrap();
+        let input = crate::testkit::batch(&["x"]);
+        let out = t.process_batch(&input).unwrap();
+        crate::testkit::values(&out, &input).remove(0)
+    };
+    let none = run(Sandbox::default());
+    assert!(none.contains("clock: frozen"), "{none}");
+    assert!(none.contains("wr: denied"), "{none}");
+    let granted = run(Sandbox {
+        dirs: vec![(etc.path().to_path_buf(), "/etc".into())],
+        env: vec![("HOME".into(), "/home/guest".into())],
+        wall_clock: true,
+    });
+    assert!(granted.starts_with("fs: read /etc/hostname"), "{granted}");
+    assert!(granted.contains("wr: denied"), "read-only: {granted}");
+    assert!(granted.contains("net: denied"), "{granted}");
+    assert!(!granted.contains("clock: frozen"), "{granted}");
+    assert!(granted.ends_with("env: HOME=/home/guest"), "{granted}");
+    assert!(!etc.path().join("weir-probe").exists());
+}

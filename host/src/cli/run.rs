@@ -142,7 +142,9 @@ fn factory(
         };
         return Ok((Box::new(identity), ErrorPolicy::Skip));
     };
-    let component = runtime.load(&t.component, &t.grants)?;
+    let component = runtime
+        .load(&t.component, &t.grants)?
+        .with_sandbox(t.sandbox.clone());
     let policy = match t.on_error {
         OnError::Fail => ErrorPolicy::Fail,
         OnError::Skip => ErrorPolicy::Skip,

@@ -107,7 +107,12 @@ impl WasmTransform {
 
     fn instantiate(&mut self) -> Result<Live, TransformError> {
         let inner = &self.component.inner;
-        let state = HostState::new(self.label.clone(), self.limits.max_memory);
+        let state = HostState::new(
+            self.label.clone(),
+            self.limits.max_memory,
+            self.component.sandbox(),
+        )
+        .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();

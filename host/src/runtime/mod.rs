@@ -12,6 +12,7 @@ mod convert;
 mod inspect;
 mod instance;
 mod output_pipe;
+mod sandbox;
 mod state;
 mod ticker;
 
@@ -26,6 +27,7 @@ pub use bindings::{EXPORT_INTERFACE, PACKAGE, WORLD};
 pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
+pub use sandbox::Sandbox;
 pub use state::GuestMetrics;
 
 use bindings::{Transformer, TransformerPre};
@@ -162,6 +164,7 @@ impl Runtime {
                     load_time: compile_time,
                 },
             }),
+            sandbox: Arc::default(),
         })
     }
 }
@@ -183,6 +186,7 @@ pub struct ComponentInfo {
 #[derive(Clone)]
 pub struct TransformComponent {
     inner: Arc<ComponentInner>,
+    sandbox: Arc<Sandbox>,
 }
 
 struct ComponentInner {
@@ -198,6 +202,16 @@ struct ComponentInner {
 impl TransformComponent {
     pub fn info(&self) -> &ComponentInfo {
         &self.inner.info
+    }
+
+    /// The same component with these capabilities granted to its instances.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Arc::new(sandbox);
+        self
+    }
+
+    pub(crate) fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
     }
 }
 

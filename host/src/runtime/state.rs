@@ -67,18 +67,24 @@ pub(crate) struct HostState {
 }
 
 impl HostState {
-    pub(crate) fn new(label: Arc<str>, max_memory: usize) -> Self {
+    pub(crate) fn new(
+        label: Arc<str>,
+        max_memory: usize,
+        sandbox: &super::sandbox::Sandbox,
+    ) -> Result<Self, String> {
         let stdout = GuestOutput::new("stdout", label.clone());
         let stderr = GuestOutput::new("stderr", label.clone());
-        // No preopens, no environment, no network, no inherited stdio.
-        let wasi = WasiCtx::builder()
-            .stdout(stdout)
+        // No network and no inherited stdio; files, environment and the
+        // wall clock only as the pipeline grants them.
+        let mut b = WasiCtx::builder();
+        b.stdout(stdout)
             .stderr(stderr.clone())
             .allow_ip_name_lookup(false)
             .allow_tcp(false)
-            .allow_udp(false)
-            .build();
-        HostState {
+            .allow_udp(false);
+        sandbox.apply(&mut b)?;
+        let wasi = b.build();
+        Ok(HostState {
             wasi,
             table: ResourceTable::new(),
             limiter: Limiter {
@@ -88,7 +94,7 @@ impl HostState {
             label,
             metrics: GuestMetrics::default(),
             stderr,
-        }
+        })
     }
 }
 

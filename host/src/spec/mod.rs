@@ -15,7 +15,7 @@ use crate::connectors::file_sink::FileFormat;
 use crate::connectors::file_source::LineFormat;
 use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{PidConfig, RecordLimits, Trigger};
-use crate::runtime::{CallMode, Limits};
+use crate::runtime::{CallMode, Limits, Sandbox};
 pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 use raw::{RawBackpressure, RawPipeline, RawSource};
 use units::key_location;
@@ -74,6 +74,7 @@ pub struct TransformSpec {
     pub limits: Limits,
     pub record_limits: RecordLimits,
     pub grants: Vec<String>,
+    pub sandbox: Sandbox,
 }
 
 /// The pipeline's error policy (see [`crate::engine::ErrorPolicy`]).

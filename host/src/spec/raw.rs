@@ -79,6 +79,22 @@ pub struct RawTransform {
     pub limits: RawLimits,
     #[serde(default)]
     pub grants: Vec<String>,
+    #[serde(default)]
+    pub sandbox: RawSandbox,
+}
+
+/// Capabilities granted to the guest (see SECURITY.md).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawSandbox {
+    /// Guest path -> host directory (relative to the pipeline file), read-only.
+    #[serde(default)]
+    pub dirs: BTreeMap<String, String>,
+    /// Names of host environment variables the guest may read.
+    #[serde(default)]
+    pub env: Vec<String>,
+    #[serde(default)]
+    pub wall_clock: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -108,3 +108,32 @@ fn sizes_and_durations() {
     assert_eq!(parse_size("100").unwrap(), 100);
     assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
 }
+
+#[test]
+fn sandbox_grants_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("ref")).unwrap();
+    let with = |table: &str| {
+        let text = GOOD.replace(
+            "[transform.config]",
+            &format!("[transform.sandbox]\n{table}\n[transform.config]"),
+        );
+        Pipeline::parse(&text, "p.toml", dir.path()).map_err(|e| e.to_string())
+    };
+    let p = with("dirs = { \"/ref\" = \"ref\" }\nwall-clock = true\nenv = [\"PATH\"]").unwrap();
+    let s = p.transform.unwrap().sandbox;
+    assert_eq!(s.dirs, vec![(dir.path().join("ref"), "/ref".to_string())]);
+    assert!(s.wall_clock);
+    assert_eq!(s.env[0].0, "PATH");
+    let err = with("dirs = { \"/data\" = \"missing\" }").unwrap_err();
+    assert!(
+        err.contains("transform.sandbox.dirs.\"/data\"") && err.contains("is not a directory"),
+        "{err}"
+    );
+    let err = with("dirs = { \"data\" = \"ref\" }").unwrap_err();
+    assert!(err.contains("must be absolute"), "{err}");
+    let err = with("env = [\"WEIR_SURELY_UNSET_VAR\"]").unwrap_err();
+    assert!(err.contains("`WEIR_SURELY_UNSET_VAR` is not set"), "{err}");
+    let err = with("network = true").unwrap_err();
+    assert!(err.contains("unknown field `network`"), "{err}");
+}

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use super::raw::RawTransform;
+use super::raw::{RawSandbox, RawTransform};
 use super::units::{flatten_config, parse_duration, parse_size};
 use super::{OnError, TransformSpec};
 use crate::engine::RecordLimits;
-use crate::runtime::{CallMode, Limits};
+use crate::runtime::{CallMode, Limits, Sandbox};
 
 pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, String> {
     let l = &t.limits;
@@ -82,5 +82,37 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
         limits,
         record_limits,
         grants: t.grants,
+        sandbox: sandbox(t.sandbox, base)?,
+    })
+}
+
+fn sandbox(raw: RawSandbox, base: &Path) -> Result<Sandbox, String> {
+    let mut dirs = Vec::new();
+    for (guest, host) in raw.dirs {
+        let path = base.join(&host);
+        if !path.is_dir() {
+            return Err(format!(
+                "transform.sandbox.dirs.\"{guest}\": `{}` is not a directory",
+                path.display()
+            ));
+        }
+        if !guest.starts_with('/') {
+            return Err(format!(
+                "transform.sandbox.dirs: the guest path `{guest}` must be absolute"
+            ));
+        }
+        dirs.push((path, guest));
+    }
+    let mut env = Vec::new();
+    for name in raw.env {
+        let v = std::env::var(&name).map_err(|_| {
+            format!("transform.sandbox.env: `{name}` is not set in weir's environment")
+        })?;
+        env.push((name, v));
+    }
+    Ok(Sandbox {
+        dirs,
+        env,
+        wall_clock: raw.wall_clock,
     })
 }
