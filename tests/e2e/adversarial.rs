@@ -242,3 +242,25 @@ fn dead_letter_without_a_dead_letter_sink_is_refused_at_start() {
     assert!(!out.status.success());
     assert!(err.contains("needs a [sink.dead-letter]"), "{err}");
 }
+
+#[test]
+fn a_memory_limit_below_what_the_component_declares_is_refused_before_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), &[value("ok")], "skip", "");
+    let p = dir.path().join("p.toml");
+    let spec = std::fs::read_to_string(&p).unwrap();
+    std::fs::write(
+        &p,
+        spec.replace("memory = \"64MiB\"", "memory = \"256KiB\""),
+    )
+    .unwrap();
+    let out = run(dir.path(), None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("declares a linear memory of at least")
+            && err.contains("above this pipeline's limit of 262144 (transform.limits.memory)"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

@@ -145,6 +145,7 @@ fn factory(
     let component = runtime
         .load(&t.component, &t.grants)?
         .with_sandbox(t.sandbox.clone());
+    component.check_limits(&t.limits)?;
     let policy = match t.on_error {
         OnError::Fail => ErrorPolicy::Fail,
         OnError::Skip => ErrorPolicy::Skip,

@@ -65,6 +65,14 @@ pub enum LoadError {
     WrongVersion { path: PathBuf, found: String },
     #[error("{path}: `{EXPORT_INTERFACE}` does not match the transformer world: {message}")]
     WrongExports { path: PathBuf, message: String },
+    #[error(
+        "{path}: declares a linear memory of at least {declared} bytes, above this pipeline's limit of {limit} (transform.limits.memory)"
+    )]
+    MemoryTooLarge {
+        path: PathBuf,
+        declared: u64,
+        limit: usize,
+    },
     #[error("{path}: imports `{interface}`, which this pipeline does not grant")]
     NotGranted { path: PathBuf, interface: String },
     #[error("{path}: cannot link imports: {message}")]
@@ -121,6 +129,22 @@ fn grant_covers(grant: &str, interface: &str) -> bool {
         || interface
             .strip_prefix(grant)
             .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The largest initial size of any linear memory the component's core
+/// modules define: what one instance needs before running a single
+/// instruction. (Imported memories are defined elsewhere and not counted.)
+pub(crate) fn declared_min_memory(bytes: &[u8]) -> u64 {
+    let mut max = 0u64;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let Ok(wasmparser::Payload::MemorySection(reader)) = payload {
+            for m in reader.into_iter().flatten() {
+                let page = 1u64 << m.page_size_log2.unwrap_or(16);
+                max = max.max(m.initial.saturating_mul(page));
+            }
+        }
+    }
+    max
 }
 
 /// Strip the `@version` from an interface name.

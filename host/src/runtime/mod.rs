@@ -162,6 +162,7 @@ impl Runtime {
                     interfaces,
                     cache,
                     load_time: compile_time,
+                    min_memory: inspect::declared_min_memory(bytes),
                 },
             }),
             sandbox: Arc::default(),
@@ -179,6 +180,9 @@ pub struct ComponentInfo {
     pub cache: CacheOutcome,
     /// Time to compile or to load from the cache.
     pub load_time: Duration,
+    /// Bytes of linear memory an instance needs before it runs (the
+    /// largest declared initial memory).
+    pub min_memory: u64,
 }
 
 /// A validated, compiled component, cheap to clone and share across
@@ -202,6 +206,20 @@ struct ComponentInner {
 impl TransformComponent {
     pub fn info(&self) -> &ComponentInfo {
         &self.inner.info
+    }
+
+    /// Refuse limits the component cannot run within, before any instance
+    /// is made (a memory limit below what it declares it needs).
+    pub fn check_limits(&self, limits: &Limits) -> Result<(), LoadError> {
+        let info = &self.inner.info;
+        if info.min_memory > limits.max_memory as u64 {
+            return Err(LoadError::MemoryTooLarge {
+                path: info.path.clone(),
+                declared: info.min_memory,
+                limit: limits.max_memory,
+            });
+        }
+        Ok(())
     }
 
     /// The same component with these capabilities granted to its instances.
