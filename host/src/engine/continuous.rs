@@ -16,9 +16,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ContinuousSource, Sink};
 use super::continuous_task::{Parts, Report, Task};
@@ -28,7 +27,7 @@ use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgr
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::tasks::{check_rejected, sinks_description, write_sinks};
+use super::tasks::{sinks_description, write_sinks};
 use super::transform::Transform;
 
 /// A finished epoch, ready to commit.
@@ -42,10 +41,6 @@ struct Epoch<'a> {
     /// Its `offsets/E` entry already exists (re-run after a crash).
     rerun: bool,
 }
-
-/// How long a replay waits for recorded records that do not arrive (a
-/// broker restarting) before it fails.
-const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
 
 pub struct ContinuousQuery {
     store: Arc<dyn CheckpointStore>,
@@ -279,48 +274,6 @@ impl ContinuousQuery {
         }
     }
 
-    /// Re-read an uncommitted epoch's exact ranges and transform them.
-    fn replay(&mut self, start: &[u64], end: &[u64]) -> Result<Parts, EngineError> {
-        let name = self.source.description();
-        let mut parts = Vec::new();
-        for (p, (s, e)) in start.iter().zip(end).enumerate() {
-            if e <= s {
-                continue;
-            }
-            let mut reader = self.source.reader(p as u32).map_err(source_err(&name))?;
-            let mut batch = RecordBatch::new(p as u32);
-            let mut pos = *s;
-            let mut stalled = Instant::now();
-            while pos < *e {
-                let next = reader
-                    .read(pos, *e, usize::MAX, &mut batch)
-                    .map_err(source_err(&name))?;
-                if next > pos {
-                    stalled = Instant::now();
-                } else if stalled.elapsed() > REPLAY_PATIENCE {
-                    return Err(EngineError::Source {
-                        name: name.clone(),
-                        err: super::connector::ConnectorError(format!(
-                            "partition {p}: offsets up to {e} were recorded but only {pos} are readable"
-                        )),
-                    });
-                }
-                pos = next;
-            }
-            let mut t = self.transform(p as u32)?;
-            let mut out = t
-                .process_batch(&batch)
-                .map_err(|err| EngineError::Transform {
-                    source_name: name.clone(),
-                    partition: p as u32,
-                    err,
-                })?;
-            check_rejected(&self.options.error_policy, &name, &batch, &mut out)?;
-            parts.push((batch, out));
-        }
-        Ok(parts)
-    }
-
     /// Make an epoch durable: ranges ahead, sinks, then the commit.
     fn commit(
         &mut self,
@@ -420,6 +373,9 @@ impl ContinuousQuery {
         Ok(())
     }
 }
+
+#[path = "continuous_replay.rs"]
+mod replay;
 
 #[cfg(test)]
 #[path = "continuous_tests.rs"]

@@ -8,6 +8,7 @@
 //! after a crash is recognised and not written twice.
 
 mod consumer;
+mod continuous;
 mod offsets;
 mod sink;
 mod source;

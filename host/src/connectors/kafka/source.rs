@@ -12,25 +12,24 @@ use super::{
     Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry,
 };
 use crate::connectors::{min_limit, rate_limited_ends};
-use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::spec::{KafkaSourceSpec, KafkaStarting, KafkaTopics};
 
-type Tp = (String, i32);
+pub(super) type Tp = (String, i32);
 
 pub struct KafkaSource {
-    spec: KafkaSourceSpec,
-    config: ClientConfig,
-    admin: Consumer,
+    pub(super) spec: KafkaSourceSpec,
+    pub(super) config: ClientConfig,
+    pub(super) admin: Consumer,
     pattern: Option<regex::Regex>,
     consumers: HashMap<Tp, PartitionConsumer>,
     /// Records per partition per batch (max-rate-per-partition x interval).
     per_partition_cap: Option<u64>,
     rate_limit: Option<u64>,
     /// Continuous mode: the partitions, fixed when the query starts.
-    fixed: Vec<Tp>,
+    pub(super) fixed: Vec<Tp>,
     group: Option<Consumer>,
-    lag_cache: Option<(Instant, Vec<u64>)>,
+    pub(super) lag_cache: Option<(Instant, Vec<u64>)>,
 }
 
 impl KafkaSource {
@@ -128,7 +127,7 @@ impl KafkaSource {
         Ok(out)
     }
 
-    fn watermarks(&self, (t, p): &Tp) -> Result<(i64, i64), ConnectorError> {
+    pub(super) fn watermarks(&self, (t, p): &Tp) -> Result<(i64, i64), ConnectorError> {
         with_retry(
             &format!("watermarks of {t}/{p}"),
             self.spec.retry_timeout,
@@ -136,7 +135,10 @@ impl KafkaSource {
         )
     }
 
-    fn start_offsets(&self, parts: &BTreeSet<Tp>) -> Result<KafkaOffsets, ConnectorError> {
+    pub(super) fn start_offsets(
+        &self,
+        parts: &BTreeSet<Tp>,
+    ) -> Result<KafkaOffsets, ConnectorError> {
         let mut out = KafkaOffsets::default();
         if let KafkaStarting::Timestamp(ts) = self.spec.starting {
             let mut tpl = TopicPartitionList::new();
@@ -360,94 +362,5 @@ impl Source for KafkaSource {
         let mut m = BTreeMap::new();
         m.insert("dataLossRecords".into(), self.lost().to_string());
         m
-    }
-}
-
-/// Continuous mode: one reader per partition, each with its own consumer.
-struct KafkaReader(PartitionConsumer);
-
-impl PartitionReader for KafkaReader {
-    fn read(
-        &mut self,
-        from: u64,
-        until: u64,
-        max: usize,
-        out: &mut RecordBatch,
-    ) -> Result<u64, ConnectorError> {
-        let until = until.min(i64::MAX as u64) as i64;
-        let next = self
-            .0
-            .read(from as i64, until, max, Some(Duration::from_millis(1)), out)?;
-        Ok(next as u64)
-    }
-}
-
-impl ContinuousSource for KafkaSource {
-    fn description(&self) -> String {
-        Source::description(self)
-    }
-
-    fn partition_count(&self) -> u32 {
-        self.fixed.len() as u32
-    }
-
-    fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError> {
-        let parts = self.fixed.iter().cloned().collect();
-        let o = self.start_offsets(&parts)?;
-        Ok(self
-            .fixed
-            .iter()
-            .map(|(t, p)| o.get(t, *p) as u64)
-            .collect())
-    }
-
-    fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
-        let (t, p) = &self.fixed[partition as usize];
-        let c = PartitionConsumer::new(
-            &self.config,
-            t,
-            *p,
-            self.spec.fail_on_data_loss,
-            self.spec.retry_timeout,
-        )?;
-        Ok(Box::new(KafkaReader(c)))
-    }
-
-    fn to_offset(&self, positions: &[u64]) -> Offset {
-        let mut o = KafkaOffsets::default();
-        for (tp, pos) in self.fixed.iter().zip(positions) {
-            o.0.insert(tp.clone(), *pos as i64);
-        }
-        o.to_json()
-    }
-
-    fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
-        let o = KafkaOffsets::from_json(offset)?;
-        Ok(self
-            .fixed
-            .iter()
-            .map(|(t, p)| o.get(t, *p) as u64)
-            .collect())
-    }
-
-    fn latest_positions(&mut self) -> Option<Vec<u64>> {
-        // Watermarks cost a round trip per partition: refresh once a second.
-        if let Some((at, v)) = &self.lag_cache
-            && at.elapsed() < Duration::from_secs(1)
-        {
-            return Some(v.clone());
-        }
-        let v: Option<Vec<u64>> = self
-            .fixed
-            .iter()
-            .map(|(t, p)| {
-                let w = self
-                    .admin
-                    .fetch_watermarks(t, *p, Duration::from_millis(500));
-                w.ok().map(|(_, h)| h as u64)
-            })
-            .collect();
-        self.lag_cache = v.clone().map(|v| (Instant::now(), v));
-        v
     }
 }
