@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::*;
+use crate::engine::batch::RecordBatch;
 use crate::engine::checkpoint::LocalCheckpointStore;
 use crate::engine::connector::{ConnectorError, PartitionReader};
 use crate::engine::transform::{FnTransform, TransformError};
