@@ -24,7 +24,7 @@ fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &st
             return;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(120),
+            started.elapsed() < Duration::from_secs(240),
             "output never reached {want} records: {}",
             tail()
         );

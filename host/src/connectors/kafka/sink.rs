@@ -21,6 +21,11 @@ use super::{Consumer, Producer, REQUEST_TIMEOUT, client_config, create, kafka_er
 use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
 use crate::spec::KafkaSinkSpec;
 
+/// Each transactional step waits at most this long before it is retried
+/// (and logged), so an unreachable cluster shows up in the log within
+/// seconds; the whole batch still has `retry-timeout` to get through.
+const STEP_TIMEOUT: Duration = Duration::from_secs(10);
+
 pub struct KafkaSink {
     spec: KafkaSinkSpec,
     route: String,
@@ -107,12 +112,12 @@ impl KafkaSink {
             .group_metadata()
             .expect("the marker consumer has a group id");
         let tpl = self.marker_offsets(batch_id).map_err(TxnError::Produce)?;
-        producer.send_offsets_to_transaction(&tpl, &cgm, self.spec.transaction_timeout)?;
+        producer.send_offsets_to_transaction(&tpl, &cgm, STEP_TIMEOUT)?;
         // A retriable commit failure may still have committed: retry the
         // commit itself, never the whole transaction.
         let started = Instant::now();
         loop {
-            match producer.commit_transaction(self.spec.transaction_timeout) {
+            match producer.commit_transaction(STEP_TIMEOUT) {
                 Ok(()) => return Ok(rows),
                 Err(KafkaError::Transaction(t))
                     if t.is_retriable() && started.elapsed() < self.spec.retry_timeout =>
@@ -121,6 +126,15 @@ impl KafkaSink {
                         "kafka: committing transaction of batch {batch_id}: {t}; retrying"
                     );
                     std::thread::sleep(Duration::from_millis(200));
+                }
+                // The records are still being delivered: keep waiting.
+                Err(KafkaError::Flush(RDKafkaErrorCode::OperationTimedOut))
+                    if started.elapsed() < self.spec.retry_timeout =>
+                {
+                    tracing::warn!(
+                        "kafka: delivering batch {batch_id} to {} is slow; still trying",
+                        self.spec.topic
+                    );
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -228,9 +242,7 @@ impl Sink for KafkaSink {
                     return Ok(rows);
                 }
                 Err(TxnError::Produce(e)) => {
-                    let _ = self
-                        .producer()
-                        .abort_transaction(self.spec.transaction_timeout);
+                    let _ = self.producer().abort_transaction(STEP_TIMEOUT);
                     return Err(e);
                 }
                 Err(TxnError::Kafka(e)) => {
@@ -242,10 +254,7 @@ impl Sink for KafkaSink {
                         )));
                     }
                     // Abortable or retriable: abort, then write the batch again.
-                    if let Err(a) = self
-                        .producer()
-                        .abort_transaction(self.spec.transaction_timeout)
-                    {
+                    if let Err(a) = self.producer().abort_transaction(STEP_TIMEOUT) {
                         tracing::warn!("kafka: aborting transaction of batch {batch_id}: {a}");
                     }
                     if started.elapsed() >= self.spec.retry_timeout {
