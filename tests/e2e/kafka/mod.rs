@@ -48,12 +48,23 @@ pub fn start_broker(dir: &Path, port: u16) -> String {
         // SAFETY: registering a plain extern "C" function with libc.
         unsafe { libc::atexit(stop_brokers) };
     });
-    let out = script()
-        .arg("start")
-        .arg(dir)
-        .arg(port.to_string())
-        .output()
-        .expect("running scripts/kafka-broker");
+    // A broker start can fail on a busy machine (a port taken in the
+    // meantime); try again a couple of times before giving up.
+    let mut attempt = 0;
+    let out = loop {
+        attempt += 1;
+        let out = script()
+            .arg("start")
+            .arg(dir)
+            .arg(port.to_string())
+            .output()
+            .expect("running scripts/kafka-broker");
+        if out.status.success() || attempt == 3 {
+            break out;
+        }
+        let _ = script().arg("stop").arg(dir).status();
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    };
     assert!(
         out.status.success(),
         "kafka-broker start failed: {}",
