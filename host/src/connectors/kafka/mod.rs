@@ -60,6 +60,9 @@ fn client_config(
 #[derive(Default)]
 pub(crate) struct Context {
     failed_delivery: Mutex<Option<String>>,
+    /// The last connection-level error logged and when: while a cluster is
+    /// down every client repeats them several times a second.
+    last_error: Mutex<Option<(String, Instant)>>,
 }
 
 impl Context {
@@ -89,8 +92,19 @@ impl ClientContext for Context {
             || reason.contains("reached end of partition");
         if eof {
             tracing::debug!("librdkafka: {reason}");
+            return;
+        }
+        // The same error kind again within 10 s is a repeat: debug level.
+        let kind = error.to_string();
+        let mut last = self.last_error.lock().expect("not poisoned");
+        let repeat = last
+            .as_ref()
+            .is_some_and(|(k, at)| *k == kind && at.elapsed() < Duration::from_secs(10));
+        if repeat {
+            tracing::debug!("librdkafka: {error}: {reason}");
         } else {
             tracing::warn!("librdkafka: {error}: {reason}");
+            *last = Some((kind, Instant::now()));
         }
     }
 }
