@@ -7,12 +7,11 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::Stdio;
 
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{guest, weir};
+use crate::testkit::{guest, run_pipeline as run, weir};
 
 /// The hostile stream, and the error kind each hostile record must get.
 const STREAM: &[(&str, Option<&str>)] = &[
@@ -72,18 +71,6 @@ type = "available-now"
         misbehave = guest("misbehave").display()
     );
     std::fs::write(dir.join("p.toml"), spec).unwrap();
-}
-
-fn run(dir: &Path, fault: Option<&str>) -> std::process::Output {
-    let mut c = weir();
-    c.arg("run")
-        .arg(dir.join("p.toml"))
-        .args(["--progress", "none"])
-        .stdout(Stdio::null());
-    if let Some(f) = fault {
-        c.env("WEIR_FAULT", f);
-    }
-    c.output().unwrap()
 }
 
 fn read(dir: &Path, topic: &str) -> Vec<serde_json::Value> {

@@ -119,6 +119,20 @@ pub fn weir() -> Command {
     c
 }
 
+/// `weir run DIR/p.toml` without progress, optionally with a fault
+/// injected (`WEIR_FAULT`); stdout discarded, stderr captured.
+pub fn run_pipeline(dir: &Path, fault: Option<&str>) -> std::process::Output {
+    let mut c = weir();
+    c.arg("run")
+        .arg(dir.join("p.toml"))
+        .args(["--progress", "none"])
+        .stdout(std::process::Stdio::null());
+    if let Some(f) = fault {
+        c.env("WEIR_FAULT", f);
+    }
+    c.output().unwrap()
+}
+
 /// A fixed-seed xorshift generator for "random" kill moments: varied, but
 /// the same on every run.
 pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {

@@ -113,10 +113,9 @@ impl ContinuousQuery {
             Resume::Fresh => {
                 let source = &mut self.source;
                 let o = query::initial_offset(&*self.store, 0, || {
-                    let p = source.initial_positions()?;
+                    let p = source.initial_positions().map_err(source_err(&name))?;
                     Ok(source.to_offset(&p))
                 })?;
-                let o = o.map_err(source_err(&name))?;
                 (0, self.source.positions(&o).map_err(source_err(&name))?)
             }
             Resume::Continue { next_batch, start } => (

@@ -75,7 +75,7 @@ impl Guarded {
     }
 
     /// Why a successful call's output breaks the limits, if it does.
-    fn over_limit(&self, out: &TransformOutput, records: usize) -> Option<String> {
+    fn over_limit(&self, out: &TransformOutput) -> Option<String> {
         if out.batch.values.len() + out.batch.keys.len() + out.batch.headers.len()
             > self.limits.max_output_bytes
         {
@@ -84,20 +84,19 @@ impl Guarded {
                 self.limits.max_output_bytes
             ));
         }
+        // Empty origins mean one output per input. Otherwise origins are
+        // non-decreasing (validated with the output), so each input's
+        // outputs form one run: no per-call allocation on the hot path.
         let max = self.limits.max_outputs_per_record;
-        if out.batch.origins.is_empty() {
-            return (out.batch.len() > records.max(1) * max)
-                .then(|| format!("more than {max} output records for one input record"));
-        }
-        let mut counts = vec![0usize; records];
+        let mut run = 0;
+        let mut prev = None;
         for o in &out.batch.origins {
-            if let Some(c) = counts.get_mut(*o as usize) {
-                *c += 1;
-                if *c > max {
-                    return Some(format!(
-                        "more than {max} output records for one input record"
-                    ));
-                }
+            run = if prev == Some(o) { run + 1 } else { 1 };
+            prev = Some(o);
+            if run > max {
+                return Some(format!(
+                    "more than {max} output records for one input record"
+                ));
             }
         }
         None
@@ -126,7 +125,7 @@ impl Guarded {
             }
             single.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
             match self.inner.process_batch(&single) {
-                Ok(out) => match self.over_limit(&out, 1) {
+                Ok(out) => match self.over_limit(&out) {
                     Some(why) => merged.rejected.push(Rejected {
                         index: i as u32,
                         kind: RejectKind::OutputLimit,
@@ -159,7 +158,7 @@ impl Transform for Guarded {
             return self.isolate(input);
         }
         match self.inner.process_batch(input) {
-            Ok(out) => match self.over_limit(&out, input.len()) {
+            Ok(out) => match self.over_limit(&out) {
                 // Find the records that broke the limit.
                 Some(_) => self.isolate(input),
                 None => Ok(out),

@@ -116,8 +116,13 @@ impl MicroBatchQuery {
                 let mut start = Vec::new();
                 for i in 0..self.sources.len() {
                     let source = &mut self.sources[i];
-                    let o = query::initial_offset(&*self.store, i, || source.initial_offset())?;
-                    start.push(o.map_err(self.source_err(i))?);
+                    let o = query::initial_offset(&*self.store, i, || {
+                        source.initial_offset().map_err(|err| EngineError::Source {
+                            name: source.description(),
+                            err,
+                        })
+                    })?;
+                    start.push(o);
                 }
                 (0, start, None)
             }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::checkpoint::{CheckpointError, CheckpointStore, encode_entry, read_entry};
 use super::connector::Offset;
+use super::options::EngineError;
 
 /// `metadata`: written once when a query first starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,28 +133,25 @@ pub fn resume(store: &dyn CheckpointStore) -> Result<Resume, CheckpointError> {
     Ok(Resume::Rerun(entry))
 }
 
-/// Delete log entries older than the newest `keep` batches.
 /// Where a new query starts reading source `i`: decided once and recorded
 /// (`initial-offsets/<i>`), like Spark's initial offsets, so that a query
 /// stopped before its first batch does not drift (e.g. "latest" would
 /// otherwise move on every restart).
-pub fn initial_offset<E>(
+pub fn initial_offset(
     store: &dyn CheckpointStore,
     source: usize,
-    compute: impl FnOnce() -> Result<Offset, E>,
-) -> Result<Result<Offset, E>, CheckpointError> {
+    compute: impl FnOnce() -> Result<Offset, EngineError>,
+) -> Result<Offset, EngineError> {
     let path = format!("initial-offsets/{source}");
     if let Some(o) = super::checkpoint::read_entry(store, &path)? {
-        return Ok(Ok(o));
+        return Ok(o);
     }
-    let o = match compute() {
-        Ok(o) => o,
-        Err(e) => return Ok(Err(e)),
-    };
+    let o = compute()?;
     store.write(&path, &super::checkpoint::encode_entry(&o))?;
-    Ok(Ok(o))
+    Ok(o)
 }
 
+/// Delete log entries older than the newest `keep` batches.
 pub fn prune(store: &dyn CheckpointStore, latest: u64, keep: u64) -> Result<(), CheckpointError> {
     if latest < keep {
         return Ok(());

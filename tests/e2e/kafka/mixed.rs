@@ -3,7 +3,6 @@
 //! whose commit markers and aborted records leave offset gaps.
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
 use std::time::Duration;
 
 use rdkafka::ClientConfig;
@@ -11,19 +10,7 @@ use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 
 use super::{broker, create_topic, read_committed, sorted_values, unique};
-use crate::testkit::{guest, weir};
-
-fn run(dir: &std::path::Path, fault: Option<&str>) -> std::process::Output {
-    let mut c = weir();
-    c.arg("run")
-        .arg(dir.join("p.toml"))
-        .args(["--progress", "none"])
-        .stdout(Stdio::null());
-    if let Some(f) = fault {
-        c.env("WEIR_FAULT", f);
-    }
-    c.output().unwrap()
-}
+use crate::testkit::{guest, run_pipeline as run, weir};
 
 /// Upstream: 3 committed transactions with an aborted one in between.
 fn produce_transactionally(topic: &str) -> Vec<String> {

@@ -63,16 +63,18 @@ impl KafkaSink {
         let producer = self.producer();
         let mut rows = 0;
         for o in batch.records() {
-            let mut headers = OwnedHeaders::new();
-            for (name, value) in o.headers() {
-                headers = headers.insert(Header {
-                    key: name,
-                    value: Some(value),
-                });
+            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic).payload(o.value);
+            // Most records have no headers: no header list to allocate.
+            if !o.headers.is_empty() {
+                let mut headers = OwnedHeaders::new();
+                for (name, value) in o.headers() {
+                    headers = headers.insert(Header {
+                        key: name,
+                        value: Some(value),
+                    });
+                }
+                record = record.headers(headers);
             }
-            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic)
-                .payload(o.value)
-                .headers(headers);
             if let Some(k) = o.key {
                 record = record.key(k);
             }
