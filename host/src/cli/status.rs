@@ -21,12 +21,22 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
     println!("sources:    {}", meta.sources.join(", "));
     match query::resume(&store)? {
         Resume::Fresh => println!("position:   no batch yet"),
-        Resume::Continue { next_batch, start } => {
+        Resume::Continue {
+            next_batch,
+            start,
+            watermark,
+        } => {
             println!(
                 "committed:  batch {} (next batch {next_batch} starts at {})",
                 next_batch - 1,
                 serde_json::to_string(&start)?
-            )
+            );
+            if let Some(w) = watermark.watermark_ms {
+                println!(
+                    "watermark:  {} ({w})",
+                    crate::engine::state::event_time::iso(w)
+                );
+            }
         }
         Resume::Rerun(e) => println!(
             "pending:    batch {} planned but not committed; it re-runs over {} on restart",

@@ -118,7 +118,9 @@ impl ContinuousQuery {
                 })?;
                 (0, self.source.positions(&o).map_err(source_err(&name))?)
             }
-            Resume::Continue { next_batch, start } => (
+            Resume::Continue {
+                next_batch, start, ..
+            } => (
                 next_batch,
                 self.source
                     .positions(&start[0])
@@ -298,6 +300,8 @@ impl ContinuousQuery {
             batch_id: id,
             timestamp_ms: now_ms(),
             sources: vec![range.clone()],
+            watermark: None,
+            task_times: Default::default(),
         };
         // A re-run epoch keeps its recorded entry; a new one is written ahead.
         if !rerun {
@@ -315,6 +319,7 @@ impl ContinuousQuery {
             &encode_entry(&CommitEntry {
                 batch_id: id,
                 num_output_rows: rows,
+                watermark: None,
             }),
         )?;
         faults::point("after-commit-write", id);
@@ -363,6 +368,8 @@ impl ContinuousQuery {
                 num_output_rows: rows,
             },
             latency_ms: (input > 0).then_some(latency),
+            state_operators: vec![],
+            event_time: Default::default(),
         };
         self.store.write("progress", &encode_entry(&progress))?;
         on_progress(&progress);

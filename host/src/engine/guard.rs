@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::batch::{HeaderRef, RecordBatch};
 use super::output::{RejectKind, Rejected, TransformOutput};
+use super::state::{FiredTimers, StateContext};
 use super::transform::{Transform, TransformError};
 
 /// Per-record limits enforced by the host around each call.
@@ -102,9 +103,34 @@ impl Guarded {
         None
     }
 
+    /// One call of the inner transform; with state, a failed call's state
+    /// changes are rolled back.
+    fn call(
+        &mut self,
+        input: &RecordBatch,
+        ctx: Option<&mut StateContext>,
+    ) -> Result<TransformOutput, TransformError> {
+        let Some(ctx) = ctx else {
+            return self.inner.process_batch(input);
+        };
+        ctx.state.begin_call();
+        let r = self.inner.process_stateful(input, ctx);
+        let keep = r.as_ref().is_ok_and(|out| self.over_limit(out).is_none());
+        if keep {
+            ctx.state.end_call();
+        } else {
+            ctx.state.rollback_call();
+        }
+        r
+    }
+
     /// Run `input` record by record on the inner transform, turning each
     /// record's failure into a rejection of that record.
-    fn isolate(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+    fn isolate(
+        &mut self,
+        input: &RecordBatch,
+        mut ctx: Option<&mut StateContext>,
+    ) -> Result<TransformOutput, TransformError> {
         let mut merged = TransformOutput::default();
         let mut single = RecordBatch::new(input.partition);
         for i in 0..input.len() {
@@ -124,7 +150,7 @@ impl Guarded {
                 continue;
             }
             single.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
-            match self.inner.process_batch(&single) {
+            match self.call(&single, ctx.as_deref_mut()) {
                 Ok(out) => match self.over_limit(&out) {
                     Some(why) => merged.rejected.push(Rejected {
                         index: i as u32,
@@ -146,29 +172,73 @@ impl Guarded {
         }
         Ok(merged)
     }
-}
 
-impl Transform for Guarded {
-    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+    fn guarded(
+        &mut self,
+        input: &RecordBatch,
+        mut ctx: Option<&mut StateContext>,
+    ) -> Result<TransformOutput, TransformError> {
         let oversized = input.iter().any(|r| {
             r.key.map_or(0, <[u8]>::len) + r.value.len() + r.headers.len()
                 > self.limits.max_record_bytes
         });
         if oversized {
-            return self.isolate(input);
+            return self.isolate(input, ctx);
         }
-        match self.inner.process_batch(input) {
+        match self.call(input, ctx.as_deref_mut()) {
             Ok(out) => match self.over_limit(&out) {
                 // Find the records that broke the limit.
-                Some(_) => self.isolate(input),
+                Some(_) => self.isolate(input, ctx),
                 None => Ok(out),
             },
             Err(e) if e.poisons_instance() => {
                 self.record_failure(&e)?;
-                self.isolate(input)
+                self.isolate(input, ctx)
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+impl Transform for Guarded {
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        self.guarded(input, None)
+    }
+
+    fn process_stateful(
+        &mut self,
+        input: &RecordBatch,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        self.guarded(input, Some(ctx))
+    }
+
+    /// Timers cannot be skipped or dead-lettered without losing results, so
+    /// a failing timer handler stops the query (its state changes undone);
+    /// a restart retries the batch.
+    fn on_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        ctx.state.begin_call();
+        let r = self
+            .inner
+            .on_timers(fired, ctx)
+            .and_then(|out| match self.over_limit(&out) {
+                Some(why) => Err(TransformError::Fatal(format!("timer handler: {why}"))),
+                None => Ok(out),
+            });
+        match &r {
+            Ok(_) => ctx.state.end_call(),
+            Err(e) => {
+                ctx.state.rollback_call();
+                if e.poisons_instance() {
+                    self.record_failure(e)?;
+                }
+            }
+        }
+        r
     }
 }
 

@@ -19,7 +19,19 @@ use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
+use super::state::run::progress_fields;
+use super::state::{BatchTime, TaskStats};
+use super::stateful_tasks::StatefulBatch;
 use super::tasks::{Tasks, sinks_description, write_sinks};
+
+/// A batch's state statistics: progress `stateOperators`, per-task stats
+/// (for the watermark) and progress `eventTime`.
+type StateStats = (
+    Vec<super::progress::StateOperatorProgress>,
+    BTreeMap<(usize, u32), TaskStats>,
+    BTreeMap<String, String>,
+);
+use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
 
 /// A micro-batch streaming query over one checkpoint.
@@ -34,6 +46,10 @@ pub struct MicroBatchQuery {
     run_id: String,
     stop: Arc<AtomicBool>,
     backpressure: Option<PidRateEstimator>,
+    /// Stateful queries: each task's state, and the tasks that have some.
+    states: HashMap<(usize, u32), StatePartition>,
+    known: std::collections::BTreeSet<(usize, u32)>,
+    watermark: Watermark,
 }
 
 /// ProcessingTime: time left until the next trigger, measured from this
@@ -74,6 +90,11 @@ impl MicroBatchQuery {
                 err,
             })?;
         }
+        let known = if options.state.stateful {
+            super::stateful_tasks::known_tasks(&*store, sources.len())?
+        } else {
+            Default::default()
+        };
         Ok(MicroBatchQuery {
             store,
             sources,
@@ -84,6 +105,9 @@ impl MicroBatchQuery {
             run_id: uuid::Uuid::new_v4().to_string(),
             stop: Arc::new(AtomicBool::new(false)),
             backpressure: options.backpressure.map(PidRateEstimator::new),
+            known,
+            states: HashMap::new(),
+            watermark: Watermark::default(),
             options,
         })
     }
@@ -126,9 +150,17 @@ impl MicroBatchQuery {
                 }
                 (0, start, None)
             }
-            Resume::Continue { next_batch, start } => (next_batch, start, None),
+            Resume::Continue {
+                next_batch,
+                start,
+                watermark,
+            } => {
+                self.watermark = watermark;
+                (next_batch, start, None)
+            }
             Resume::Rerun(entry) => {
                 let start = entry.sources.iter().map(|r| r.start.clone()).collect();
+                self.watermark = entry.watermark.clone().unwrap_or_default();
                 (entry.batch_id, start, Some(entry))
             }
         };
@@ -179,6 +211,13 @@ impl MicroBatchQuery {
                         batch_id,
                         timestamp_ms: timestamp,
                         sources: ranges,
+                        watermark: self
+                            .options
+                            .state
+                            .event_time
+                            .is_some()
+                            .then(|| self.watermark.clone()),
+                        task_times: Default::default(),
                     };
                     (entry, latest)
                 }
@@ -194,15 +233,29 @@ impl MicroBatchQuery {
             let wal_commit = wal_started.elapsed();
 
             let add_started = Instant::now();
-            let (parts, per_source_rows, rejected) = self.process(&entry)?;
+            let (parts, per_source_rows, rejected, state_stats) = self.process(&entry)?;
             let output_rows = write_sinks(&mut self.sinks, batch_id, &parts)?;
             faults::point("after-sink-commit", batch_id);
             let add_batch = add_started.elapsed();
 
             let commit_started = Instant::now();
+            if let Some(et) = &self.options.state.event_time {
+                for ((i, task), st) in &state_stats.1 {
+                    if st.event.count > 0 {
+                        self.watermark.observe(format!("{i}/{task}"), st.event.max);
+                    }
+                }
+                self.watermark.advance(et.delay);
+            }
             let commit = CommitEntry {
                 batch_id,
                 num_output_rows: output_rows,
+                watermark: self
+                    .options
+                    .state
+                    .event_time
+                    .is_some()
+                    .then(|| self.watermark.clone()),
             };
             self.store
                 .write(&commits_path(batch_id), &encode_entry(&commit))?;
@@ -254,6 +307,8 @@ impl MicroBatchQuery {
                     num_output_rows: output_rows,
                 },
                 latency_ms: None,
+                state_operators: state_stats.0,
+                event_time: state_stats.2,
             };
             self.store.write("progress", &encode_entry(&progress))?;
             on_progress(&progress);
@@ -343,7 +398,15 @@ impl MicroBatchQuery {
     fn process(
         &mut self,
         entry: &OffsetEntry,
-    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, Vec<u64>, u64), EngineError> {
+    ) -> Result<
+        (
+            Vec<(RecordBatch, TransformOutput)>,
+            Vec<u64>,
+            u64,
+            StateStats,
+        ),
+        EngineError,
+    > {
         let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
         let mut per_source = vec![0u64; self.sources.len()];
         for (i, r) in entry.sources.iter().enumerate() {
@@ -361,8 +424,34 @@ impl MicroBatchQuery {
             transforms: &mut self.transforms,
             policy: self.options.error_policy.clone(),
         };
-        let (parts, rejected) = tasks.run(inputs)?;
-        Ok((parts, per_source, rejected))
+        if !self.options.state.active() {
+            let (parts, rejected) = tasks.run(inputs)?;
+            return Ok((parts, per_source, rejected, StateStats::default()));
+        }
+        let time = BatchTime {
+            watermark: self.watermark.watermark_ms,
+            processing_time: entry.timestamp_ms,
+        };
+        let sb = StatefulBatch {
+            options: &self.options.state,
+            states: &mut self.states,
+            known: &mut self.known,
+            version: entry.batch_id,
+            time,
+            store: &*self.store,
+        };
+        let (parts, rejected, per_task) = tasks.run_stateful(inputs, sb)?;
+        let mut total = TaskStats::default();
+        for s in per_task.values() {
+            total.merge(s);
+        }
+        let (ops, event) = progress_fields(
+            &self.options.state,
+            &total,
+            self.known.len() as u64,
+            time.watermark,
+        );
+        Ok((parts, per_source, rejected, (ops, per_task, event)))
     }
 }
 

@@ -15,6 +15,8 @@ pub mod options;
 pub mod output;
 pub mod progress;
 pub mod query;
+pub mod state;
+mod stateful_tasks;
 mod tasks;
 pub mod transform;
 

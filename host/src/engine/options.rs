@@ -62,6 +62,8 @@ pub struct QueryOptions {
     /// Size batches by a PID estimate of the processing rate (needs a
     /// processing-time trigger).
     pub backpressure: Option<super::backpressure::PidConfig>,
+    /// Event time, keyed state and timers.
+    pub state: super::state::StatefulOptions,
 }
 
 impl Default for QueryOptions {
@@ -72,6 +74,7 @@ impl Default for QueryOptions {
             keep_batches: 100,
             idle_poll: Duration::from_millis(2),
             backpressure: None,
+            state: Default::default(),
         }
     }
 }

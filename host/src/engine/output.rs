@@ -48,6 +48,8 @@ pub enum RejectKind {
     OutputLimit,
     /// It is larger than the pipeline's record size limit.
     TooLarge,
+    /// Its event time is older than the watermark (`late = "reject"`).
+    Late,
 }
 
 impl RejectKind {
@@ -68,6 +70,7 @@ impl RejectKind {
             RejectKind::OutOfMemory => "out-of-memory",
             RejectKind::OutputLimit => "output-limit",
             RejectKind::TooLarge => "too-large",
+            RejectKind::Late => "late",
         }
     }
 }

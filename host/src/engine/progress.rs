@@ -86,6 +86,29 @@ pub struct Progress {
     pub sink: SinkProgress,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<LatencyMs>,
+    /// Stateful queries: the transform's state, one entry per operator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_operators: Vec<StateOperatorProgress>,
+    /// Queries with event time: `min`, `max`, `avg` of the batch's event
+    /// times and the `watermark` it ran with (RFC 3339, as Spark prints them).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub event_time: std::collections::BTreeMap<String, String>,
+}
+
+/// Spark's StateOperatorProgress for one stateful operator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateOperatorProgress {
+    pub operator_name: String,
+    pub num_rows_total: u64,
+    pub num_rows_updated: u64,
+    pub memory_used_bytes: u64,
+    pub num_rows_dropped_by_watermark: u64,
+    /// Slowest state checkpoint of the batch.
+    pub commit_time_ms: u64,
+    pub num_state_partitions: u64,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub custom_metrics: std::collections::BTreeMap<String, u64>,
 }
 
 impl Progress {
@@ -138,6 +161,8 @@ mod tests {
             sources: vec![],
             sink: SinkProgress::default(),
             latency_ms,
+            state_operators: vec![],
+            event_time: Default::default(),
         }
     }
 

@@ -2,11 +2,14 @@
 //! `metadata` file and the `offsets/N` and `commits/N` entries, plus the
 //! recovery decision Spark makes from them.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::checkpoint::{CheckpointError, CheckpointStore, encode_entry, read_entry};
 use super::connector::Offset;
 use super::options::EngineError;
+use super::state::Watermark;
 
 /// `metadata`: written once when a query first starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -22,8 +25,24 @@ pub struct Metadata {
 #[serde(rename_all = "camelCase")]
 pub struct OffsetEntry {
     pub batch_id: u64,
+    /// When the batch was planned; also its processing time.
     pub timestamp_ms: i64,
     pub sources: Vec<OffsetRange>,
+    /// Queries with event time: the watermark the batch runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<Watermark>,
+    /// Continuous queries with state: the clocks each task ran the epoch with.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub task_times: BTreeMap<u32, TaskTime>,
+}
+
+/// The clocks of one continuous task for one epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskTime {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_ms: Option<i64>,
+    pub processing_time_ms: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +57,9 @@ pub struct OffsetRange {
 pub struct CommitEntry {
     pub batch_id: u64,
     pub num_output_rows: u64,
+    /// Queries with event time: the watermark after this batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<Watermark>,
 }
 
 /// Where a (re)started query resumes.
@@ -47,8 +69,13 @@ pub enum Resume {
     Fresh,
     /// Batch N was planned but not committed: re-run it over the same range.
     Rerun(OffsetEntry),
-    /// Batch N committed: continue with N+1 from its end offsets.
-    Continue { next_batch: u64, start: Vec<Offset> },
+    /// Batch N committed: continue with N+1 from its end offsets, with the
+    /// watermark as it was after N.
+    Continue {
+        next_batch: u64,
+        start: Vec<Offset>,
+        watermark: Watermark,
+    },
 }
 
 pub fn offsets_path(n: u64) -> String {
@@ -124,10 +151,11 @@ pub fn resume(store: &dyn CheckpointStore) -> Result<Resume, CheckpointError> {
     }
     if commits.last() == Some(&last) {
         // Validate the commit entry too: a torn commit must not be trusted.
-        let _: CommitEntry = read_entry(store, &commits_path(last))?.expect("listed");
+        let commit: CommitEntry = read_entry(store, &commits_path(last))?.expect("listed");
         return Ok(Resume::Continue {
             next_batch: last + 1,
             start: entry.sources.into_iter().map(|r| r.end).collect(),
+            watermark: commit.watermark.unwrap_or_default(),
         });
     }
     Ok(Resume::Rerun(entry))
@@ -182,6 +210,8 @@ mod tests {
                 start: json!(start),
                 end: json!(end),
             }],
+            watermark: None,
+            task_times: BTreeMap::new(),
         })
     }
 
@@ -189,6 +219,7 @@ mod tests {
         encode_entry(&CommitEntry {
             batch_id: n,
             num_output_rows: 1,
+            watermark: None,
         })
     }
 
@@ -210,7 +241,8 @@ mod tests {
             resume(&s).unwrap(),
             Resume::Continue {
                 next_batch: 1,
-                start: vec![json!(5)]
+                start: vec![json!(5)],
+                watermark: Watermark::default(),
             }
         );
 

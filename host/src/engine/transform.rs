@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::batch::RecordBatch;
 use super::output::{OutputBatch, TransformOutput};
+use super::state::{FiredTimers, StateContext};
 
 /// Why a transform call failed. Bad records are not errors: they come back in
 /// [`TransformOutput::rejected`] and the pipeline's error policy handles them.
@@ -55,6 +56,27 @@ impl TransformError {
 /// one partition task and is reused for every batch of that task.
 pub trait Transform: Send {
     fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError>;
+
+    /// Process a batch with the task's keyed state and the batch's clocks.
+    /// Stateless transforms ignore them.
+    fn process_stateful(
+        &mut self,
+        input: &RecordBatch,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let _ = ctx;
+        self.process_batch(input)
+    }
+
+    /// Handle timers that came due; the output's origins index `fired`.
+    fn on_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let _ = (fired, ctx);
+        Ok(TransformOutput::default())
+    }
 }
 
 /// A native transform from a closure over the engine's own batches: the

@@ -1,0 +1,264 @@
+//! Versioned persistence of one state partition, Spark's HDFS-backed state
+//! store design: version v is the state after batch (or epoch) v-1. Each
+//! version is written as a delta (the keys that changed) or, every
+//! `snapshot-interval` versions and for a partition's first version, as a
+//! full snapshot:
+//!
+//! ```text
+//! state/<operator>/<partition>/snapshots/<v>
+//! state/<operator>/<partition>/deltas/<v>
+//! ```
+//!
+//! Loading version v reads the newest snapshot at or below v and applies
+//! the deltas after it, each of which must exist. Files carry a CRC, so a
+//! torn or altered file is reported by name instead of loaded.
+
+use super::keyed::KeyedState;
+use crate::engine::checkpoint::{CheckpointError, CheckpointStore};
+
+const MAGIC: &[u8; 8] = b"WEIRST1\0";
+const DELTA: u8 = b'D';
+const SNAPSHOT: u8 = b'S';
+
+/// How state versions are written and kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StateFileOptions {
+    /// Write a snapshot instead of a delta every this many versions.
+    pub snapshot_interval: u64,
+    /// Versions that must stay loadable (the checkpoint log's retention).
+    pub keep_versions: u64,
+}
+
+impl Default for StateFileOptions {
+    fn default() -> Self {
+        StateFileOptions {
+            snapshot_interval: 10,
+            keep_versions: 100,
+        }
+    }
+}
+
+/// One state partition: its in-memory state at `version` and where it lives.
+#[derive(Debug)]
+pub struct StatePartition {
+    pub dir: String,
+    pub state: KeyedState,
+    pub version: u64,
+    /// Snapshot versions on disk, ascending.
+    snapshots: Vec<u64>,
+}
+
+fn path(dir: &str, kind: u8, v: u64) -> String {
+    let sub = if kind == SNAPSHOT {
+        "snapshots"
+    } else {
+        "deltas"
+    };
+    format!("{dir}/{sub}/{v}")
+}
+
+fn corrupt(store: &dyn CheckpointStore, path: &str, problem: impl Into<String>) -> CheckpointError {
+    CheckpointError::Corrupt {
+        path: format!("{}/{path}", store.location()),
+        problem: problem.into(),
+    }
+}
+
+impl StatePartition {
+    /// Load version `version` of the partition in `dir`. Files of later
+    /// versions (written by a run that crashed before committing them) are
+    /// deleted, since the re-run writes them anew.
+    pub fn load(
+        store: &dyn CheckpointStore,
+        dir: &str,
+        version: u64,
+    ) -> Result<Self, CheckpointError> {
+        let mut snapshots = store.list_numbered(&format!("{dir}/snapshots"))?;
+        let deltas = store.list_numbered(&format!("{dir}/deltas"))?;
+        for &v in snapshots.iter().filter(|&&v| v > version) {
+            store.delete(&path(dir, SNAPSHOT, v))?;
+        }
+        for &v in deltas.iter().filter(|&&v| v > version) {
+            store.delete(&path(dir, DELTA, v))?;
+        }
+        snapshots.retain(|&v| v <= version);
+        let mut state = KeyedState::default();
+        match snapshots.last() {
+            None => {
+                // A partition's first version is always a snapshot: deltas
+                // without one mean the snapshot was lost.
+                if let Some(&d) = deltas.iter().find(|&&d| d <= version) {
+                    return Err(corrupt(
+                        store,
+                        &format!("{dir}/snapshots"),
+                        format!(
+                            "no snapshot at or below version {version}, but deltas/{d} exists: the state's base snapshot is missing"
+                        ),
+                    ));
+                }
+            }
+            Some(&base) => {
+                read_into(
+                    store,
+                    &path(dir, SNAPSHOT, base),
+                    SNAPSHOT,
+                    base,
+                    &mut state,
+                )?;
+                for v in base + 1..=version {
+                    let p = path(dir, DELTA, v);
+                    if !deltas.contains(&v) {
+                        return Err(corrupt(
+                            store,
+                            &p,
+                            format!("missing: needed to load state version {version} of {dir}"),
+                        ));
+                    }
+                    read_into(store, &p, DELTA, v, &mut state)?;
+                }
+            }
+        }
+        Ok(StatePartition {
+            dir: dir.to_string(),
+            state,
+            version,
+            snapshots,
+        })
+    }
+
+    /// Make the current state durable as `version + 1` and move to it.
+    pub fn commit(
+        &mut self,
+        store: &dyn CheckpointStore,
+        options: &StateFileOptions,
+    ) -> Result<(), CheckpointError> {
+        let v = self.version + 1;
+        let due = self
+            .snapshots
+            .last()
+            .is_none_or(|&s| v - s >= options.snapshot_interval.max(1));
+        if due {
+            let _ = self.state.take_delta();
+            let bytes = encode(
+                SNAPSHOT,
+                v,
+                self.state.raw_entries().map(|(k, v)| (k, Some(v))),
+            );
+            store.write(&path(&self.dir, SNAPSHOT, v), &bytes)?;
+            self.snapshots.push(v);
+            self.prune(store, v.saturating_sub(options.keep_versions))?;
+        } else {
+            let delta = self.state.take_delta();
+            let bytes = encode(DELTA, v, delta.iter().map(|(k, v)| (k.as_slice(), *v)));
+            store.write(&path(&self.dir, DELTA, v), &bytes)?;
+        }
+        self.version = v;
+        Ok(())
+    }
+
+    /// Delete files no longer needed to load any version >= `oldest`.
+    fn prune(&mut self, store: &dyn CheckpointStore, oldest: u64) -> Result<(), CheckpointError> {
+        let Some(&base) = self.snapshots.iter().rev().find(|&&s| s <= oldest) else {
+            return Ok(());
+        };
+        for &s in self.snapshots.iter().filter(|&&s| s < base) {
+            store.delete(&path(&self.dir, SNAPSHOT, s))?;
+        }
+        self.snapshots.retain(|&s| s >= base);
+        for d in store.list_numbered(&format!("{}/deltas", self.dir))? {
+            if d > base {
+                break;
+            }
+            store.delete(&path(&self.dir, DELTA, d))?;
+        }
+        Ok(())
+    }
+}
+
+fn encode<'a>(
+    kind: u8,
+    version: u64,
+    entries: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(MAGIC);
+    out.push(kind);
+    out.extend_from_slice(&version.to_le_bytes());
+    let count_at = out.len();
+    out.extend_from_slice(&0u64.to_le_bytes());
+    let mut count = 0u64;
+    for (k, v) in entries {
+        count += 1;
+        out.push(v.is_some() as u8);
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(k);
+        if let Some(v) = v {
+            out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            out.extend_from_slice(v);
+        }
+    }
+    out[count_at..count_at + 8].copy_from_slice(&count.to_le_bytes());
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+fn read_into(
+    store: &dyn CheckpointStore,
+    p: &str,
+    kind: u8,
+    version: u64,
+    state: &mut KeyedState,
+) -> Result<(), CheckpointError> {
+    let bytes = store
+        .read(p)?
+        .ok_or_else(|| corrupt(store, p, "missing (deleted while loading?)"))?;
+    let bad = |what: &str| corrupt(store, p, format!("corrupt state file: {what}"));
+    if bytes.len() < MAGIC.len() + 1 + 8 + 8 + 4 || &bytes[..8] != MAGIC {
+        return Err(bad("not a weir state file (bad header or truncated)"));
+    }
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(body) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+        return Err(bad("checksum mismatch (torn write or altered file)"));
+    }
+    if body[8] != kind {
+        return Err(bad("wrong file kind"));
+    }
+    let num = |at: usize| u64::from_le_bytes(body[at..at + 8].try_into().expect("8 bytes"));
+    if num(9) != version {
+        return Err(bad(&format!(
+            "holds version {} instead of {version}",
+            num(9)
+        )));
+    }
+    let count = num(17);
+    let mut rest = &body[25..];
+    let mut take = |n: usize| -> Result<&[u8], CheckpointError> {
+        if rest.len() < n {
+            return Err(bad("entry runs past the end"));
+        }
+        let (a, b) = rest.split_at(n);
+        rest = b;
+        Ok(a)
+    };
+    for _ in 0..count {
+        let tag = take(1)?[0];
+        let klen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+        let key = take(klen)?.to_vec();
+        let value = if tag == 1 {
+            let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+            Some(take(vlen)?.to_vec())
+        } else {
+            None
+        };
+        state.apply(key, value);
+    }
+    if !rest.is_empty() {
+        return Err(bad("trailing bytes after the last entry"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "files_tests.rs"]
+mod tests;

@@ -1,0 +1,125 @@
+use super::*;
+use crate::engine::checkpoint::LocalCheckpointStore;
+use crate::engine::state::TimeDomain;
+
+fn opts(interval: u64, keep: u64) -> StateFileOptions {
+    StateFileOptions {
+        snapshot_interval: interval,
+        keep_versions: keep,
+    }
+}
+
+/// Write versions 1..=n where version v holds keys 0..v with value v.
+fn write_versions(store: &dyn CheckpointStore, n: u64, o: &StateFileOptions) {
+    let mut p = StatePartition::load(store, "state/0/0", 0).unwrap();
+    for v in 1..=n {
+        p.state
+            .put(format!("k{v}").as_bytes(), v.to_string().into_bytes());
+        p.state.put(b"last", v.to_string().into_bytes());
+        p.commit(store, o).unwrap();
+        assert_eq!(p.version, v);
+    }
+}
+
+#[test]
+fn every_version_loads_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    write_versions(&store, 12, &opts(5, 100));
+    assert_eq!(
+        store.list_numbered("state/0/0/snapshots").unwrap(),
+        vec![1, 6, 11]
+    );
+    for v in 1..=12u64 {
+        let p = StatePartition::load(&store, "state/0/0", v).unwrap();
+        assert_eq!(p.state.rows(), v + 1, "version {v}");
+        assert_eq!(p.state.get(b"last"), Some(v.to_string().as_bytes()));
+        assert!(p.state.get(format!("k{}", v + 1).as_bytes()).is_none());
+    }
+    // Loading an older version removes the later files: a re-run rewrites them.
+    let p = StatePartition::load(&store, "state/0/0", 7).unwrap();
+    assert_eq!(p.version, 7);
+    assert_eq!(
+        store.list_numbered("state/0/0/deltas").unwrap(),
+        vec![2, 3, 4, 5, 7]
+    );
+}
+
+#[test]
+fn timers_and_deletions_survive_reload() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    let o = opts(10, 100);
+    let mut p = StatePartition::load(&store, "state/1/3", 0).unwrap();
+    p.state.put(b"a", b"1".to_vec());
+    p.state.register_timer(TimeDomain::EventTime, b"a", 100);
+    p.commit(&store, &o).unwrap();
+    p.state.delete(b"a");
+    p.state.put(b"b", b"2".to_vec());
+    p.commit(&store, &o).unwrap();
+    let mut q = StatePartition::load(&store, "state/1/3", 2).unwrap();
+    assert_eq!(q.state.get(b"a"), None);
+    assert_eq!(q.state.get(b"b"), Some(&b"2"[..]));
+    assert_eq!(q.state.take_due(TimeDomain::EventTime, 100).len(), 1);
+    // A partition that never wrote anything loads empty at any version.
+    let empty = StatePartition::load(&store, "state/1/4", 9).unwrap();
+    assert_eq!(empty.state.rows(), 0);
+}
+
+#[test]
+fn old_versions_are_pruned_but_kept_ones_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    write_versions(&store, 30, &opts(5, 8));
+    let snaps = store.list_numbered("state/0/0/snapshots").unwrap();
+    let deltas = store.list_numbered("state/0/0/deltas").unwrap();
+    // At version 26 versions >= 18 must stay loadable: snapshot 16 is the base.
+    assert_eq!(snaps, vec![16, 21, 26]);
+    assert!(deltas.iter().all(|&d| d > 16), "{deltas:?}");
+    for v in 22..=30 {
+        StatePartition::load(&store, "state/0/0", v).unwrap();
+    }
+}
+
+#[test]
+fn missing_and_corrupt_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    write_versions(&store, 4, &opts(10, 100));
+    let bytes = store.read("state/0/0/deltas/3").unwrap().unwrap();
+    let mut torn = bytes.clone();
+    let n = torn.len();
+    torn[n - 6] ^= 0xff;
+    store.write("state/0/0/deltas/3", &torn).unwrap();
+    let err = StatePartition::load(&store, "state/0/0", 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("state/0/0/deltas/3: corrupt state file: checksum mismatch"),
+        "{err}"
+    );
+    store.write("state/0/0/deltas/3", &bytes[..10]).unwrap();
+    let err = StatePartition::load(&store, "state/0/0", 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("deltas/3: corrupt state file: not a weir state file"),
+        "{err}"
+    );
+    store.delete("state/0/0/deltas/3").unwrap();
+    let err = StatePartition::load(&store, "state/0/0", 4)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("state/0/0/deltas/3: missing: needed to load state version 4 of state/0/0"),
+        "{err}"
+    );
+    store.delete("state/0/0/snapshots/1").unwrap();
+    let err = StatePartition::load(&store, "state/0/0", 2)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("state/0/0/snapshots: no snapshot at or below version 2"),
+        "{err}"
+    );
+}

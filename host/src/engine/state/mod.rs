@@ -1,0 +1,87 @@
+//! Keyed state, timers and event time for stateful transforms.
+//!
+//! Every (operator, partition) task owns a [`StatePartition`]: an ordered
+//! in-memory map checkpointed as one version per batch (micro-batch) or
+//! epoch (continuous). The operator is the source index (each source's
+//! records go through their own transform instances), the partition is the
+//! task. The engine moves the state into a [`StateContext`] for each
+//! transform call, so a WASM guest reads and writes it through host imports
+//! without the engine knowing about wasmtime.
+
+pub mod event_time;
+pub mod files;
+pub mod keyed;
+pub(crate) mod run;
+
+pub use event_time::{EventStats, EventTimeOptions, LatePolicy, Watermark};
+pub use files::{StateFileOptions, StatePartition};
+pub use keyed::{KeyedState, TimeDomain, Timer};
+pub use run::{BatchTime, StatefulOptions, TaskStats};
+
+use super::batch::RecordBatch;
+
+/// How a stateful query emits results (Spark's output modes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Each result once, when it is final (the watermark passed it).
+    #[default]
+    Append,
+    /// Results changed by the batch, every batch.
+    Update,
+    /// The whole result table, every batch.
+    Complete,
+}
+
+impl OutputMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OutputMode::Append => "append",
+            OutputMode::Update => "update",
+            OutputMode::Complete => "complete",
+        }
+    }
+}
+
+/// What a stateful transform call sees besides its input: the task's state
+/// and the batch's clocks.
+#[derive(Debug, Default)]
+pub struct StateContext {
+    pub state: KeyedState,
+    pub watermark: Option<i64>,
+    pub processing_time: i64,
+    pub output_mode: OutputMode,
+}
+
+/// Timers that fired, as a batch (key = timer key, timestamp = timer time,
+/// no value), so their outputs flow to the sinks like any batch's outputs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FiredTimers {
+    pub batch: RecordBatch,
+    pub domains: Vec<TimeDomain>,
+}
+
+impl FiredTimers {
+    pub fn new(partition: u32, timers: &[Timer]) -> Self {
+        let mut batch = RecordBatch::new(partition);
+        for t in timers {
+            batch.push_raw(Some(&t.key), &[], &[], t.time, -1);
+        }
+        FiredTimers {
+            batch,
+            domains: timers.iter().map(|t| t.domain).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.domains.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty()
+    }
+}
+
+/// Directory of a task's state in the checkpoint.
+pub fn state_dir(operator: usize, partition: u32) -> String {
+    format!("state/{operator}/{partition}")
+}

@@ -1,0 +1,262 @@
+//! One task's share of a batch (or epoch) in a query with event time or
+//! state: read event times and drop or reject late records, call the
+//! transform with the task's state, fire the timers that came due, and
+//! checkpoint the state as the next version.
+
+use std::time::Instant;
+
+use super::event_time::{EventStats, EventTimeOptions, LatePolicy, split};
+use super::files::{StateFileOptions, StatePartition};
+use super::{FiredTimers, OutputMode, StateContext, TimeDomain};
+use crate::engine::batch::RecordBatch;
+use crate::engine::checkpoint::CheckpointStore;
+use crate::engine::output::{RejectKind, Rejected, TransformOutput};
+use crate::engine::transform::{Transform, TransformError};
+
+/// Timers registered by the timer handler for times already due fire again
+/// in the same batch, at most this many rounds (a handler that keeps
+/// re-registering due timers must not spin forever).
+const MAX_TIMER_ROUNDS: usize = 16;
+
+/// How a query handles event time and state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StatefulOptions {
+    /// The transform keeps keyed state and timers.
+    pub stateful: bool,
+    pub event_time: Option<EventTimeOptions>,
+    pub output_mode: OutputMode,
+    pub files: StateFileOptions,
+}
+
+impl StatefulOptions {
+    /// Whether queries need the per-task state machinery at all.
+    pub fn active(&self) -> bool {
+        self.stateful || self.event_time.is_some()
+    }
+}
+
+/// A batch's clocks, fixed for the whole batch and recorded in the offsets
+/// log so a re-run sees the same values.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BatchTime {
+    pub watermark: Option<i64>,
+    pub processing_time: i64,
+}
+
+/// What one task did to its state in one batch.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskStats {
+    pub dropped_late: u64,
+    pub timers_fired: u64,
+    pub event: EventStats,
+    pub rows_total: u64,
+    pub rows_updated: u64,
+    pub memory_bytes: u64,
+    pub commit_ms: u64,
+}
+
+impl TaskStats {
+    pub fn merge(&mut self, o: &TaskStats) {
+        self.dropped_late += o.dropped_late;
+        self.timers_fired += o.timers_fired;
+        self.event.merge(&o.event);
+        self.rows_total += o.rows_total;
+        self.rows_updated += o.rows_updated;
+        self.memory_bytes += o.memory_bytes;
+        self.commit_ms = self.commit_ms.max(o.commit_ms);
+    }
+}
+
+pub(crate) type Parts = Vec<(RecordBatch, TransformOutput)>;
+
+/// Why a task step failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StepError {
+    #[error(transparent)]
+    Transform(#[from] TransformError),
+    #[error(transparent)]
+    Checkpoint(#[from] crate::engine::checkpoint::CheckpointError),
+}
+
+/// One task's stateful run over a batch or epoch.
+pub(crate) struct TaskRun<'a> {
+    /// The task's partition (fired timers are reported as its records).
+    pub partition: u32,
+    pub options: &'a StatefulOptions,
+    pub state: Option<&'a mut StatePartition>,
+    pub time: BatchTime,
+    pub stats: TaskStats,
+}
+
+fn reject_all(batch: &RecordBatch, kind: RejectKind, reasons: &[String]) -> TransformOutput {
+    let mut out = TransformOutput::default();
+    out.rejected = (0..batch.len())
+        .map(|i| Rejected {
+            index: i as u32,
+            kind,
+            reason: reasons.get(i).cloned().unwrap_or_default(),
+        })
+        .collect();
+    out
+}
+
+impl TaskRun<'_> {
+    fn context(&mut self) -> StateContext {
+        StateContext {
+            state: self
+                .state
+                .as_mut()
+                .map(|p| std::mem::take(&mut p.state))
+                .unwrap_or_default(),
+            watermark: self.time.watermark,
+            processing_time: self.time.processing_time,
+            output_mode: self.options.output_mode,
+        }
+    }
+
+    fn restore(&mut self, ctx: StateContext) {
+        if let Some(p) = self.state.as_mut() {
+            p.state = ctx.state;
+        }
+    }
+
+    /// Run one input batch through the transform, after splitting off late
+    /// and unreadable records.
+    pub fn process(
+        &mut self,
+        t: &mut dyn Transform,
+        batch: RecordBatch,
+        parts: &mut Parts,
+    ) -> Result<(), StepError> {
+        let batch = match &self.options.event_time {
+            Some(et) => self.split(et, batch, parts),
+            None => batch,
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let out = if self.options.stateful {
+            let mut ctx = self.context();
+            let r = t.process_stateful(&batch, &mut ctx);
+            self.restore(ctx);
+            r?
+        } else {
+            t.process_batch(&batch)?
+        };
+        parts.push((batch, out));
+        Ok(())
+    }
+
+    fn split(
+        &mut self,
+        et: &EventTimeOptions,
+        batch: RecordBatch,
+        parts: &mut Parts,
+    ) -> RecordBatch {
+        let s = split(batch, et, self.time.watermark);
+        self.stats.event.merge(&s.stats);
+        if !s.unreadable.is_empty() {
+            let out = reject_all(&s.unreadable, RejectKind::BadRecord, &s.unreadable_reasons);
+            parts.push((s.unreadable, out));
+        }
+        if !s.late.is_empty() {
+            match et.late {
+                LatePolicy::Drop => self.stats.dropped_late += s.late.len() as u64,
+                LatePolicy::Reject => {
+                    let wm = self.time.watermark.unwrap_or_default();
+                    let reasons: Vec<String> = s
+                        .late
+                        .timestamps
+                        .iter()
+                        .map(|t| format!("event time {t} is older than the watermark {wm}"))
+                        .collect();
+                    let out = reject_all(&s.late, RejectKind::Late, &reasons);
+                    parts.push((s.late, out));
+                }
+            }
+        }
+        s.on_time
+    }
+
+    /// Fire the due timers, then checkpoint the state as the next version.
+    pub fn finish(
+        &mut self,
+        t: &mut dyn Transform,
+        store: &dyn CheckpointStore,
+        parts: &mut Parts,
+    ) -> Result<(), StepError> {
+        if !self.options.stateful {
+            return Ok(());
+        }
+        let partition = self.partition;
+        for _ in 0..MAX_TIMER_ROUNDS {
+            let Some(p) = self.state.as_mut() else { break };
+            let mut due = Vec::new();
+            if let Some(wm) = self.time.watermark {
+                due.extend(p.state.take_due(TimeDomain::EventTime, wm));
+            }
+            due.extend(
+                p.state
+                    .take_due(TimeDomain::ProcessingTime, self.time.processing_time),
+            );
+            if due.is_empty() {
+                break;
+            }
+            self.stats.timers_fired += due.len() as u64;
+            let fired = FiredTimers::new(partition, &due);
+            let mut ctx = self.context();
+            let r = t.on_timers(&fired, &mut ctx);
+            self.restore(ctx);
+            parts.push((fired.batch, r?));
+        }
+        if let Some(p) = self.state.as_mut() {
+            self.stats.rows_updated += p.state.rows_updated();
+            let started = Instant::now();
+            p.commit(store, &self.options.files)?;
+            self.stats.commit_ms = started.elapsed().as_millis() as u64;
+            self.stats.rows_total += p.state.rows();
+            self.stats.memory_bytes += p.state.memory_bytes() as u64;
+        }
+        Ok(())
+    }
+}
+
+/// Progress fields of a batch: `stateOperators` (for stateful queries) and
+/// `eventTime` (for queries with event time).
+pub(crate) fn progress_fields(
+    options: &StatefulOptions,
+    stats: &TaskStats,
+    partitions: u64,
+    watermark: Option<i64>,
+) -> (
+    Vec<crate::engine::progress::StateOperatorProgress>,
+    std::collections::BTreeMap<String, String>,
+) {
+    use super::event_time::iso;
+    let mut ops = Vec::new();
+    if options.stateful || options.event_time.is_some() {
+        ops.push(crate::engine::progress::StateOperatorProgress {
+            operator_name: "transform".into(),
+            num_rows_total: stats.rows_total,
+            num_rows_updated: stats.rows_updated,
+            memory_used_bytes: stats.memory_bytes,
+            num_rows_dropped_by_watermark: stats.dropped_late,
+            commit_time_ms: stats.commit_ms,
+            num_state_partitions: if options.stateful { partitions } else { 0 },
+            custom_metrics: [("numTimersFired".to_string(), stats.timers_fired)].into(),
+        });
+    }
+    let mut event = std::collections::BTreeMap::new();
+    if options.event_time.is_some() {
+        let e = &stats.event;
+        if e.count > 0 {
+            event.insert("min".into(), iso(e.min));
+            event.insert("max".into(), iso(e.max));
+            event.insert("avg".into(), iso((e.sum / e.count as i128) as i64));
+        }
+        if let Some(w) = watermark {
+            event.insert("watermark".into(), iso(w));
+        }
+    }
+    (ops, event)
+}
