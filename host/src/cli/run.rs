@@ -12,6 +12,7 @@ use weir::connectors::{
     log_source::LogSource, rate::RateSource,
 };
 use weir::engine::connector::ContinuousSource;
+use weir::engine::state::{OutputMode, StatefulOptions};
 use weir::engine::{
     ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy, FnTransform, Guarded,
     LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
@@ -130,17 +131,17 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
     Ok(())
 }
 
-/// The transform instances' factory (each guest behind the engine's guard)
-/// and the pipeline's error policy.
+/// The transform instances' factory (each guest behind the engine's guard),
+/// the pipeline's error policy, and whether the guest keeps state.
 fn factory(
     runtime: &Runtime,
     spec: &Pipeline,
-) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy)> {
+) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy, bool)> {
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(identity)))
         };
-        return Ok((Box::new(identity), ErrorPolicy::Skip));
+        return Ok((Box::new(identity), ErrorPolicy::Skip, false));
     };
     let component = runtime
         .load(&t.component, &t.grants)?
@@ -153,13 +154,21 @@ fn factory(
             component: format!("sha256:{}", component.info().sha256).into(),
         },
     };
+    let stateful = component.info().stateful;
+    if !stateful && spec.state.output_mode != OutputMode::Append {
+        anyhow::bail!(
+            "output-mode = \"{}\" needs a stateful transform, and {} imports no keyed state (weir:transform/state); stateless transforms emit in append mode",
+            spec.state.output_mode.as_str(),
+            t.component.display()
+        );
+    }
     let name = spec.name.clone();
     let factory = move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
         let label = format!("{name}/source-{source}/task-{task}");
         let guest = WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?;
         Ok(Box::new(Guarded::new(Box::new(guest), t.record_limits)))
     };
-    Ok((Box::new(factory), policy))
+    Ok((Box::new(factory), policy, stateful))
 }
 
 /// Either execution mode, behind one interface for the CLI.
@@ -191,7 +200,11 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
         .iter()
         .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (factory, error_policy) = factory(runtime, &spec)?;
+    let (factory, error_policy, stateful) = factory(runtime, &spec)?;
+    let state = StatefulOptions {
+        stateful,
+        ..spec.state.clone()
+    };
     let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
     let mut query = match spec.mode {
         Mode::MicroBatch => {
@@ -204,6 +217,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 trigger: spec.trigger,
                 error_policy: error_policy.clone(),
                 backpressure: spec.backpressure,
+                state,
                 ..QueryOptions::default()
             };
             MicroBatchQuery::new(store, sources, factory, sinks, options).map(Query::MicroBatch)
@@ -228,6 +242,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 checkpoint_interval,
                 error_policy,
                 exit_when_idle: args.exit_when_idle,
+                state,
                 ..ContinuousOptions::default()
             };
             ContinuousQuery::new(store, source, factory, sinks, options).map(Query::Continuous)

@@ -34,7 +34,7 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
             if let Some(w) = watermark.watermark_ms {
                 println!(
                     "watermark:  {} ({w})",
-                    crate::engine::state::event_time::iso(w)
+                    weir::engine::state::event_time::iso(w)
                 );
             }
         }

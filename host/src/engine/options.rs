@@ -124,6 +124,8 @@ pub struct ContinuousOptions {
     /// read is committed (for tests and one-off runs); `None` runs forever.
     pub exit_when_idle: Option<Duration>,
     pub keep_batches: u64,
+    /// Event time, keyed state and timers.
+    pub state: super::state::StatefulOptions,
 }
 
 impl Default for ContinuousOptions {
@@ -134,6 +136,7 @@ impl Default for ContinuousOptions {
             max_chunk: 512,
             exit_when_idle: None,
             keep_batches: 100,
+            state: Default::default(),
         }
     }
 }

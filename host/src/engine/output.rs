@@ -57,7 +57,7 @@ impl RejectKind {
         use super::transform::TransformError as E;
         match e {
             E::Deadline { .. } => RejectKind::Deadline,
-            E::OutOfMemory { .. } => RejectKind::OutOfMemory,
+            E::OutOfMemory { .. } | E::StateLimit { .. } => RejectKind::OutOfMemory,
             _ => RejectKind::Trap,
         }
     }

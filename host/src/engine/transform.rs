@@ -21,6 +21,9 @@ pub enum TransformError {
     /// The guest tried to grow its memory past the limit.
     #[error("guest exceeded its memory limit of {limit} bytes")]
     OutOfMemory { limit: usize },
+    /// The guest's keyed state would grow past its limit.
+    #[error("guest exceeded its keyed state limit of {limit} bytes")]
+    StateLimit { limit: usize },
     /// The transform reported itself broken; the pipeline must stop.
     #[error("transform failed: {0}")]
     Fatal(String),
@@ -48,6 +51,7 @@ impl TransformError {
             TransformError::Trap { .. }
                 | TransformError::Deadline { .. }
                 | TransformError::OutOfMemory { .. }
+                | TransformError::StateLimit { .. }
         )
     }
 }

@@ -16,6 +16,9 @@ const ALWAYS_GRANTED: &[&str] = &[
     "weir:transform/log",
     "weir:transform/metrics",
     "weir:transform/types",
+    "weir:transform/state",
+    "weir:transform/timers",
+    "weir:transform/context",
     "wasi:cli/environment",
     "wasi:cli/exit",
     "wasi:cli/stdin",
@@ -148,7 +151,7 @@ pub(crate) fn declared_min_memory(bytes: &[u8]) -> u64 {
 }
 
 /// Strip the `@version` from an interface name.
-fn unversioned(name: &str) -> &str {
+pub(crate) fn unversioned(name: &str) -> &str {
     name.split('@').next().unwrap_or(name)
 }
 

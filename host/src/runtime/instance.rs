@@ -7,13 +7,15 @@ use wasmtime::component::Func;
 use wasmtime::{Store, Trap};
 
 use super::bindings::{
-    EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, Transformer,
+    EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, TimerGuest,
+    WitFiredTimers, WitTimeDomain,
 };
 use super::convert::{BatchRef, fill_record, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
 use crate::engine::batch::RecordBatch;
 use crate::engine::output::{RejectKind, Rejected, TransformOutput};
+use crate::engine::state::{FiredTimers, StateContext, TimeDomain};
 use crate::engine::transform::{Transform, TransformError};
 
 /// Which guest export a [`WasmTransform`] calls.
@@ -27,7 +29,9 @@ pub enum CallMode {
 
 struct Live {
     store: Store<HostState>,
-    bindings: Transformer,
+    bindings: Guest,
+    /// The `timer-handler` export, for stateful components.
+    timers: Option<TimerGuest>,
     /// `process-batch`, called with [`BatchRef`] so batches are lowered
     /// straight from the engine's buffers.
     process_batch: Func,
@@ -107,11 +111,7 @@ impl WasmTransform {
 
     fn instantiate(&mut self) -> Result<Live, TransformError> {
         let inner = &self.component.inner;
-        let state = HostState::new(
-            self.label.clone(),
-            self.limits.max_memory,
-            self.component.sandbox(),
-        )
+        let state = HostState::new(self.label.clone(), &self.limits, self.component.sandbox())
         .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -120,10 +120,14 @@ impl WasmTransform {
         self.instances_created += 1;
         let instantiated = inner
             .pre
-            .instance_pre()
             .instantiate(&mut store)
             .and_then(|instance| {
-                let bindings = Transformer::new(&mut store, &instance)?;
+                let bindings = inner.indices.load(&mut store, &instance)?;
+                let timers = inner
+                    .timer_indices
+                    .as_ref()
+                    .map(|t| t.load(&mut store, &instance))
+                    .transpose()?;
                 let iface = instance
                     .get_export_index(&mut store, None, EXPORT_INTERFACE)
                     .ok_or_else(|| wasmtime::format_err!("no {EXPORT_INTERFACE} export"))?;
@@ -131,17 +135,18 @@ impl WasmTransform {
                     .get_export_index(&mut store, Some(&iface), "process-batch")
                     .and_then(|i| instance.get_func(&mut store, i))
                     .ok_or_else(|| wasmtime::format_err!("no process-batch export"))?;
-                Ok((bindings, func))
+                Ok((bindings, timers, func))
             });
-        let (bindings, process_batch) = match instantiated {
+        let (bindings, timers, process_batch) = match instantiated {
             Ok(b) => b,
             Err(e) => return Err(classify(&e, &store, &self.limits)),
         };
         store.set_epoch_deadline(self.deadline_ticks());
-        match guest(&bindings).call_init(&mut store, &self.config) {
+        match bindings.call_init(&mut store, &self.config) {
             Ok(Ok(())) => Ok(Live {
                 store,
                 bindings,
+                timers,
                 process_batch,
             }),
             Ok(Err(msg)) => Err(TransformError::Config(msg)),
@@ -191,7 +196,7 @@ impl WasmTransform {
             let r = input.get(i);
             fill_record(&mut scratch, input.partition, &r);
             live.store.set_epoch_deadline(ticks);
-            match guest(&live.bindings).call_process_record(&mut live.store, &scratch) {
+            match live.bindings.call_process_record(&mut live.store, &scratch) {
                 Ok(Ok(records)) => {
                     for o in records {
                         let headers: Vec<(&str, &[u8])> = o
@@ -245,14 +250,15 @@ fn empty_record() -> Record {
     }
 }
 
-fn guest(bindings: &Transformer) -> &Guest {
-    bindings.weir_transform_transform()
-}
-
 /// Turn a failed guest call into a typed error, with what the guest printed
 /// to stderr (e.g. a panic message) when there is any.
 fn classify(e: &wasmtime::Error, store: &Store<HostState>, limits: &Limits) -> TransformError {
     let state = store.data();
+    if state.state_exceeded {
+        return TransformError::StateLimit {
+            limit: state.max_state,
+        };
+    }
     if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
         return TransformError::Deadline {
             limit: limits.call_deadline,
@@ -289,15 +295,53 @@ fn trap_message(e: &wasmtime::Error) -> String {
         .join(" ")
 }
 
-impl Transform for WasmTransform {
-    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
-        let result = match self.mode {
+impl WasmTransform {
+    /// One batch call, with the task's state moved into the store for its
+    /// duration when `ctx` is given.
+    fn run(
+        &mut self,
+        input: &RecordBatch,
+        ctx: Option<&mut StateContext>,
+    ) -> Result<TransformOutput, TransformError> {
+        let result = match ctx {
+            None => self.call(input),
+            Some(ctx) => {
+                let live = self.ensure_live()?;
+                let data = live.store.data_mut();
+                data.state_exceeded = false;
+                std::mem::swap(&mut data.ctx, ctx);
+                let r = self.call(input);
+                let live = self.live.as_mut().expect("retired only below");
+                let data = live.store.data_mut();
+                std::mem::swap(&mut data.ctx, ctx);
+                match r {
+                    Ok(_) if data.state_exceeded => Err(TransformError::StateLimit {
+                        limit: data.max_state,
+                    }),
+                    r => r,
+                }
+            }
+        };
+        self.finish(result, input.len())
+    }
+
+    fn call(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        match self.mode {
             CallMode::Batch => self.call_batch(input),
             CallMode::PerRecord => self.call_records(input),
-        };
+        }
+    }
+
+    /// Validate a call's output against its input count; drop the instance
+    /// after a failure that poisons it.
+    fn finish(
+        &mut self,
+        result: Result<TransformOutput, TransformError>,
+        inputs: usize,
+    ) -> Result<TransformOutput, TransformError> {
         match result {
             Ok(out) => {
-                out.validate(input.len())
+                out.validate(inputs)
                     .map_err(|e| TransformError::Malformed(e.to_string()))?;
                 Ok(out)
             }
@@ -308,5 +352,72 @@ impl Transform for WasmTransform {
                 Err(e)
             }
         }
+    }
+
+    fn call_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let ticks = self.deadline_ticks();
+        let limits = self.limits;
+        let live = self.ensure_live()?;
+        let Some(timers) = &live.timers else {
+            return Err(TransformError::Fatal(
+                "timers fired but the component does not export weir:transform/timer-handler (build it for the stateful-transformer world)".into(),
+            ));
+        };
+        let b = &fired.batch;
+        let wit = WitFiredTimers {
+            keys: b.keys.clone(),
+            key_ends: b.key_ends.clone(),
+            times: b.timestamps.clone(),
+            domains: fired
+                .domains
+                .iter()
+                .map(|d| match d {
+                    TimeDomain::EventTime => WitTimeDomain::EventTime,
+                    TimeDomain::ProcessingTime => WitTimeDomain::ProcessingTime,
+                })
+                .collect(),
+        };
+        let data = live.store.data_mut();
+        data.state_exceeded = false;
+        std::mem::swap(&mut data.ctx, ctx);
+        live.store.set_epoch_deadline(ticks);
+        let r = timers.call_on_timers(&mut live.store, &wit);
+        let data = live.store.data_mut();
+        std::mem::swap(&mut data.ctx, ctx);
+        match r {
+            Ok(Ok(_)) if data.state_exceeded => Err(TransformError::StateLimit {
+                limit: data.max_state,
+            }),
+            Ok(Ok(out)) => Ok(from_wit(out)),
+            Ok(Err(msg)) => Err(TransformError::Fatal(format!("on-timers: {msg}"))),
+            Err(e) => Err(classify(&e, &live.store, &limits)),
+        }
+    }
+}
+
+impl Transform for WasmTransform {
+    fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        self.run(input, None)
+    }
+
+    fn process_stateful(
+        &mut self,
+        input: &RecordBatch,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        self.run(input, Some(ctx))
+    }
+
+    fn on_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let r = self.call_timers(fired, ctx);
+        self.finish(r, fired.len())
     }
 }

@@ -14,13 +14,14 @@ mod instance;
 mod output_pipe;
 mod sandbox;
 mod state;
+mod state_host;
 mod ticker;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, Linker};
+use wasmtime::component::{HasSelf, InstancePre, Linker};
 use wasmtime::{Config, Engine};
 
 pub use bindings::{EXPORT_INTERFACE, PACKAGE, WORLD};
@@ -30,7 +31,7 @@ pub use instance::{CallMode, WasmTransform};
 pub use sandbox::Sandbox;
 pub use state::GuestMetrics;
 
-use bindings::{Transformer, TransformerPre};
+use bindings::{GuestIndices, STATEFUL_IMPORTS, StatefulTransformer, TIMER_INTERFACE, TimerIndices};
 use state::HostState;
 
 /// Per-instance resource limits.
@@ -40,6 +41,9 @@ pub struct Limits {
     pub max_memory: usize,
     /// Longest one guest call (init, a batch, a record) may run.
     pub call_deadline: Duration,
+    /// Most keyed state one partition task may hold (keys, values and
+    /// per-entry overhead), in bytes; it lives in host memory.
+    pub max_state: usize,
 }
 
 impl Default for Limits {
@@ -47,6 +51,7 @@ impl Default for Limits {
         Limits {
             max_memory: 256 << 20,
             call_deadline: Duration::from_secs(10),
+            max_state: 1 << 30,
         }
     }
 }
@@ -96,7 +101,7 @@ impl Runtime {
         let mut linker = Linker::<HostState>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
-        Transformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        StatefulTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
         let ticker = Arc::new(ticker::Ticker::start(engine.clone(), options.epoch_tick));
         Ok(Runtime {
@@ -145,13 +150,29 @@ impl Runtime {
                 path: path.into(),
                 message: one_line(&e),
             })?;
-        let pre = TransformerPre::new(pre).map_err(|e| LoadError::WrongExports {
+        let indices = GuestIndices::new(&pre).map_err(|e| LoadError::WrongExports {
             path: path.into(),
             message: one_line(&e),
         })?;
+        let stateful = interfaces
+            .imports
+            .iter()
+            .any(|i| STATEFUL_IMPORTS.contains(&inspect::unversioned(i)));
+        let timer_indices = if interfaces.exports.iter().any(|e| e == TIMER_INTERFACE) {
+            Some(
+                TimerIndices::new(&pre).map_err(|e| LoadError::WrongExports {
+                    path: path.into(),
+                    message: one_line(&e),
+                })?,
+            )
+        } else {
+            None
+        };
         Ok(TransformComponent {
             inner: Arc::new(ComponentInner {
                 pre,
+                indices,
+                timer_indices,
                 engine: self.engine.clone(),
                 _ticker: self.ticker.clone(),
                 epoch_tick: self.options.epoch_tick,
@@ -163,6 +184,7 @@ impl Runtime {
                     cache,
                     load_time: compile_time,
                     min_memory: inspect::declared_min_memory(bytes),
+                    stateful,
                 },
             }),
             sandbox: Arc::default(),
@@ -183,6 +205,8 @@ pub struct ComponentInfo {
     /// Bytes of linear memory an instance needs before it runs (the
     /// largest declared initial memory).
     pub min_memory: u64,
+    /// It imports keyed state, timers or the batch context.
+    pub stateful: bool,
 }
 
 /// A validated, compiled component, cheap to clone and share across
@@ -194,7 +218,10 @@ pub struct TransformComponent {
 }
 
 struct ComponentInner {
-    pre: TransformerPre<HostState>,
+    pre: InstancePre<HostState>,
+    indices: GuestIndices,
+    /// Present when the component exports `timer-handler`.
+    timer_indices: Option<TimerIndices>,
     engine: Engine,
     /// Keeps deadlines enforced for as long as any instance may run, even
     /// after the `Runtime` that loaded the component is dropped.

@@ -64,14 +64,20 @@ pub(crate) struct HostState {
     pub(crate) label: Arc<str>,
     pub(crate) metrics: GuestMetrics,
     pub(crate) stderr: GuestOutput,
+    /// The partition's keyed state and clocks, moved in for a stateful call.
+    pub(crate) ctx: crate::engine::state::StateContext,
+    /// Most bytes of keyed state; a put past it is refused and fails the call.
+    pub(crate) max_state: usize,
+    pub(crate) state_exceeded: bool,
 }
 
 impl HostState {
     pub(crate) fn new(
         label: Arc<str>,
-        max_memory: usize,
+        limits: &super::Limits,
         sandbox: &super::sandbox::Sandbox,
     ) -> Result<Self, String> {
+        let max_memory = limits.max_memory;
         let stdout = GuestOutput::new("stdout", label.clone());
         let stderr = GuestOutput::new("stderr", label.clone());
         // No network and no inherited stdio; files, environment and the
@@ -94,6 +100,9 @@ impl HostState {
             label,
             metrics: GuestMetrics::default(),
             stderr,
+            ctx: Default::default(),
+            max_state: limits.max_state,
+            state_exceeded: false,
         })
     }
 }

@@ -5,6 +5,7 @@
 mod connectors;
 mod kafka;
 mod raw;
+mod state;
 mod transform;
 mod units;
 
@@ -108,6 +109,9 @@ pub struct Pipeline {
     pub trigger: Trigger,
     /// PID rate control of batch sizes (processing-time trigger only).
     pub backpressure: Option<PidConfig>,
+    /// Event time, output mode and state checkpointing. `stateful` is
+    /// decided when the component is loaded (it imports state or timers).
+    pub state: crate::engine::state::StatefulOptions,
 }
 
 impl Pipeline {
@@ -256,6 +260,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         .map(|b| backpressure(b, trigger))
         .transpose()?
         .flatten();
+    let state = state::options(raw.output_mode, raw.event_time, raw.state)?;
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
         mode,
@@ -265,6 +270,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         sinks,
         trigger,
         backpressure,
+        state,
     })
 }
 

@@ -20,6 +20,26 @@ pub struct RawPipeline {
     #[serde(default)]
     pub trigger: RawTrigger,
     pub backpressure: Option<RawBackpressure>,
+    /// Stateful queries: "append", "update" or "complete".
+    pub output_mode: Option<String>,
+    pub event_time: Option<RawEventTime>,
+    pub state: Option<RawState>,
+}
+
+/// Where event time comes from and how late data is treated.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawEventTime {
+    pub field: Option<String>,
+    pub delay: Option<String>,
+    pub late: Option<String>,
+}
+
+/// How keyed state is checkpointed.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RawState {
+    pub snapshot_interval: Option<u64>,
 }
 
 /// Spark Streaming's PID backpressure settings.
@@ -107,6 +127,7 @@ pub struct RawLimits {
     pub max_output_bytes: Option<String>,
     pub crash_loop_traps: Option<usize>,
     pub crash_window: Option<String>,
+    pub state: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

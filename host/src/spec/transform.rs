@@ -27,6 +27,7 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
     let limits = Limits {
         max_memory: size("memory", &l.memory, d.max_memory)?,
         call_deadline: duration("call-timeout", &l.call_timeout, d.call_deadline)?,
+        max_state: size("state", &l.state, d.max_state)?,
     };
     let r = RecordLimits::default();
     let record_limits = RecordLimits {
@@ -38,6 +39,7 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
     };
     for (key, v) in [
         ("memory", limits.max_memory),
+        ("state", limits.max_state),
         ("max-record-size", record_limits.max_record_bytes),
         (
             "max-outputs-per-record",
