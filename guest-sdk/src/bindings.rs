@@ -1,10 +1,12 @@
-//! Generated bindings for the `transformer` world.
+//! Generated bindings for the `stateful-transformer` world (a superset of
+//! `transformer`: a component imports only what it uses, so a stateless
+//! guest built with the SDK imports no state).
 //!
 //! Kept in one place so the SDK can wrap them; users reach the raw types
 //! through [`crate::wit`] only when they need the encoding itself.
 
 wit_bindgen::generate!({
-    world: "transformer",
+    world: "stateful-transformer",
     path: "../wit",
     pub_export_macro: true,
     export_macro_name: "__export_transformer",

@@ -18,13 +18,17 @@
 
 #[doc(hidden)]
 pub mod bindings;
+pub mod codec;
 mod emit;
 pub mod host;
 mod record;
 #[doc(hidden)]
 pub mod rt;
+pub mod state;
 pub mod testing;
 mod transform;
+pub mod ttl;
+pub mod window;
 
 pub use emit::{Output, RecordBuilder};
 pub use record::{Batch, HeaderIter, Headers, Position, Record};
@@ -111,6 +115,14 @@ macro_rules! export {
                     $crate::rt::process_record::<$t>(input)
                 }
             }
+            impl $crate::bindings::exports::weir::transform::timer_handler::Guest for __WeirGuest {
+                fn on_timers(
+                    fired: $crate::bindings::exports::weir::transform::timer_handler::FiredTimers,
+                ) -> ::std::result::Result<$crate::wit::OutputBatch, ::std::string::String>
+                {
+                    $crate::rt::on_timers::<$t>(fired)
+                }
+            }
             // Native builds (unit tests) export nothing: symbol names with
             // `:` are not valid in a native shared library's export list.
             #[cfg(target_arch = "wasm32")]
@@ -119,6 +131,8 @@ macro_rules! export {
             #[cfg(not(target_arch = "wasm32"))]
             const _: () = {
                 use $crate::bindings::exports::weir::transform::transform::Guest as _;
+                use $crate::bindings::exports::weir::transform::timer_handler::Guest as _;
+                let _ = __WeirGuest::on_timers;
                 let _ = __WeirGuest::init;
                 let _ = __WeirGuest::process_batch;
                 let _ = __WeirGuest::process_record;

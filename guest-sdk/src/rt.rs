@@ -8,6 +8,7 @@ use crate::emit::{Emitter, Output};
 use crate::record::{Batch, Headers, Position, Record};
 use crate::transform::{FilterFn, FlatMapFn, MapFn};
 use crate::wit::RecordError as WireRecordError;
+use crate::bindings::exports::weir::transform::timer_handler::FiredTimers as WireFired;
 use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
 use crate::{BatchOutput, Config, RecordError, Transform};
 
@@ -88,6 +89,66 @@ pub fn process_record<T: Transform>(
         Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),
         Err(RecordError::Fatal(m)) => Err(WireRecordError::Fatal(m)),
     }
+}
+
+/// Fired timers in the SDK's terms (borrowed from the wire form).
+pub struct Fired<'a> {
+    pub keys: Vec<&'a [u8]>,
+    pub times: Vec<i64>,
+    pub domains: Vec<crate::state::TimeDomain>,
+}
+
+/// Run `t.on_timer` for each fired timer; output origins index the timers.
+pub fn run_timers<T: Transform>(t: &mut T, fired: &Fired<'_>) -> Result<OutputBatch, String> {
+    let n = fired.times.len();
+    let mut emitter = Emitter::with_capacity(n, 0);
+    for i in 0..n {
+        let timer = crate::state::Timer {
+            domain: fired.domains[i],
+            key: fired.keys[i],
+            time: fired.times[i],
+        };
+        let record = Record {
+            index: i as u32,
+            key: Some(fired.keys[i]),
+            value: &[],
+            headers: Headers::Encoded(&[]),
+            timestamp: fired.times[i],
+            position: Position {
+                partition: 0,
+                offset: -1,
+            },
+        };
+        let mut out = Output::new(&mut emitter, record);
+        t.on_timer(&timer, &mut out)?;
+    }
+    Ok(emitter.finish(&fired.times))
+}
+
+pub fn on_timers<T: Transform>(fired: WireFired) -> Result<OutputBatch, String> {
+    use crate::bindings::weir::transform::timers::TimeDomain as D;
+    let mut keys = Vec::with_capacity(fired.times.len());
+    let mut start = 0;
+    for &end in &fired.key_ends {
+        keys.push(&fired.keys[start..end as usize]);
+        start = end as usize;
+    }
+    let f = Fired {
+        keys,
+        times: fired.times.clone(),
+        domains: fired
+            .domains
+            .iter()
+            .map(|d| match d {
+                D::EventTime => crate::state::TimeDomain::EventTime,
+                D::ProcessingTime => crate::state::TimeDomain::ProcessingTime,
+            })
+            .collect(),
+    };
+    if f.keys.len() != f.times.len() || f.domains.len() != f.times.len() {
+        return Err("malformed fired timers from the host".into());
+    }
+    with_instance::<T, _>(|t| run_timers(t, &f))?
 }
 
 /// Config check for the function-style macros, which take no config.

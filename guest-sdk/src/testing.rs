@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::record::{Headers, encode_header, span};
 use crate::wit::{Batch as WireBatch, OutputBatch};
+use crate::state::{OutputMode, TimeDomain};
 use crate::{Config, FilterFn, FlatMapFn, MapFn, Output, Record, RecordError, Transform};
 
 #[derive(Default)]
@@ -14,8 +15,99 @@ pub(crate) struct Metrics {
     pub(crate) gauges: BTreeMap<String, f64>,
 }
 
+/// The native stand-in for the host's state, timers and context.
+pub(crate) struct Native {
+    pub(crate) state: BTreeMap<Vec<u8>, Vec<u8>>,
+    pub(crate) timers: std::collections::BTreeSet<(TimeDomain, i64, Vec<u8>)>,
+    pub(crate) watermark: Option<i64>,
+    pub(crate) processing_time: i64,
+    pub(crate) output_mode: OutputMode,
+    pub(crate) event_time: bool,
+}
+
+impl Default for Native {
+    fn default() -> Self {
+        Native {
+            state: BTreeMap::new(),
+            timers: Default::default(),
+            watermark: None,
+            processing_time: 0,
+            output_mode: OutputMode::Append,
+            event_time: true,
+        }
+    }
+}
+
 thread_local! {
     pub(crate) static METRICS: RefCell<Metrics> = RefCell::new(Metrics::default());
+    pub(crate) static NATIVE: RefCell<Native> = RefCell::new(Native::default());
+}
+
+/// Forget all native state and timers and reset the clocks.
+pub fn reset_state() {
+    NATIVE.with(|n| *n.borrow_mut() = Native::default());
+}
+
+/// Set the watermark later calls see, as the host would per batch.
+pub fn set_watermark(watermark: Option<i64>) {
+    NATIVE.with(|n| n.borrow_mut().watermark = watermark);
+}
+
+/// Set the processing time later calls see.
+pub fn set_processing_time(ms: i64) {
+    NATIVE.with(|n| n.borrow_mut().processing_time = ms);
+}
+
+/// Whether calls see an `[event-time]` section (default: yes).
+pub fn set_event_time(enabled: bool) {
+    NATIVE.with(|n| n.borrow_mut().event_time = enabled);
+}
+
+pub fn set_output_mode(mode: OutputMode) {
+    NATIVE.with(|n| n.borrow_mut().output_mode = mode);
+}
+
+/// Number of user state entries.
+pub fn state_len() -> usize {
+    NATIVE.with(|n| n.borrow().state.len())
+}
+
+/// Registered timers, as (domain, time, key).
+pub fn timers() -> Vec<(TimeDomain, i64, Vec<u8>)> {
+    NATIVE.with(|n| n.borrow().timers.iter().cloned().collect())
+}
+
+/// Fire the timers due at the current watermark and processing time, as
+/// the host does after a batch, and decode what `t` emitted for them.
+pub fn fire_timers<T: Transform>(t: &mut T) -> Result<Run, String> {
+    let due: Vec<(TimeDomain, i64, Vec<u8>)> = NATIVE.with(|n| {
+        let mut n = n.borrow_mut();
+        let (wm, pt) = (n.watermark, n.processing_time);
+        let due: Vec<_> = n
+            .timers
+            .iter()
+            .filter(|(d, at, _)| match d {
+                TimeDomain::EventTime => wm.is_some_and(|w| *at <= w),
+                TimeDomain::ProcessingTime => *at <= pt,
+            })
+            .cloned()
+            .collect();
+        for d in &due {
+            n.timers.remove(d);
+        }
+        due
+    });
+    let mut due = due;
+    due.sort_by_key(|(_, at, _)| *at);
+    let fired = crate::rt::Fired {
+        keys: due.iter().map(|(_, _, k)| k.as_slice()).collect(),
+        times: due.iter().map(|(_, at, _)| *at).collect(),
+        domains: due.iter().map(|(d, _, _)| *d).collect(),
+    };
+    let out = crate::rt::run_timers(t, &fired)?;
+    let mut wire = encode(&[]);
+    wire.timestamps = fired.times.clone();
+    Ok(decode(&wire, &out))
 }
 
 /// Current value of a counter reported through [`crate::host::counter_add`].

@@ -110,6 +110,22 @@ pub trait Transform: Sized + 'static {
         }
         Ok(())
     }
+
+    /// Handle a timer registered with [`crate::state::register_timer`].
+    /// `out` emits on behalf of the timer: by default a record carries the
+    /// timer's key and, as timestamp, its time. An `Err` stops the pipeline
+    /// (a restart retries the batch).
+    fn on_timer(
+        &mut self,
+        timer: &crate::state::Timer<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), String> {
+        let _ = out;
+        Err(format!(
+            "a timer fired at {} but this transform does not implement on_timer",
+            timer.time
+        ))
+    }
 }
 
 /// A function usable with [`crate::map!`].

@@ -85,6 +85,10 @@ impl ContextHost for HostState {
         self.ctx.processing_time
     }
 
+    fn event_time(&mut self) -> bool {
+        self.ctx.event_time
+    }
+
     fn query_output_mode(&mut self) -> WitOutputMode {
         match self.ctx.output_mode {
             OutputMode::Append => WitOutputMode::Append,

@@ -50,6 +50,8 @@ pub struct StateContext {
     pub watermark: Option<i64>,
     pub processing_time: i64,
     pub output_mode: OutputMode,
+    /// The query has an event-time configuration (a watermark will come).
+    pub event_time: bool,
 }
 
 /// Timers that fired, as a batch (key = timer key, timestamp = timer time,

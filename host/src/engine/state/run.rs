@@ -111,6 +111,7 @@ impl TaskRun<'_> {
             watermark: self.time.watermark,
             processing_time: self.time.processing_time,
             output_mode: self.options.output_mode,
+            event_time: self.options.event_time.is_some(),
         }
     }
 

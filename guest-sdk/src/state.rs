@@ -1,0 +1,237 @@
+//! Keyed state, timers and the batch context of a stateful transform.
+//!
+//! State belongs to the partition task the instance serves and is
+//! checkpointed by the host with every batch, so it survives crashes and
+//! restarts exactly. Using any of these functions makes the component
+//! stateful: the host then runs it with state and fires its timers through
+//! [`crate::Transform::on_timer`].
+//!
+//! Off wasm the imports are served by an in-memory stand-in, so stateful
+//! logic unit-tests natively (see [`crate::testing::fire_timers`]).
+
+/// Which clock a timer follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimeDomain {
+    /// Fires when the watermark reaches the timer's time.
+    EventTime,
+    /// Fires when the batch's processing time reaches it.
+    ProcessingTime,
+}
+
+/// How the pipeline wants results emitted (its `output-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Each result once, when final (the watermark passed it).
+    Append,
+    /// Results changed by the batch, with every batch.
+    Update,
+    /// The whole result table with every batch.
+    Complete,
+}
+
+/// Entries returned per host call by the scanning iterators.
+const PAGE: u32 = 1024;
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::{OutputMode, TimeDomain};
+    use crate::bindings::weir::transform::{context, state, timers};
+
+    fn domain(d: TimeDomain) -> timers::TimeDomain {
+        match d {
+            TimeDomain::EventTime => timers::TimeDomain::EventTime,
+            TimeDomain::ProcessingTime => timers::TimeDomain::ProcessingTime,
+        }
+    }
+
+    pub fn get(key: &[u8]) -> Option<Vec<u8>> {
+        state::get(key)
+    }
+    pub fn put(key: &[u8], value: &[u8]) {
+        state::put(key, value)
+    }
+    pub fn delete(key: &[u8]) {
+        state::delete(key)
+    }
+    pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+        state::scan(start, end, limit)
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect()
+    }
+    pub fn scan_prefix(
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: u32,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        state::scan_prefix(prefix, after, limit)
+            .into_iter()
+            .map(|e| (e.key, e.value))
+            .collect()
+    }
+    pub fn register_timer(d: TimeDomain, key: &[u8], at: i64) {
+        timers::register(domain(d), key, at)
+    }
+    pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
+        timers::delete(domain(d), key, at)
+    }
+    pub fn watermark() -> Option<i64> {
+        context::watermark()
+    }
+    pub fn processing_time() -> i64 {
+        context::processing_time()
+    }
+    pub fn event_time() -> bool {
+        context::event_time()
+    }
+    pub fn output_mode() -> OutputMode {
+        match context::query_output_mode() {
+            context::OutputMode::Append => OutputMode::Append,
+            context::OutputMode::Update => OutputMode::Update,
+            context::OutputMode::Complete => OutputMode::Complete,
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::{OutputMode, TimeDomain};
+    use crate::testing::NATIVE;
+
+    pub fn get(key: &[u8]) -> Option<Vec<u8>> {
+        NATIVE.with(|n| n.borrow().state.get(key).cloned())
+    }
+    pub fn put(key: &[u8], value: &[u8]) {
+        NATIVE.with(|n| n.borrow_mut().state.insert(key.to_vec(), value.to_vec()));
+    }
+    pub fn delete(key: &[u8]) {
+        NATIVE.with(|n| n.borrow_mut().state.remove(key));
+    }
+    pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+        NATIVE.with(|n| {
+            n.borrow()
+                .state
+                .range(start.to_vec()..)
+                .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
+                .take(limit as usize)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+    }
+    pub fn scan_prefix(
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: u32,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        NATIVE.with(|n| {
+            n.borrow()
+                .state
+                .range(prefix.to_vec()..)
+                .skip_while(|(k, _)| after.is_some_and(|a| k.as_slice() <= a))
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .take(limit as usize)
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+    }
+    pub fn register_timer(d: TimeDomain, key: &[u8], at: i64) {
+        NATIVE.with(|n| n.borrow_mut().timers.insert((d, at, key.to_vec())));
+    }
+    pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
+        NATIVE.with(|n| n.borrow_mut().timers.remove(&(d, at, key.to_vec())));
+    }
+    pub fn watermark() -> Option<i64> {
+        NATIVE.with(|n| n.borrow().watermark)
+    }
+    pub fn processing_time() -> i64 {
+        NATIVE.with(|n| n.borrow().processing_time)
+    }
+    pub fn output_mode() -> OutputMode {
+        NATIVE.with(|n| n.borrow().output_mode)
+    }
+    pub fn event_time() -> bool {
+        NATIVE.with(|n| n.borrow().event_time)
+    }
+}
+
+/// The value stored under `key`.
+pub fn get(key: &[u8]) -> Option<Vec<u8>> {
+    imp::get(key)
+}
+
+/// Store `value` under `key`.
+pub fn put(key: &[u8], value: &[u8]) {
+    imp::put(key, value)
+}
+
+/// Remove `key`.
+pub fn delete(key: &[u8]) {
+    imp::delete(key)
+}
+
+/// Up to `limit` entries with `start <= key < end` (`None`: no upper bound).
+pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    imp::scan(start, end, limit)
+}
+
+/// Every entry whose key starts with `prefix`, in key order, fetched from
+/// the host a page at a time.
+pub fn prefix(prefix: &[u8]) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
+    let mut after: Option<Vec<u8>> = None;
+    let mut page = Vec::new().into_iter();
+    let mut done = false;
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(e) = page.next() {
+                return Some(e);
+            }
+            if done {
+                return None;
+            }
+            let next = imp::scan_prefix(prefix, after.as_deref(), PAGE);
+            done = next.len() < PAGE as usize;
+            after = next.last().map(|(k, _)| k.clone());
+            page = next.into_iter();
+        }
+    })
+}
+
+/// Fire [`crate::Transform::on_timer`] with `key` once `domain`'s clock reaches `at`.
+pub fn register_timer(domain: TimeDomain, key: &[u8], at: i64) {
+    imp::register_timer(domain, key, at)
+}
+
+/// Cancel a timer registered with the same domain, key and time.
+pub fn delete_timer(domain: TimeDomain, key: &[u8], at: i64) {
+    imp::delete_timer(domain, key, at)
+}
+
+/// The batch's event-time watermark (ms since the Unix epoch).
+pub fn watermark() -> Option<i64> {
+    imp::watermark()
+}
+
+/// The batch's processing time (ms since the Unix epoch), stable across re-runs.
+pub fn processing_time() -> i64 {
+    imp::processing_time()
+}
+
+/// Whether the pipeline has an `[event-time]` section (event-time timers
+/// can fire).
+pub fn event_time() -> bool {
+    imp::event_time()
+}
+
+/// The pipeline's output mode.
+pub fn output_mode() -> OutputMode {
+    imp::output_mode()
+}
+
+/// A fired timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timer<'a> {
+    pub domain: TimeDomain,
+    pub key: &'a [u8],
+    /// The time it was registered for.
+    pub time: i64,
+}

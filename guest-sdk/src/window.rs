@@ -1,0 +1,377 @@
+//! Event-time windows with user aggregate functions: tumbling, sliding and
+//! session windows over a per-record key, kept in the host's checkpointed
+//! state and emitted according to the pipeline's `output-mode`:
+//!
+//! - `append`: each window once, when the watermark passes its end (needs
+//!   an `[event-time]` section), then its state is dropped;
+//! - `update`: every window changed by a batch, once per batch; state is
+//!   dropped when the watermark passes the window;
+//! - `complete`: every window with every batch; state is never dropped.
+//!
+//! Output records carry the window's key, and its last millisecond
+//! (`end - 1`) as timestamp.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::codec::{Codec, time_key, time_of};
+use crate::state::{self, OutputMode, TimeDomain, Timer};
+use crate::{Batch, BatchOutput, Output, Record, RecordError};
+
+/// A window's bounds: `[start, end)` in ms since the Unix epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub start: i64,
+    pub end: i64,
+}
+
+/// A user aggregate: how records fold into an accumulator and what a
+/// window's result looks like.
+pub trait Aggregate: 'static {
+    type Acc: Codec;
+    fn zero(&self) -> Self::Acc;
+    fn add(&self, acc: &mut Self::Acc, record: &Record<'_>) -> Result<(), RecordError>;
+    /// Fold `other` into `into` (session windows merge when a record
+    /// bridges them).
+    fn merge(&self, into: &mut Self::Acc, other: Self::Acc);
+    /// Write the output value for one window.
+    fn result(&self, key: &[u8], window: Window, acc: &Self::Acc, out: &mut Vec<u8>);
+}
+
+/// Counts records; emits `{"key":..,"start":..,"end":..,"count":..}`.
+pub struct Count;
+
+impl Aggregate for Count {
+    type Acc = u64;
+    fn zero(&self) -> u64 {
+        0
+    }
+    fn add(&self, acc: &mut u64, _: &Record<'_>) -> Result<(), RecordError> {
+        *acc += 1;
+        Ok(())
+    }
+    fn merge(&self, into: &mut u64, other: u64) {
+        *into += other;
+    }
+    fn result(&self, key: &[u8], w: Window, acc: &u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"key\":");
+        json_string(&String::from_utf8_lossy(key), out);
+        out.extend_from_slice(
+            format!(",\"start\":{},\"end\":{},\"count\":{acc}}}", w.start, w.end).as_bytes(),
+        );
+    }
+}
+
+/// Append `s` as a JSON string literal.
+pub fn json_string(s: &str, out: &mut Vec<u8>) {
+    out.push(b'"');
+    for c in s.chars() {
+        match c {
+            '"' => out.extend_from_slice(b"\\\""),
+            '\\' => out.extend_from_slice(b"\\\\"),
+            c if (c as u32) < 0x20 => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+            c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out.push(b'"');
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Fixed windows every `slide` ms, `size` ms long (tumbling: equal).
+    Fixed { size: i64, slide: i64 },
+    Session { gap: i64 },
+}
+
+type KeyFn = Box<dyn Fn(&Record<'_>) -> Result<Vec<u8>, RecordError>>;
+
+/// A windowed aggregation; call it from your transform's `process_batch`
+/// and `on_timer`.
+pub struct Windowed<A: Aggregate> {
+    kind: Kind,
+    agg: A,
+    key_of: KeyFn,
+    checked: bool,
+}
+
+const FIXED: u8 = b'W';
+const SESSION: u8 = b'S';
+
+fn ms(d: Duration) -> i64 {
+    (d.as_millis() as i64).max(1)
+}
+
+impl<A: Aggregate> Windowed<A> {
+    fn new(kind: Kind, agg: A) -> Self {
+        Windowed {
+            kind,
+            agg,
+            key_of: Box::new(|r| {
+                r.key()
+                    .map(<[u8]>::to_vec)
+                    .ok_or_else(|| RecordError::bad("record has no key to window by"))
+            }),
+            checked: false,
+        }
+    }
+
+    pub fn tumbling(size: Duration, agg: A) -> Self {
+        Self::new(Kind::Fixed { size: ms(size), slide: ms(size) }, agg)
+    }
+
+    /// Windows `size` long starting every `slide`; a record is in each
+    /// window that covers its event time.
+    pub fn sliding(size: Duration, slide: Duration, agg: A) -> Self {
+        Self::new(Kind::Fixed { size: ms(size), slide: ms(slide) }, agg)
+    }
+
+    /// A key's records closer than `gap` in event time form one session.
+    pub fn session(gap: Duration, agg: A) -> Self {
+        Self::new(Kind::Session { gap: ms(gap) }, agg)
+    }
+
+    /// Window by this key instead of the record key.
+    pub fn key_by(
+        mut self,
+        f: impl Fn(&Record<'_>) -> Result<Vec<u8>, RecordError> + 'static,
+    ) -> Self {
+        self.key_of = Box::new(f);
+        self
+    }
+
+    /// Fold a batch into the windows and emit what the output mode asks for.
+    pub fn process_batch(&mut self, batch: &Batch<'_>, out: &mut BatchOutput) -> Result<(), String> {
+        let mode = state::output_mode();
+        if !self.checked {
+            if mode != OutputMode::Complete && !state::event_time() {
+                return Err(format!(
+                    "windowed aggregation in {} mode needs an [event-time] section: windows close when the watermark passes them",
+                    if mode == OutputMode::Append { "append" } else { "update" }
+                ));
+            }
+            self.checked = true;
+        }
+        // State key -> index of the last record that changed it.
+        let mut touched: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+        for record in batch.records() {
+            out.run(record, |r, _| self.add(r, mode, &mut touched))?;
+        }
+        let Some(last) = batch.len().checked_sub(1) else {
+            return Ok(());
+        };
+        match mode {
+            OutputMode::Append => {}
+            OutputMode::Update => {
+                // Emit in record order so output origins never go back.
+                let mut order: Vec<(u32, Vec<u8>)> =
+                    touched.into_iter().map(|(k, i)| (i, k)).collect();
+                order.sort();
+                for (i, k) in order {
+                    self.emit_state(&k, &mut out.for_record(batch.get(i as usize)), None);
+                }
+            }
+            OutputMode::Complete => {
+                let prefix = [self.tag()];
+                for (j, (k, _)) in state::prefix(&prefix).enumerate() {
+                    let r = batch.get(j.min(last));
+                    self.emit_state(&k, &mut out.for_record(r), None);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Close the windows a timer belongs to; returns `false` when the timer
+    /// is not one of this aggregation's.
+    pub fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> bool {
+        if timer.domain != TimeDomain::EventTime || timer.key.first() != Some(&self.tag()) {
+            return false;
+        }
+        let emit = state::output_mode() == OutputMode::Append;
+        match self.kind {
+            Kind::Fixed { .. } => {
+                if emit {
+                    self.emit_state(timer.key, out, None);
+                }
+                state::delete(timer.key);
+            }
+            Kind::Session { .. } => {
+                let wm = state::watermark().unwrap_or(timer.time);
+                self.emit_state(timer.key, out, Some(wm));
+            }
+        }
+        true
+    }
+
+    fn tag(&self) -> u8 {
+        match self.kind {
+            Kind::Fixed { .. } => FIXED,
+            Kind::Session { .. } => SESSION,
+        }
+    }
+
+    fn add(
+        &self,
+        r: &Record<'_>,
+        mode: OutputMode,
+        touched: &mut BTreeMap<Vec<u8>, u32>,
+    ) -> Result<(), RecordError> {
+        let key = (self.key_of)(r)?;
+        let ts = r.timestamp();
+        let timers = mode != OutputMode::Complete;
+        match self.kind {
+            Kind::Fixed { size, slide } => {
+                let mut updates = Vec::new();
+                let mut start = ts - ts.rem_euclid(slide);
+                while start + size > ts {
+                    let skey = fixed_key(start, start + size, &key);
+                    let prev = state::get(&skey);
+                    let mut acc = match &prev {
+                        Some(b) => decode_acc::<A>(b)?,
+                        None => self.agg.zero(),
+                    };
+                    self.agg.add(&mut acc, r)?;
+                    updates.push((skey, acc, prev.is_none(), start + size));
+                    start -= slide;
+                }
+                for (skey, acc, new, end) in updates {
+                    state::put(&skey, &acc.to_bytes());
+                    if new && timers {
+                        state::register_timer(TimeDomain::EventTime, &skey, end);
+                    }
+                    touched.insert(skey, r.index());
+                }
+            }
+            Kind::Session { gap } => {
+                let skey = [&[SESSION][..], &key].concat();
+                let mut sessions = match state::get(&skey) {
+                    Some(b) => decode_sessions::<A>(&b)?,
+                    None => Vec::new(),
+                };
+                let mut acc = self.agg.zero();
+                self.agg.add(&mut acc, r)?;
+                let mut merged = (ts, ts + gap, acc);
+                let mut kept = Vec::with_capacity(sessions.len());
+                for s in sessions.drain(..) {
+                    if s.0 <= merged.1 && merged.0 <= s.1 {
+                        if timers {
+                            state::delete_timer(TimeDomain::EventTime, &skey, s.1);
+                        }
+                        merged.0 = merged.0.min(s.0);
+                        merged.1 = merged.1.max(s.1);
+                        self.agg.merge(&mut merged.2, s.2);
+                    } else {
+                        kept.push(s);
+                    }
+                }
+                if timers {
+                    state::register_timer(TimeDomain::EventTime, &skey, merged.1);
+                }
+                kept.push(merged);
+                kept.sort_by_key(|s| s.0);
+                state::put(&skey, &encode_sessions::<A>(&kept));
+                touched.insert(skey, r.index());
+            }
+        }
+        Ok(())
+    }
+
+    /// Emit the windows stored under `skey`. For sessions with `close_upto`,
+    /// only (and all) sessions ending by then are emitted in append mode and
+    /// removed from state.
+    fn emit_state(&self, skey: &[u8], out: &mut Output<'_, '_>, close_upto: Option<i64>) {
+        let Some(bytes) = state::get(skey) else {
+            return;
+        };
+        let mut value = Vec::new();
+        let mut emit = |key: &[u8], w: Window, acc: &A::Acc, out: &mut Output<'_, '_>| {
+            value.clear();
+            self.agg.result(key, w, acc, &mut value);
+            out.build().key(Some(key)).timestamp(w.end - 1).emit(&value);
+        };
+        match self.kind {
+            Kind::Fixed { .. } => {
+                let Some((w, key)) = parse_fixed(skey) else { return };
+                if let Ok(acc) = decode_acc::<A>(&bytes) {
+                    emit(key, w, &acc, out);
+                }
+            }
+            Kind::Session { .. } => {
+                let key = &skey[1..];
+                let Ok(sessions) = decode_sessions::<A>(&bytes) else {
+                    return;
+                };
+                let append = state::output_mode() == OutputMode::Append;
+                let mut open = Vec::new();
+                for (start, end, acc) in sessions {
+                    match close_upto {
+                        Some(upto) if end > upto => open.push((start, end, acc)),
+                        Some(_) if !append => {}
+                        _ => emit(key, Window { start, end }, &acc, out),
+                    }
+                }
+                if close_upto.is_some() {
+                    if open.is_empty() {
+                        state::delete(skey);
+                    } else {
+                        state::put(skey, &encode_sessions::<A>(&open));
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fixed_key(start: i64, end: i64, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(17 + key.len());
+    k.push(FIXED);
+    k.extend_from_slice(&time_key(end));
+    k.extend_from_slice(&time_key(start));
+    k.extend_from_slice(key);
+    k
+}
+
+fn parse_fixed(k: &[u8]) -> Option<(Window, &[u8])> {
+    if k.len() < 17 || k[0] != FIXED {
+        return None;
+    }
+    let end = time_of(&k[1..9]);
+    let start = time_of(&k[9..17]);
+    Some((Window { start, end }, &k[17..]))
+}
+
+fn decode_acc<A: Aggregate>(b: &[u8]) -> Result<A::Acc, RecordError> {
+    let mut s = b;
+    A::Acc::decode(&mut s).ok_or_else(|| RecordError::fatal("corrupt window state"))
+}
+
+type Session<A> = (i64, i64, <A as Aggregate>::Acc);
+
+fn encode_sessions<A: Aggregate>(sessions: &[Session<A>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    (sessions.len() as u64).encode(&mut out);
+    for (start, end, acc) in sessions {
+        start.encode(&mut out);
+        end.encode(&mut out);
+        acc.encode(&mut out);
+    }
+    out
+}
+
+fn decode_sessions<A: Aggregate>(b: &[u8]) -> Result<Vec<Session<A>>, RecordError> {
+    let corrupt = || RecordError::fatal("corrupt session state");
+    let mut s = b;
+    let n = u64::decode(&mut s).ok_or_else(corrupt)?;
+    let mut out = Vec::with_capacity(n.min(1024) as usize);
+    for _ in 0..n {
+        let start = i64::decode(&mut s).ok_or_else(corrupt)?;
+        let end = i64::decode(&mut s).ok_or_else(corrupt)?;
+        let acc = A::Acc::decode(&mut s).ok_or_else(corrupt)?;
+        out.push((start, end, acc));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod tests;
