@@ -130,8 +130,8 @@ macro_rules! export {
             // Natively, mark the exports used so the user's code is not dead.
             #[cfg(not(target_arch = "wasm32"))]
             const _: () = {
-                use $crate::bindings::exports::weir::transform::transform::Guest as _;
                 use $crate::bindings::exports::weir::transform::timer_handler::Guest as _;
+                use $crate::bindings::exports::weir::transform::transform::Guest as _;
                 let _ = __WeirGuest::on_timers;
                 let _ = __WeirGuest::init;
                 let _ = __WeirGuest::process_batch;

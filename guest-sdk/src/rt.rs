@@ -4,11 +4,11 @@
 use std::any::Any;
 use std::cell::RefCell;
 
+use crate::bindings::exports::weir::transform::timer_handler::FiredTimers as WireFired;
 use crate::emit::{Emitter, Output};
 use crate::record::{Batch, Headers, Position, Record};
 use crate::transform::{FilterFn, FlatMapFn, MapFn};
 use crate::wit::RecordError as WireRecordError;
-use crate::bindings::exports::weir::transform::timer_handler::FiredTimers as WireFired;
 use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
 use crate::{BatchOutput, Config, RecordError, Transform};
 

@@ -59,11 +59,7 @@ mod imp {
             .map(|e| (e.key, e.value))
             .collect()
     }
-    pub fn scan_prefix(
-        prefix: &[u8],
-        after: Option<&[u8]>,
-        limit: u32,
-    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub fn scan_prefix(prefix: &[u8], after: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
         state::scan_prefix(prefix, after, limit)
             .into_iter()
             .map(|e| (e.key, e.value))
@@ -118,11 +114,7 @@ mod imp {
                 .collect()
         })
     }
-    pub fn scan_prefix(
-        prefix: &[u8],
-        after: Option<&[u8]>,
-        limit: u32,
-    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+    pub fn scan_prefix(prefix: &[u8], after: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
         NATIVE.with(|n| {
             n.borrow()
                 .state

@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use crate::record::{Headers, encode_header, span};
-use crate::wit::{Batch as WireBatch, OutputBatch};
 use crate::state::{OutputMode, TimeDomain};
+use crate::wit::{Batch as WireBatch, OutputBatch};
 use crate::{Config, FilterFn, FlatMapFn, MapFn, Output, Record, RecordError, Transform};
 
 #[derive(Default)]

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
+use crate::Record;
 use crate::codec::Codec;
 use crate::state::{self, TimeDomain, Timer};
-use crate::Record;
 
 /// A named map with a time-to-live per entry.
 pub struct TtlState {

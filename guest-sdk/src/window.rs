@@ -69,7 +69,9 @@ pub fn json_string(s: &str, out: &mut Vec<u8>) {
         match c {
             '"' => out.extend_from_slice(b"\\\""),
             '\\' => out.extend_from_slice(b"\\\\"),
-            c if (c as u32) < 0x20 => out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes()),
+            c if (c as u32) < 0x20 => {
+                out.extend_from_slice(format!("\\u{:04x}", c as u32).as_bytes())
+            }
             c => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
         }
     }
@@ -79,8 +81,13 @@ pub fn json_string(s: &str, out: &mut Vec<u8>) {
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     /// Fixed windows every `slide` ms, `size` ms long (tumbling: equal).
-    Fixed { size: i64, slide: i64 },
-    Session { gap: i64 },
+    Fixed {
+        size: i64,
+        slide: i64,
+    },
+    Session {
+        gap: i64,
+    },
 }
 
 type KeyFn = Box<dyn Fn(&Record<'_>) -> Result<Vec<u8>, RecordError>>;
@@ -116,13 +123,25 @@ impl<A: Aggregate> Windowed<A> {
     }
 
     pub fn tumbling(size: Duration, agg: A) -> Self {
-        Self::new(Kind::Fixed { size: ms(size), slide: ms(size) }, agg)
+        Self::new(
+            Kind::Fixed {
+                size: ms(size),
+                slide: ms(size),
+            },
+            agg,
+        )
     }
 
     /// Windows `size` long starting every `slide`; a record is in each
     /// window that covers its event time.
     pub fn sliding(size: Duration, slide: Duration, agg: A) -> Self {
-        Self::new(Kind::Fixed { size: ms(size), slide: ms(slide) }, agg)
+        Self::new(
+            Kind::Fixed {
+                size: ms(size),
+                slide: ms(slide),
+            },
+            agg,
+        )
     }
 
     /// A key's records closer than `gap` in event time form one session.
@@ -140,13 +159,21 @@ impl<A: Aggregate> Windowed<A> {
     }
 
     /// Fold a batch into the windows and emit what the output mode asks for.
-    pub fn process_batch(&mut self, batch: &Batch<'_>, out: &mut BatchOutput) -> Result<(), String> {
+    pub fn process_batch(
+        &mut self,
+        batch: &Batch<'_>,
+        out: &mut BatchOutput,
+    ) -> Result<(), String> {
         let mode = state::output_mode();
         if !self.checked {
             if mode != OutputMode::Complete && !state::event_time() {
                 return Err(format!(
                     "windowed aggregation in {} mode needs an [event-time] section: windows close when the watermark passes them",
-                    if mode == OutputMode::Append { "append" } else { "update" }
+                    if mode == OutputMode::Append {
+                        "append"
+                    } else {
+                        "update"
+                    }
                 ));
             }
             self.checked = true;
@@ -291,7 +318,9 @@ impl<A: Aggregate> Windowed<A> {
         };
         match self.kind {
             Kind::Fixed { .. } => {
-                let Some((w, key)) = parse_fixed(skey) else { return };
+                let Some((w, key)) = parse_fixed(skey) else {
+                    return;
+                };
                 if let Ok(acc) = decode_acc::<A>(&bytes) {
                     emit(key, w, &acc, out);
                 }

@@ -24,7 +24,11 @@ impl Transform for Counts {
 
 fn recs(data: &[(&'static str, i64)]) -> Vec<Record<'static>> {
     data.iter()
-        .map(|(k, ts)| Record::new(b"x").with_key(Some(k.as_bytes())).with_timestamp(*ts))
+        .map(|(k, ts)| {
+            Record::new(b"x")
+                .with_key(Some(k.as_bytes()))
+                .with_timestamp(*ts)
+        })
         .collect()
 }
 
@@ -33,7 +37,10 @@ fn tumbling_counts_are_emitted_once_when_the_watermark_passes() {
     reset_state();
     let mut t = Counts::init(&Config::default()).unwrap();
     let out = run(&mut t, &recs(&[("a", 1), ("b", 3), ("a", 9), ("a", 12)])).unwrap();
-    assert!(out.emitted.is_empty(), "append mode waits for the watermark");
+    assert!(
+        out.emitted.is_empty(),
+        "append mode waits for the watermark"
+    );
     set_watermark(Some(9));
     assert!(fire_timers(&mut t).unwrap().emitted.is_empty());
     set_watermark(Some(10));
@@ -53,7 +60,11 @@ fn tumbling_counts_are_emitted_once_when_the_watermark_passes() {
 #[test]
 fn sliding_windows_cover_each_record_several_times() {
     reset_state();
-    let mut t = Counts(Windowed::sliding(Duration::from_millis(10), Duration::from_millis(5), Count));
+    let mut t = Counts(Windowed::sliding(
+        Duration::from_millis(10),
+        Duration::from_millis(5),
+        Count,
+    ));
     run(&mut t, &recs(&[("k", 7)])).unwrap();
     set_watermark(Some(100));
     let v = fire_timers(&mut t).unwrap();
@@ -84,7 +95,10 @@ fn sessions_merge_when_a_record_bridges_them() {
     );
     set_watermark(Some(30));
     let v = fire_timers(&mut t).unwrap();
-    assert_eq!(v.values(), vec![r#"{"key":"u","start":20,"end":25,"count":1}"#]);
+    assert_eq!(
+        v.values(),
+        vec![r#"{"key":"u","start":20,"end":25,"count":1}"#]
+    );
     assert_eq!(testing::state_len(), 0);
 }
 
@@ -101,11 +115,20 @@ fn update_mode_emits_changed_windows_per_batch_and_complete_mode_everything() {
             r#"{"key":"b","start":0,"end":10,"count":1}"#
         ]
     );
-    assert_eq!(out.emitted[0].origin, 1, "emitted for the last record that changed it");
+    assert_eq!(
+        out.emitted[0].origin, 1,
+        "emitted for the last record that changed it"
+    );
     let out = run(&mut t, &recs(&[("b", 4)])).unwrap();
-    assert_eq!(out.values(), vec![r#"{"key":"b","start":0,"end":10,"count":2}"#]);
+    assert_eq!(
+        out.values(),
+        vec![r#"{"key":"b","start":0,"end":10,"count":2}"#]
+    );
     set_watermark(Some(10));
-    assert!(fire_timers(&mut t).unwrap().emitted.is_empty(), "update mode evicts silently");
+    assert!(
+        fire_timers(&mut t).unwrap().emitted.is_empty(),
+        "update mode evicts silently"
+    );
     assert_eq!(testing::state_len(), 0);
 
     reset_state();
@@ -132,5 +155,8 @@ fn records_without_a_key_are_bad_records() {
     reset_state();
     let mut t = Counts::init(&Config::default()).unwrap();
     let out = run(&mut t, &[Record::new(b"x")]).unwrap();
-    assert_eq!(out.rejected, vec![(0, "record has no key to window by".to_string())]);
+    assert_eq!(
+        out.rejected,
+        vec![(0, "record has no key to window by".to_string())]
+    );
 }

@@ -169,6 +169,8 @@ impl MicroBatchQuery {
             _ => None,
         };
         let mut last_trigger: Option<Instant> = None;
+        // The watermark the previous batch ran with (unknown after a restart).
+        let mut last_watermark: Option<i64> = None;
         while !self.stop.load(Ordering::Relaxed) {
             let trigger_start = Instant::now();
             let timestamp = now_ms();
@@ -197,7 +199,15 @@ impl MicroBatchQuery {
                             end,
                         });
                     }
-                    if ranges.iter().all(|r| r.start == r.end) {
+                    // A stateful query whose watermark moved runs a batch
+                    // without data (Spark's no-data batch), so windows and
+                    // timers the new watermark closes fire without waiting
+                    // for more input.
+                    let no_data_batch = self.options.state.stateful
+                        && self.options.state.event_time.is_some()
+                        && self.watermark.watermark_ms.is_some()
+                        && self.watermark.watermark_ms != last_watermark;
+                    if ranges.iter().all(|r| r.start == r.end) && !no_data_batch {
                         match self.options.trigger {
                             Trigger::Once | Trigger::AvailableNow => break,
                             Trigger::Default => std::thread::sleep(self.options.idle_poll),
@@ -239,6 +249,7 @@ impl MicroBatchQuery {
             let add_batch = add_started.elapsed();
 
             let commit_started = Instant::now();
+            last_watermark = self.watermark.watermark_ms;
             if let Some(et) = &self.options.state.event_time {
                 for ((i, task), st) in &state_stats.1 {
                     if st.event.count > 0 {
@@ -457,4 +468,8 @@ impl MicroBatchQuery {
 
 #[cfg(test)]
 #[path = "microbatch_tests.rs"]
-mod tests;
+mod microbatch_tests;
+
+#[cfg(test)]
+#[path = "stateful_tests.rs"]
+mod stateful_tests;

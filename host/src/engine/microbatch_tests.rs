@@ -11,9 +11,9 @@ use crate::engine::checkpoint::LocalCheckpointStore;
 use crate::engine::transform::{FnTransform, TransformError};
 
 /// One partition of strings; offsets are record counts.
-struct VecSource {
-    data: Arc<Mutex<Vec<String>>>,
-    limit: Option<u64>,
+pub(super) struct VecSource {
+    pub(super) data: Arc<Mutex<Vec<String>>>,
+    pub(super) limit: Option<u64>,
 }
 
 impl Source for VecSource {
@@ -41,10 +41,10 @@ impl Source for VecSource {
 }
 
 /// `(batch id, values)` of every batch written.
-type Written = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
+pub(super) type Written = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
 
 #[derive(Clone, Default)]
-struct MemSink(Written);
+pub(super) struct MemSink(pub(super) Written);
 
 impl Sink for MemSink {
     fn description(&self) -> String {

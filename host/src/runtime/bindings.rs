@@ -16,10 +16,12 @@ pub(crate) use generated::exports::weir::transform::transform::{Guest, GuestIndi
 pub(crate) use generated::weir::transform::context::{
     Host as ContextHost, OutputMode as WitOutputMode,
 };
-pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost};
-pub(crate) use generated::weir::transform::timers::{Host as TimersHost, TimeDomain as WitTimeDomain};
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
+pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost};
+pub(crate) use generated::weir::transform::timers::{
+    Host as TimersHost, TimeDomain as WitTimeDomain,
+};
 pub(crate) use generated::weir::transform::types::Host as TypesHost;
 pub(crate) use generated::weir::transform::types::{
     Header, OutputBatch, Position, Record, RecordError,

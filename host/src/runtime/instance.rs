@@ -112,31 +112,28 @@ impl WasmTransform {
     fn instantiate(&mut self) -> Result<Live, TransformError> {
         let inner = &self.component.inner;
         let state = HostState::new(self.label.clone(), &self.limits, self.component.sandbox())
-        .map_err(TransformError::Fatal)?;
+            .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();
         store.set_epoch_deadline(self.deadline_ticks());
         self.instances_created += 1;
-        let instantiated = inner
-            .pre
-            .instantiate(&mut store)
-            .and_then(|instance| {
-                let bindings = inner.indices.load(&mut store, &instance)?;
-                let timers = inner
-                    .timer_indices
-                    .as_ref()
-                    .map(|t| t.load(&mut store, &instance))
-                    .transpose()?;
-                let iface = instance
-                    .get_export_index(&mut store, None, EXPORT_INTERFACE)
-                    .ok_or_else(|| wasmtime::format_err!("no {EXPORT_INTERFACE} export"))?;
-                let func = instance
-                    .get_export_index(&mut store, Some(&iface), "process-batch")
-                    .and_then(|i| instance.get_func(&mut store, i))
-                    .ok_or_else(|| wasmtime::format_err!("no process-batch export"))?;
-                Ok((bindings, timers, func))
-            });
+        let instantiated = inner.pre.instantiate(&mut store).and_then(|instance| {
+            let bindings = inner.indices.load(&mut store, &instance)?;
+            let timers = inner
+                .timer_indices
+                .as_ref()
+                .map(|t| t.load(&mut store, &instance))
+                .transpose()?;
+            let iface = instance
+                .get_export_index(&mut store, None, EXPORT_INTERFACE)
+                .ok_or_else(|| wasmtime::format_err!("no {EXPORT_INTERFACE} export"))?;
+            let func = instance
+                .get_export_index(&mut store, Some(&iface), "process-batch")
+                .and_then(|i| instance.get_func(&mut store, i))
+                .ok_or_else(|| wasmtime::format_err!("no process-batch export"))?;
+            Ok((bindings, timers, func))
+        });
         let (bindings, timers, process_batch) = match instantiated {
             Ok(b) => b,
             Err(e) => return Err(classify(&e, &store, &self.limits)),

@@ -31,7 +31,9 @@ pub use instance::{CallMode, WasmTransform};
 pub use sandbox::Sandbox;
 pub use state::GuestMetrics;
 
-use bindings::{GuestIndices, STATEFUL_IMPORTS, StatefulTransformer, TIMER_INTERFACE, TimerIndices};
+use bindings::{
+    GuestIndices, STATEFUL_IMPORTS, StatefulTransformer, TIMER_INTERFACE, TimerIndices,
+};
 use state::HostState;
 
 /// Per-instance resource limits.

@@ -21,7 +21,9 @@ fn domain(d: WitTimeDomain) -> TimeDomain {
 }
 
 fn entries(v: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Entry> {
-    v.into_iter().map(|(key, value)| Entry { key, value }).collect()
+    v.into_iter()
+        .map(|(key, value)| Entry { key, value })
+        .collect()
 }
 
 impl HostState {

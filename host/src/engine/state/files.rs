@@ -66,8 +66,8 @@ fn corrupt(store: &dyn CheckpointStore, path: &str, problem: impl Into<String>) 
 
 impl StatePartition {
     /// Load version `version` of the partition in `dir`. Files of later
-    /// versions (written by a run that crashed before committing them) are
-    /// deleted, since the re-run writes them anew.
+    /// versions, left by a run that crashed before committing them, are
+    /// ignored: a re-run overwrites each version it commits (see `commit`).
     pub fn load(
         store: &dyn CheckpointStore,
         dir: &str,
@@ -75,12 +75,6 @@ impl StatePartition {
     ) -> Result<Self, CheckpointError> {
         let mut snapshots = store.list_numbered(&format!("{dir}/snapshots"))?;
         let deltas = store.list_numbered(&format!("{dir}/deltas"))?;
-        for &v in snapshots.iter().filter(|&&v| v > version) {
-            store.delete(&path(dir, SNAPSHOT, v))?;
-        }
-        for &v in deltas.iter().filter(|&&v| v > version) {
-            store.delete(&path(dir, DELTA, v))?;
-        }
         snapshots.retain(|&v| v <= version);
         let mut state = KeyedState::default();
         match snapshots.last() {
@@ -145,12 +139,16 @@ impl StatePartition {
                 self.state.raw_entries().map(|(k, v)| (k, Some(v))),
             );
             store.write(&path(&self.dir, SNAPSHOT, v), &bytes)?;
+            // A delta of this version left by a crashed run is stale.
+            store.delete(&path(&self.dir, DELTA, v))?;
             self.snapshots.push(v);
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
             let delta = self.state.take_delta();
             let bytes = encode(DELTA, v, delta.iter().map(|(k, v)| (k.as_slice(), *v)));
             store.write(&path(&self.dir, DELTA, v), &bytes)?;
+            // So must be a snapshot of this version: loading prefers snapshots.
+            store.delete(&path(&self.dir, SNAPSHOT, v))?;
         }
         self.version = v;
         Ok(())
