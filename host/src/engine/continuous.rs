@@ -14,19 +14,20 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ContinuousSource, Sink};
-use super::continuous_task::{Parts, Report, Task};
+use super::continuous_task::{NO_WATERMARK, Parts, Report, Task};
 use super::faults;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
 use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::query::{
-    self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
+    self, CommitEntry, OffsetEntry, OffsetRange, Resume, TaskTime, commits_path, offsets_path,
 };
+use super::state::{TaskStats, Watermark};
 use super::tasks::{sinks_description, write_sinks};
 use super::transform::Transform;
 
@@ -40,6 +41,9 @@ struct Epoch<'a> {
     started: Instant,
     /// Its `offsets/E` entry already exists (re-run after a crash).
     rerun: bool,
+    /// Per task: the clocks it ran with and what it did to its state.
+    times: BTreeMap<u32, TaskTime>,
+    stats: Vec<(u32, TaskStats)>,
 }
 
 pub struct ContinuousQuery {
@@ -51,6 +55,9 @@ pub struct ContinuousQuery {
     id: String,
     run_id: String,
     stop: Arc<AtomicBool>,
+    watermark: Watermark,
+    /// The watermark as tasks read it at each epoch start.
+    watermark_cell: Arc<AtomicI64>,
 }
 
 fn source_err(name: &str) -> impl Fn(super::connector::ConnectorError) -> EngineError + '_ {
@@ -85,6 +92,8 @@ impl ContinuousQuery {
             id: meta.id,
             run_id: uuid::Uuid::new_v4().to_string(),
             stop: Arc::new(AtomicBool::new(false)),
+            watermark: Watermark::default(),
+            watermark_cell: Arc::new(AtomicI64::new(NO_WATERMARK)),
         })
     }
 
@@ -119,13 +128,18 @@ impl ContinuousQuery {
                 (0, self.source.positions(&o).map_err(source_err(&name))?)
             }
             Resume::Continue {
-                next_batch, start, ..
-            } => (
                 next_batch,
-                self.source
-                    .positions(&start[0])
-                    .map_err(source_err(&name))?,
-            ),
+                start,
+                watermark,
+            } => {
+                self.watermark = watermark;
+                (
+                    next_batch,
+                    self.source
+                        .positions(&start[0])
+                        .map_err(source_err(&name))?,
+                )
+            }
             Resume::Rerun(entry) => {
                 let start = self
                     .source
@@ -135,21 +149,25 @@ impl ContinuousQuery {
                     .source
                     .positions(&entry.sources[0].end)
                     .map_err(source_err(&name))?;
-                let parts = self.replay(&start, &end)?;
+                self.watermark = entry.watermark.clone().unwrap_or_default();
+                let (parts, rejected, stats) = self.replay(&entry, &start, &end)?;
                 let epoch = Epoch {
                     id: entry.batch_id,
                     start: &start,
                     end: &end,
                     parts,
-                    rejected: 0,
+                    rejected,
                     started: Instant::now(),
                     rerun: true,
+                    times: entry.task_times.clone(),
+                    stats,
                 };
                 self.commit(epoch, &mut summary, on_progress)?;
                 (entry.batch_id + 1, end)
             }
         };
         let partitions = self.source.partition_count();
+        self.publish_watermark();
         let current = Arc::new(AtomicU64::new(epoch));
         let halt = Arc::new(AtomicBool::new(false));
         let (tx, rx) = mpsc::channel::<Result<Report, EngineError>>();
@@ -169,6 +187,11 @@ impl ContinuousQuery {
                 max_chunk: self.options.max_chunk,
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
+                state: if self.options.state.active() {
+                    Some(self.task_state(p, epoch)?)
+                } else {
+                    None
+                },
             };
             handles.push(
                 std::thread::Builder::new()
@@ -235,12 +258,20 @@ impl ContinuousQuery {
                 let mut end = positions.clone();
                 let mut parts = Vec::new();
                 let mut rejected = 0;
+                let mut times = BTreeMap::new();
+                let mut stats = Vec::new();
                 for r in reports {
                     end[r.partition as usize] = r.end;
                     rejected += r.rejected;
                     parts.extend(r.parts);
+                    if let Some(t) = r.time {
+                        times.insert(r.partition, t);
+                    }
+                    stats.push((r.partition, r.stats));
                 }
-                if end != *positions {
+                // An epoch without input still commits when timers fired
+                // in it (their output must reach the sinks).
+                if end != *positions || !parts.is_empty() {
                     last_activity = Instant::now();
                     let done = Epoch {
                         id: *epoch,
@@ -250,6 +281,8 @@ impl ContinuousQuery {
                         rejected,
                         started: epoch_started,
                         rerun: false,
+                        times,
+                        stats,
                     };
                     self.commit(done, summary, on_progress)?;
                     *positions = end;
@@ -290,18 +323,21 @@ impl ContinuousQuery {
             rejected,
             started: epoch_started,
             rerun,
+            times,
+            stats,
         } = epoch;
         let commit_started = Instant::now();
         let range = OffsetRange {
             start: self.source.to_offset(start),
             end: self.source.to_offset(end),
         };
+        let event_time = self.options.state.event_time.is_some();
         let entry = OffsetEntry {
             batch_id: id,
             timestamp_ms: now_ms(),
             sources: vec![range.clone()],
-            watermark: None,
-            task_times: Default::default(),
+            watermark: event_time.then(|| self.watermark.clone()),
+            task_times: times,
         };
         // A re-run epoch keeps its recorded entry; a new one is written ahead.
         if !rerun {
@@ -314,15 +350,17 @@ impl ContinuousQuery {
         faults::point("after-sink-commit", id);
         let add_batch = sink_started.elapsed();
         let c = Instant::now();
+        let (state_operators, event_time_progress) = self.advance_watermark(&stats);
         self.store.write(
             &commits_path(id),
             &encode_entry(&CommitEntry {
                 batch_id: id,
                 num_output_rows: rows,
-                watermark: None,
+                watermark: event_time.then(|| self.watermark.clone()),
             }),
         )?;
         faults::point("after-commit-write", id);
+        self.publish_watermark();
         query::prune(&*self.store, id, self.options.keep_batches)?;
         let visible_ms = now_ms();
         let input: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
@@ -368,8 +406,8 @@ impl ContinuousQuery {
                 num_output_rows: rows,
             },
             latency_ms: (input > 0).then_some(latency),
-            state_operators: vec![],
-            event_time: Default::default(),
+            state_operators,
+            event_time: event_time_progress,
         };
         self.store.write("progress", &encode_entry(&progress))?;
         on_progress(&progress);
@@ -382,6 +420,9 @@ impl ContinuousQuery {
 
 #[path = "continuous_replay.rs"]
 mod replay;
+
+#[path = "continuous_state.rs"]
+mod state;
 
 #[cfg(test)]
 #[path = "continuous_tests.rs"]

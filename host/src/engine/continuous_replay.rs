@@ -5,8 +5,11 @@ use std::time::{Duration, Instant};
 
 use super::{ContinuousQuery, source_err};
 use crate::engine::batch::RecordBatch;
-use crate::engine::continuous_task::Parts;
+use crate::engine::continuous_task::{Parts, stateful_step};
 use crate::engine::options::EngineError;
+use crate::engine::progress::now_ms;
+use crate::engine::query::OffsetEntry;
+use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::tasks::check_rejected;
 
 /// How long a replay waits for recorded records that do not arrive (a
@@ -14,12 +17,23 @@ use crate::engine::tasks::check_rejected;
 const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
 
 impl ContinuousQuery {
-    /// Re-read an uncommitted epoch's exact ranges and transform them.
-    pub(super) fn replay(&mut self, start: &[u64], end: &[u64]) -> Result<Parts, EngineError> {
+    /// Re-read an uncommitted epoch's exact ranges and transform them; a
+    /// stateful query runs each task from the epoch's state version with
+    /// the clocks recorded for it, then fires its timers and checkpoints
+    /// the next version, as the original run did.
+    pub(super) fn replay(
+        &mut self,
+        entry: &OffsetEntry,
+        start: &[u64],
+        end: &[u64],
+    ) -> Result<(Parts, u64, Vec<(u32, TaskStats)>), EngineError> {
         let name = self.source.description();
         let mut parts = Vec::new();
+        let mut rejected = 0;
+        let mut stats = Vec::new();
+        let active = self.options.state.active();
         for (p, (s, e)) in start.iter().zip(end).enumerate() {
-            if e <= s {
+            if e <= s && !active {
                 continue;
             }
             let mut reader = self.source.reader(p as u32).map_err(source_err(&name))?;
@@ -43,6 +57,33 @@ impl ContinuousQuery {
                 pos = next;
             }
             let mut t = self.transform(p as u32)?;
+            if active {
+                let p = p as u32;
+                let time = entry.task_times.get(&p).map_or(
+                    BatchTime {
+                        watermark: None,
+                        processing_time: now_ms(),
+                    },
+                    |t| BatchTime {
+                        watermark: t.watermark_ms,
+                        processing_time: t.processing_time_ms,
+                    },
+                );
+                let mut ts = self.task_state(p, entry.batch_id)?;
+                let mut st = TaskStats::default();
+                let policy = self.options.error_policy.clone();
+                let input = (!batch.is_empty()).then_some(batch);
+                if input.is_some() {
+                    rejected += stateful_step(
+                        &mut ts, &mut *t, p, time, &mut st, input, &mut parts, &policy, &name,
+                    )?;
+                }
+                rejected += stateful_step(
+                    &mut ts, &mut *t, p, time, &mut st, None, &mut parts, &policy, &name,
+                )?;
+                stats.push((p, st));
+                continue;
+            }
             let mut out = t
                 .process_batch(&batch)
                 .map_err(|err| EngineError::Transform {
@@ -50,9 +91,9 @@ impl ContinuousQuery {
                     partition: p as u32,
                     err,
                 })?;
-            check_rejected(&self.options.error_policy, &name, &batch, &mut out)?;
+            rejected += check_rejected(&self.options.error_policy, &name, &batch, &mut out)?;
             parts.push((batch, out));
         }
-        Ok(parts)
+        Ok((parts, rejected, stats))
     }
 }

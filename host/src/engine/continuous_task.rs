@@ -2,16 +2,87 @@
 //! reports to the epoch coordinator.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use super::batch::RecordBatch;
+use super::checkpoint::CheckpointStore;
 use super::connector::PartitionReader;
 use super::options::{EngineError, ErrorPolicy};
 use super::output::TransformOutput;
+use super::progress::now_ms;
+use super::query::TaskTime;
+use super::state::run::{StepError, TaskRun};
+use super::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
 use super::tasks::check_rejected;
 use super::transform::Transform;
+
+/// No watermark yet, in the shared watermark cell.
+pub(crate) const NO_WATERMARK: i64 = i64::MIN;
+
+/// A continuous task's event time and state.
+pub(crate) struct TaskState {
+    pub options: StatefulOptions,
+    /// The partition's state at the epoch the task is in (stateful only).
+    pub state: Option<StatePartition>,
+    pub store: Arc<dyn CheckpointStore>,
+    /// The global watermark, published by the coordinator after each commit.
+    pub watermark: Arc<AtomicI64>,
+}
+
+impl TaskState {
+    fn now(&self) -> BatchTime {
+        let w = self.watermark.load(Ordering::SeqCst);
+        BatchTime {
+            watermark: (w != NO_WATERMARK).then_some(w),
+            processing_time: now_ms(),
+        }
+    }
+}
+
+/// Run one chunk (or, with `finish`, the end of an epoch) through the
+/// task's event-time and state handling; new parts are appended to `parts`
+/// with the error policy applied. Returns the rejected count.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stateful_step(
+    ts: &mut TaskState,
+    t: &mut dyn Transform,
+    partition: u32,
+    time: BatchTime,
+    stats: &mut TaskStats,
+    input: Option<RecordBatch>,
+    parts: &mut Parts,
+    policy: &ErrorPolicy,
+    source_name: &str,
+) -> Result<u64, EngineError> {
+    let first_new = parts.len();
+    let mut run = TaskRun {
+        partition,
+        options: &ts.options,
+        state: ts.state.as_mut(),
+        time,
+        stats: std::mem::take(stats),
+    };
+    let r = match input {
+        Some(b) => run.process(t, b, parts),
+        None => run.finish(t, &*ts.store, parts),
+    };
+    *stats = run.stats;
+    r.map_err(|e| match e {
+        StepError::Transform(err) => EngineError::Transform {
+            source_name: source_name.to_string(),
+            partition,
+            err,
+        },
+        StepError::Checkpoint(e) => EngineError::Checkpoint(e),
+    })?;
+    let mut rejected = 0;
+    for (b, out) in &mut parts[first_new..] {
+        rejected += check_rejected(policy, source_name, b, out)?;
+    }
+    Ok(rejected)
+}
 
 pub(crate) type Parts = Vec<(RecordBatch, TransformOutput)>;
 
@@ -22,6 +93,9 @@ pub(crate) struct Report {
     pub end: u64,
     pub parts: Parts,
     pub rejected: u64,
+    /// The clocks the task ran the epoch with (queries with event time or state).
+    pub time: Option<TaskTime>,
+    pub stats: TaskStats,
 }
 
 /// One partition's long-running task.
@@ -37,6 +111,7 @@ pub(crate) struct Task {
     pub(crate) max_chunk: usize,
     pub(crate) policy: ErrorPolicy,
     pub(crate) source_name: String,
+    pub(crate) state: Option<TaskState>,
 }
 
 impl Task {
@@ -50,20 +125,44 @@ impl Task {
         let mut buffer: Parts = Vec::new();
         let mut rejected = 0;
         let mut idle_polls = 0u32;
+        let mut stats = TaskStats::default();
+        let mut time = self.state.as_ref().map(TaskState::now);
         while !self.halt.load(Ordering::Relaxed) {
             // Passing epoch markers: report everything read before them.
             while self.epoch < self.current.load(Ordering::SeqCst) {
+                if let (Some(ts), Some(t)) = (&mut self.state, time) {
+                    // The epoch's end: due timers fire and the state is
+                    // checkpointed as the next version.
+                    rejected += stateful_step(
+                        ts,
+                        &mut *self.transform,
+                        self.partition,
+                        t,
+                        &mut stats,
+                        None,
+                        &mut buffer,
+                        &self.policy,
+                        &self.source_name,
+                    )?;
+                }
                 let report = Report {
                     epoch: self.epoch,
                     partition: self.partition,
                     end: self.position,
                     parts: std::mem::take(&mut buffer),
                     rejected: std::mem::take(&mut rejected),
+                    time: time.map(|t| TaskTime {
+                        watermark_ms: t.watermark,
+                        processing_time_ms: t.processing_time,
+                    }),
+                    stats: std::mem::take(&mut stats),
                 };
                 if self.tx.send(Ok(report)).is_err() {
                     return Ok(());
                 }
                 self.epoch += 1;
+                // The next epoch runs with the newest published watermark.
+                time = self.state.as_ref().map(TaskState::now);
             }
             let mut batch = RecordBatch::new(self.partition);
             let next = self
@@ -87,6 +186,21 @@ impl Task {
                 continue;
             }
             idle_polls = 0;
+            if let (Some(ts), Some(t)) = (&mut self.state, time) {
+                rejected += stateful_step(
+                    ts,
+                    &mut *self.transform,
+                    self.partition,
+                    t,
+                    &mut stats,
+                    Some(batch),
+                    &mut buffer,
+                    &self.policy,
+                    &self.source_name,
+                )?;
+                self.position = next;
+                continue;
+            }
             let mut out =
                 self.transform
                     .process_batch(&batch)

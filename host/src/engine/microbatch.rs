@@ -70,8 +70,10 @@ impl MicroBatchQuery {
         mut sources: Vec<Box<dyn Source>>,
         factory: Box<dyn TransformFactory>,
         mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
-        options: QueryOptions,
+        mut options: QueryOptions,
     ) -> Result<Self, EngineError> {
+        // State stays loadable for as many batches as the logs keep.
+        options.state.files.keep_versions = options.keep_batches;
         let descriptions = sources.iter().map(|s| s.description()).collect();
         let meta = query::load_or_create_metadata(&*store, "micro-batch", descriptions)?;
         for (i, s) in sources.iter_mut().enumerate() {
