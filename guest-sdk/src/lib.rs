@@ -21,6 +21,8 @@ pub mod bindings;
 pub mod codec;
 mod emit;
 pub mod host;
+#[cfg(feature = "json")]
+pub mod json;
 mod record;
 #[doc(hidden)]
 pub mod rt;

@@ -126,7 +126,7 @@ pub fn run_timers<T: Transform>(t: &mut T, fired: &Fired<'_>) -> Result<OutputBa
 }
 
 pub fn on_timers<T: Transform>(fired: WireFired) -> Result<OutputBatch, String> {
-    use crate::bindings::weir::transform::timers::TimeDomain as D;
+    use crate::bindings::weir::transform::types::TimeDomain as D;
     let mut keys = Vec::with_capacity(fired.times.len());
     let mut start = 0;
     for &end in &fired.key_ends {

@@ -35,12 +35,12 @@ const PAGE: u32 = 1024;
 #[cfg(target_arch = "wasm32")]
 mod imp {
     use super::{OutputMode, TimeDomain};
-    use crate::bindings::weir::transform::{context, state, timers};
+    use crate::bindings::weir::transform::{context, state, timers, types};
 
-    fn domain(d: TimeDomain) -> timers::TimeDomain {
+    fn domain(d: TimeDomain) -> types::TimeDomain {
         match d {
-            TimeDomain::EventTime => timers::TimeDomain::EventTime,
-            TimeDomain::ProcessingTime => timers::TimeDomain::ProcessingTime,
+            TimeDomain::EventTime => types::TimeDomain::EventTime,
+            TimeDomain::ProcessingTime => types::TimeDomain::ProcessingTime,
         }
     }
 

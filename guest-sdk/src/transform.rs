@@ -77,6 +77,30 @@ impl Config {
     pub fn pairs(&self) -> &[(String, String)] {
         &self.pairs
     }
+
+    /// The duration under `key` ("250ms", "10s", "5m", "1h"), or `default`.
+    pub fn duration(&self, key: &str, default: std::time::Duration) -> Result<std::time::Duration, String> {
+        let Some(v) = self.get(key) else {
+            return Ok(default);
+        };
+        let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+        let (n, unit) = v.split_at(split);
+        let n: u64 = n
+            .parse()
+            .map_err(|_| format!("config `{key}`: `{v}` is not a duration like \"10s\""))?;
+        let ms = match unit.trim() {
+            "ms" => n,
+            "s" => n * 1000,
+            "m" => n * 60_000,
+            "h" => n * 3_600_000,
+            "d" => n * 86_400_000,
+            _ => return Err(format!("config `{key}`: unknown unit in `{v}` (use ms, s, m, h or d)")),
+        };
+        if ms == 0 {
+            return Err(format!("config `{key}` must be longer than zero"));
+        }
+        Ok(std::time::Duration::from_millis(ms))
+    }
 }
 
 /// A transform with state kept across records and batches of one partition.

@@ -208,6 +208,28 @@ impl<A: Aggregate> Windowed<A> {
         Ok(())
     }
 
+    /// Fold one record (the per-record call path); in update and complete
+    /// modes its windows are emitted at once.
+    pub fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+        let mode = state::output_mode();
+        let mut touched = BTreeMap::new();
+        self.add(record, mode, &mut touched)?;
+        match mode {
+            OutputMode::Append => {}
+            OutputMode::Update => {
+                for k in touched.keys() {
+                    self.emit_state(k, out, None);
+                }
+            }
+            OutputMode::Complete => {
+                for (k, _) in state::prefix(&[self.tag()]) {
+                    self.emit_state(&k, out, None);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Close the windows a timer belongs to; returns `false` when the timer
     /// is not one of this aggregation's.
     pub fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> bool {
@@ -275,12 +297,14 @@ impl<A: Aggregate> Windowed<A> {
                     Some(b) => decode_sessions::<A>(&b)?,
                     None => Vec::new(),
                 };
-                let mut acc = self.agg.zero();
-                self.agg.add(&mut acc, r)?;
-                let mut merged = (ts, ts + gap, acc);
+                let mut added = self.agg.zero();
+                self.agg.add(&mut added, r)?;
+                // Sessions the record bridges merge in start order, the
+                // record's contribution last (arrival order).
+                let mut merged = (ts, ts + gap, self.agg.zero());
                 let mut kept = Vec::with_capacity(sessions.len());
                 for s in sessions.drain(..) {
-                    if s.0 <= merged.1 && merged.0 <= s.1 {
+                    if s.0 <= ts + gap && ts <= s.1 {
                         if timers {
                             state::delete_timer(TimeDomain::EventTime, &skey, s.1);
                         }
@@ -291,6 +315,7 @@ impl<A: Aggregate> Windowed<A> {
                         kept.push(s);
                     }
                 }
+                self.agg.merge(&mut merged.2, added);
                 if timers {
                     state::register_timer(TimeDomain::EventTime, &skey, merged.1);
                 }

@@ -32,7 +32,11 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
     println!("component: {}", info.path.display());
     println!("size:      {} bytes, sha256 {}", info.size, info.sha256);
     println!("package:   {PACKAGE}");
-    println!("world:     {WORLD}");
+    if info.stateful {
+        println!("world:     stateful-{WORLD} (keyed state, timers, event time)");
+    } else {
+        println!("world:     {WORLD}");
+    }
     println!("exports:   {}", info.interfaces.exports.join(", "));
     println!("imports:   {}", info.interfaces.imports.join(", "));
     println!("load:      {load}");

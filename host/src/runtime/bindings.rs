@@ -19,12 +19,10 @@ pub(crate) use generated::weir::transform::context::{
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
 pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost};
-pub(crate) use generated::weir::transform::timers::{
-    Host as TimersHost, TimeDomain as WitTimeDomain,
-};
+pub(crate) use generated::weir::transform::timers::Host as TimersHost;
 pub(crate) use generated::weir::transform::types::Host as TypesHost;
 pub(crate) use generated::weir::transform::types::{
-    Header, OutputBatch, Position, Record, RecordError,
+    Header, OutputBatch, Position, Record, RecordError, TimeDomain as WitTimeDomain,
 };
 
 /// The interface a transform exports, with the version this host speaks.
