@@ -12,3 +12,4 @@ mod kafka;
 mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
+mod stateful;

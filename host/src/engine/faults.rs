@@ -1,20 +1,33 @@
-//! Fault injection for crash tests: `WEIR_FAULT=<point>` or
-//! `WEIR_FAULT=<point>@<batch>` makes the process SIGKILL itself when it
-//! reaches that point (of that batch), exactly like a machine dying there.
+//! Fault injection for crash tests: `WEIR_FAULT=<point>`,
+//! `WEIR_FAULT=<point>@<batch>` or `WEIR_FAULT=<point>#<n>` makes the
+//! process SIGKILL itself when it reaches that point (of that batch, or for
+//! the n-th time in this process), exactly like a machine dying there. The
+//! `#n` form suits continuous mode, whose epoch ids depend on timing.
 //!
 //! Points: `after-offsets-write`, `mid-sink`, `after-sink-commit`,
-//! `after-commit-write`.
+//! `after-commit-write`, and `after-state-write` (a stateful task wrote its
+//! state version for the batch, before the sinks).
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-fn configured() -> Option<&'static (String, Option<u64>)> {
-    static FAULT: OnceLock<Option<(String, Option<u64>)>> = OnceLock::new();
+enum When {
+    Always,
+    Batch(u64),
+    Nth(u64),
+}
+
+fn configured() -> Option<&'static (String, When)> {
+    static FAULT: OnceLock<Option<(String, When)>> = OnceLock::new();
     FAULT
         .get_or_init(|| {
             let spec = std::env::var("WEIR_FAULT").ok()?;
+            if let Some((p, n)) = spec.split_once('#') {
+                return Some((p.to_string(), When::Nth(n.parse().ok()?)));
+            }
             Some(match spec.split_once('@') {
-                Some((p, b)) => (p.to_string(), b.parse().ok()),
-                None => (spec, None),
+                Some((p, b)) => (p.to_string(), When::Batch(b.parse().ok()?)),
+                None => (spec, When::Always),
             })
         })
         .as_ref()
@@ -22,10 +35,19 @@ fn configured() -> Option<&'static (String, Option<u64>)> {
 
 /// Die here if the fault configuration says so.
 pub fn point(name: &str, batch: u64) {
-    if let Some((p, b)) = configured()
-        && p == name
-        && b.is_none_or(|b| b == batch)
-    {
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    let Some((p, when)) = configured() else {
+        return;
+    };
+    if p != name {
+        return;
+    }
+    let hit = match when {
+        When::Always => true,
+        When::Batch(b) => *b == batch,
+        When::Nth(n) => SEEN.fetch_add(1, Ordering::SeqCst) + 1 == *n,
+    };
+    if hit {
         eprintln!("weir: fault injection: SIGKILL at {name} of batch {batch}");
         // SAFETY: plain libc calls on our own pid.
         unsafe {

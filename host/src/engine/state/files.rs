@@ -151,6 +151,7 @@ impl StatePartition {
             store.delete(&path(&self.dir, SNAPSHOT, v))?;
         }
         self.version = v;
+        crate::engine::faults::point("after-state-write", v - 1);
         Ok(())
     }
 

@@ -62,4 +62,14 @@ impl Guest for Malformed {
     }
 }
 
+// The SDK's bindings are for the stateful world, so the timer export must
+// exist; this guest registers no timers, so it is never called.
+impl weir_guest::bindings::exports::weir::transform::timer_handler::Guest for Malformed {
+    fn on_timers(
+        _: weir_guest::bindings::exports::weir::transform::timer_handler::FiredTimers,
+    ) -> Result<OutputBatch, String> {
+        Err("this test guest registers no timers".into())
+    }
+}
+
 weir_guest::bindings::__export_transformer!(Malformed with_types_in weir_guest::bindings);

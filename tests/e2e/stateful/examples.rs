@@ -1,0 +1,226 @@
+//! The three stateful examples, each against a reference implementation,
+//! in micro-batch and continuous mode, straight and with crashes.
+
+use std::collections::BTreeMap;
+
+use super::{BASE, Fixture, Input, Spec, faults_at, faults_nth, golden, random_kills};
+
+const WINDOW_MS: i64 = 1000;
+const DELAY_MS: i64 = 500;
+
+/// Keyed events 13 ms apart, each key in one partition (as in a topic
+/// keyed by it): state is per partition.
+pub(crate) fn window_inputs(n: usize) -> Vec<Input> {
+    (0..n)
+        .map(|i| {
+            let k = i % 13;
+            let ts = BASE + i as i64 * 13;
+            let key = format!("user-{k}");
+            ((k % 2) as u32, format!(r#"{{"key":"{key}","ts":{ts}}}"#), ts)
+        })
+        .collect()
+}
+
+/// The watermark after all input: the slowest partition's newest event
+/// time minus the delay.
+fn final_watermark(inputs: &[Input]) -> i64 {
+    let mut max: BTreeMap<u32, i64> = BTreeMap::new();
+    for (p, _, ts) in inputs {
+        let m = max.entry(*p).or_insert(*ts);
+        *m = (*m).max(*ts);
+    }
+    max.values().min().unwrap() - DELAY_MS
+}
+
+/// Tumbling 1 s windows closed by the final watermark, with their counts.
+pub(crate) fn window_expected(inputs: &[Input]) -> Vec<String> {
+    let wm = final_watermark(inputs);
+    let mut counts: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    for (_, v, ts) in inputs {
+        let key = v.split('"').nth(3).unwrap().to_string();
+        *counts.entry((key, ts - ts.rem_euclid(WINDOW_MS))).or_default() += 1;
+    }
+    let mut out: Vec<String> = counts
+        .into_iter()
+        .filter(|((_, start), _)| start + WINDOW_MS <= wm)
+        .map(|((key, start), n)| {
+            format!(
+                r#"{{"key":"{key}","start":{start},"end":{},"count":{n}}}"#,
+                start + WINDOW_MS
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+pub(crate) fn window_spec(continuous: bool) -> Spec<'static> {
+    Spec {
+        component: "window_count",
+        config: "size = \"1s\"",
+        delay: "500ms",
+        continuous,
+        batch: 300,
+        extra: "",
+    }
+}
+
+const GAP_MS: i64 = 1000;
+
+/// Clicks of 12 users: each step one user (picked pseudo-randomly) clicks,
+/// so users have sessions of varied lengths separated by varied gaps. A
+/// user's clicks all land in one partition, as with a keyed topic.
+fn session_inputs(n: usize) -> Vec<Input> {
+    let mut next = crate::testkit::xorshift(0x5e55_1011);
+    (0..n)
+        .map(|i| {
+            let user = next() % 12;
+            let ts = BASE + i as i64 * 97;
+            let page = format!("/p{}", next() % 5);
+            let v = format!(r#"{{"user":"u{user}","page":"{page}","ts":{ts}}}"#);
+            ((user % 2) as u32, v, ts)
+        })
+        .collect()
+}
+
+fn session_expected(inputs: &[Input]) -> Vec<String> {
+    let wm = final_watermark(inputs);
+    // Per user: (start, last click, clicks, pages) of each session.
+    let mut sessions: BTreeMap<String, Vec<(i64, i64, u64, Vec<String>)>> = BTreeMap::new();
+    for (_, v, ts) in inputs {
+        let parts: Vec<&str> = v.split('"').collect();
+        let (user, page) = (parts[3].to_string(), parts[7].to_string());
+        let list = sessions.entry(user).or_default();
+        match list.last_mut() {
+            Some(s) if *ts <= s.1 + GAP_MS => {
+                s.1 = *ts;
+                s.2 += 1;
+                if s.3.len() < 10 {
+                    s.3.push(page);
+                }
+            }
+            _ => list.push((*ts, *ts, 1, vec![page])),
+        }
+    }
+    let mut out = Vec::new();
+    for (user, list) in sessions {
+        for (start, last, clicks, pages) in list {
+            let end = last + GAP_MS;
+            if end <= wm {
+                let pages: Vec<String> = pages.iter().map(|p| format!("\"{p}\"")).collect();
+                out.push(format!(
+                    r#"{{"user":"{user}","start":{start},"end":{end},"clicks":{clicks},"pages":[{}]}}"#,
+                    pages.join(",")
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn session_spec(continuous: bool) -> Spec<'static> {
+    Spec {
+        component: "sessionize",
+        config: "gap = \"1s\"",
+        delay: "500ms",
+        continuous,
+        batch: 250,
+        extra: "",
+    }
+}
+
+const TTL_MS: i64 = 2000;
+
+/// Orders with repeated ids (id partitioned by parity), 10 ms apart.
+fn dedup_inputs(n: usize) -> Vec<Input> {
+    let mut next = crate::testkit::xorshift(0xdedd_0042);
+    (0..n)
+        .map(|i| {
+            let id = next() % 400;
+            let ts = BASE + i as i64 * 10;
+            ((id % 2) as u32, format!(r#"{{"id":{id},"seq":{i},"ts":{ts}}}"#), ts)
+        })
+        .collect()
+}
+
+fn dedup_expected(inputs: &[Input]) -> Vec<String> {
+    let mut seen: BTreeMap<String, i64> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (_, v, ts) in inputs {
+        let id = v.split(|c| c == ':' || c == ',').nth(1).unwrap().to_string();
+        let fresh = seen.get(&id).is_none_or(|first| first + TTL_MS <= *ts);
+        if fresh {
+            seen.insert(id, *ts);
+            out.push(v.clone());
+        }
+    }
+    out.sort();
+    out
+}
+
+fn dedup_spec(continuous: bool) -> Spec<'static> {
+    Spec {
+        component: "dedup",
+        config: "ttl = \"2s\"\nkey-field = \"id\"",
+        delay: "500ms",
+        continuous,
+        batch: 400,
+        extra: "",
+    }
+}
+
+#[test]
+fn windowed_count_micro_batch() {
+    let inputs = window_inputs(4000);
+    let expected = window_expected(&inputs);
+    golden(&window_spec(false), &inputs, &expected, &faults_at(&[1, 4, 9]));
+}
+
+#[test]
+fn windowed_count_continuous() {
+    let inputs = window_inputs(4000);
+    let expected = window_expected(&inputs);
+    golden(&window_spec(true), &inputs, &expected, &faults_nth(&[1, 2]));
+}
+
+#[test]
+fn sessionize_micro_batch() {
+    let inputs = session_inputs(3000);
+    let expected = session_expected(&inputs);
+    golden(&session_spec(false), &inputs, &expected, &faults_at(&[2, 5, 10]));
+}
+
+#[test]
+fn sessionize_continuous() {
+    let inputs = session_inputs(3000);
+    let expected = session_expected(&inputs);
+    golden(&session_spec(true), &inputs, &expected, &faults_nth(&[1, 2]));
+}
+
+#[test]
+fn dedup_micro_batch() {
+    let inputs = dedup_inputs(4000);
+    let expected = dedup_expected(&inputs);
+    golden(&dedup_spec(false), &inputs, &expected, &faults_at(&[1, 3, 7]));
+}
+
+#[test]
+fn dedup_continuous() {
+    let inputs = dedup_inputs(4000);
+    let expected = dedup_expected(&inputs);
+    golden(&dedup_spec(true), &inputs, &expected, &faults_nth(&[1, 2]));
+}
+
+#[test]
+fn windowed_count_survives_random_sigkills_in_both_modes() {
+    let inputs = window_inputs(8000);
+    let expected = window_expected(&inputs);
+    for (continuous, seed) in [(false, 0x1234_5678), (true, 0x8765_4321)] {
+        let mut spec = window_spec(continuous);
+        spec.batch = 100;
+        let f = Fixture::new(&spec, &inputs);
+        let kills = random_kills(&f, seed, 8);
+        assert_eq!(f.output(), expected, "continuous={continuous}, {kills} SIGKILLs");
+    }
+}

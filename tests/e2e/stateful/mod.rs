@@ -1,0 +1,245 @@
+//! Golden stateful pipelines: the three stateful examples (windowed count,
+//! sessionization, dedup with TTL) run by the real `weir run`, in both
+//! modes, straight through and with SIGKILLs at every step, against
+//! expected outputs computed here by plain reference implementations.
+
+mod examples;
+mod failures;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use weir::engine::RecordBatch;
+use weir::log::Topic;
+
+use crate::testkit::{guest, weir};
+
+/// Event times start here (ms since the Unix epoch).
+pub(crate) const BASE: i64 = 1_700_000_000_000;
+
+/// One input record: partition, JSON value, event time.
+pub(crate) type Input = (u32, String, i64);
+
+/// A stateful pipeline over a fresh directory: input topic `in` (2
+/// partitions), output topic `out`.
+pub(crate) struct Fixture {
+    dir: tempfile::TempDir,
+    continuous: bool,
+}
+
+pub(crate) struct Spec<'a> {
+    pub component: &'a str,
+    pub config: &'a str,
+    pub delay: &'a str,
+    pub continuous: bool,
+    /// Records per micro-batch.
+    pub batch: usize,
+    /// Extra pipeline lines (sinks, options).
+    pub extra: &'a str,
+}
+
+impl Fixture {
+    pub(crate) fn new(spec: &Spec<'_>, inputs: &[Input]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut t = Topic::create(&log, "in", 2).unwrap();
+        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+        for (p, v, ts) in inputs {
+            parts[*p as usize].push(None, v.as_bytes(), *ts, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+        let (mode, limit, trigger) = if spec.continuous {
+            (
+                "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"".to_string(),
+                String::new(),
+                "",
+            )
+        } else {
+            (
+                String::new(),
+                format!("max-records-per-trigger = {}", spec.batch),
+                "[trigger]\ntype = \"available-now\"",
+            )
+        };
+        let text = format!(
+            r#"
+name = "stateful"
+checkpoint = "ckpt"
+{mode}
+[[source]]
+type = "log"
+path = "log"
+topic = "in"
+{limit}
+[transform]
+component = "{component}"
+on-error = "fail"
+[transform.config]
+{config}
+[event-time]
+field = "ts"
+delay = "{delay}"
+[state]
+snapshot-interval = 3
+[sink.default]
+type = "log"
+path = "log"
+topic = "out"
+{extra}
+{trigger}
+"#,
+            component = guest(spec.component).display(),
+            config = spec.config,
+            delay = spec.delay,
+            extra = spec.extra,
+        );
+        std::fs::write(dir.path().join("p.toml"), text).unwrap();
+        Fixture {
+            dir,
+            continuous: spec.continuous,
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(crate) fn command(&self) -> std::process::Command {
+        let mut c = weir();
+        c.arg("run")
+            .arg(self.path().join("p.toml"))
+            .args(["--progress", "none"]);
+        if self.continuous {
+            c.args(["--exit-when-idle", "400ms"]);
+        }
+        c.stdout(Stdio::null()).stderr(Stdio::piped());
+        c
+    }
+
+    /// Run to completion; panics unless it exits 0.
+    pub(crate) fn run_to_end(&self) {
+        let out = self.command().output().unwrap();
+        assert!(
+            out.status.success(),
+            "weir run failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Run with `WEIR_FAULT=fault`; true if the process was killed there.
+    pub(crate) fn run_with_fault(&self, fault: &str) -> bool {
+        let out = self.command().env("WEIR_FAULT", fault).output().unwrap();
+        if out.status.success() {
+            return false;
+        }
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{fault}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        true
+    }
+
+    /// Every value committed to topic `topic`, sorted.
+    pub(crate) fn output_of(&self, topic: &str) -> Vec<String> {
+        let mut got = Vec::new();
+        let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else {
+            return got;
+        };
+        for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
+            let mut b = RecordBatch::new(p as u32);
+            t.read(p as u32, 0, end, &mut b).unwrap();
+            got.extend(b.iter().map(|r| String::from_utf8_lossy(r.value).into_owned()));
+        }
+        got.sort();
+        got
+    }
+
+    pub(crate) fn output(&self) -> Vec<String> {
+        self.output_of("out")
+    }
+}
+
+/// Run `spec` over `inputs` straight through, then again with a SIGKILL at
+/// each of `faults` in turn (restarting after each), and compare both
+/// outputs with `expected`.
+pub(crate) fn golden(spec: &Spec<'_>, inputs: &[Input], expected: &[String], faults: &[String]) {
+    assert!(!expected.is_empty(), "a golden test needs expected output");
+    let straight = Fixture::new(spec, inputs);
+    straight.run_to_end();
+    assert_eq!(straight.output(), expected, "straight through");
+    // A second run finds nothing new and writes nothing.
+    straight.run_to_end();
+    assert_eq!(straight.output(), expected, "second run");
+
+    let crashed = Fixture::new(spec, inputs);
+    let mut kills = 0;
+    for f in faults {
+        if crashed.run_with_fault(f) {
+            kills += 1;
+        }
+    }
+    assert!(kills > 0, "no fault point was reached: {faults:?}");
+    crashed.run_to_end();
+    assert_eq!(crashed.output(), expected, "after {kills} SIGKILLs");
+}
+
+/// Kill a run at random moments until it finishes; returns the kills.
+pub(crate) fn random_kills(f: &Fixture, seed: u64, max_kills: usize) -> usize {
+    let mut next = crate::testkit::xorshift(seed);
+    let mut kills = 0;
+    loop {
+        let mut child = f.command().spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(30 + next() % 250));
+        match child.try_wait().unwrap() {
+            Some(status) => {
+                assert!(status.success(), "run ended with {status}");
+                return kills;
+            }
+            None if kills < max_kills => {
+                child.kill().unwrap(); // SIGKILL
+                child.wait().unwrap();
+                kills += 1;
+            }
+            None => {
+                let out = child.wait_with_output().unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                return kills;
+            }
+        }
+    }
+}
+
+const POINTS: [&str; 5] = [
+    "after-offsets-write",
+    "after-state-write",
+    "mid-sink",
+    "after-sink-commit",
+    "after-commit-write",
+];
+
+/// Fault points to kill at, for batches `batches`.
+pub(crate) fn faults_at(batches: &[u64]) -> Vec<String> {
+    let mut v = Vec::new();
+    for (i, b) in batches.iter().enumerate() {
+        for p in POINTS.iter().skip(i % 2) {
+            v.push(format!("{p}@{b}"));
+        }
+    }
+    v
+}
+
+/// Fault points for continuous mode, whose epoch ids depend on timing:
+/// the `n`-th time a run reaches each point.
+pub(crate) fn faults_nth(ns: &[u64]) -> Vec<String> {
+    let mut v = Vec::new();
+    for n in ns {
+        for p in POINTS {
+            v.push(format!("{p}#{n}"));
+        }
+    }
+    v
+}
