@@ -115,7 +115,9 @@ impl<'de> Visitor<'de> for FieldVisitor {
         Ok(Field::Int(v))
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Field<'de>, E> {
-        i64::try_from(v).map(Field::Int).map_err(|_| E::custom("number out of range"))
+        i64::try_from(v)
+            .map(Field::Int)
+            .map_err(|_| E::custom("number out of range"))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Field<'de>, E> {
         Ok(Field::Float(v))
@@ -135,10 +137,17 @@ mod tests {
     #[test]
     fn fields_are_read_without_touching_the_rest() {
         let v = br#"{"a":{"key":"inner"},"key":"user-7","n":3,"x":[1,{"y":2}]}"#;
-        assert_eq!(field(v, "key").unwrap(), Field::Str(Cow::Borrowed("user-7")));
+        assert_eq!(
+            field(v, "key").unwrap(),
+            Field::Str(Cow::Borrowed("user-7"))
+        );
         assert_eq!(field(v, "n").unwrap().to_key(), b"3");
         assert_eq!(field(br#"{"k":"a\"b"}"#, "k").unwrap().to_key(), br#"a"b"#);
-        assert!(matches!(field(v, "zz"), Err(RecordError::Bad(m)) if m.contains("missing field `zz`")));
-        assert!(matches!(field(b"[1]", "k"), Err(RecordError::Bad(m)) if m.contains("not a JSON object")));
+        assert!(
+            matches!(field(v, "zz"), Err(RecordError::Bad(m)) if m.contains("missing field `zz`"))
+        );
+        assert!(
+            matches!(field(b"[1]", "k"), Err(RecordError::Bad(m)) if m.contains("not a JSON object"))
+        );
     }
 }

@@ -79,7 +79,11 @@ impl Config {
     }
 
     /// The duration under `key` ("250ms", "10s", "5m", "1h"), or `default`.
-    pub fn duration(&self, key: &str, default: std::time::Duration) -> Result<std::time::Duration, String> {
+    pub fn duration(
+        &self,
+        key: &str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, String> {
         let Some(v) = self.get(key) else {
             return Ok(default);
         };
@@ -94,7 +98,11 @@ impl Config {
             "m" => n * 60_000,
             "h" => n * 3_600_000,
             "d" => n * 86_400_000,
-            _ => return Err(format!("config `{key}`: unknown unit in `{v}` (use ms, s, m, h or d)")),
+            _ => {
+                return Err(format!(
+                    "config `{key}`: unknown unit in `{v}` (use ms, s, m, h or d)"
+                ));
+            }
         };
         if ms == 0 {
             return Err(format!("config `{key}` must be longer than zero"));

@@ -210,7 +210,11 @@ impl<A: Aggregate> Windowed<A> {
 
     /// Fold one record (the per-record call path); in update and complete
     /// modes its windows are emitted at once.
-    pub fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    pub fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let mode = state::output_mode();
         let mut touched = BTreeMap::new();
         self.add(record, mode, &mut touched)?;

@@ -16,37 +16,46 @@ pub(crate) fn window_inputs(n: usize) -> Vec<Input> {
             let k = i % 13;
             let ts = BASE + i as i64 * 13;
             let key = format!("user-{k}");
-            ((k % 2) as u32, format!(r#"{{"key":"{key}","ts":{ts}}}"#), ts)
+            (
+                (k % 2) as u32,
+                format!(r#"{{"key":"{key}","ts":{ts}}}"#),
+                ts,
+            )
         })
         .collect()
 }
 
 /// The watermark after all input: the slowest partition's newest event
 /// time minus the delay.
-fn final_watermark(inputs: &[Input]) -> i64 {
+fn final_watermark(inputs: &[Input], delay: i64) -> i64 {
     let mut max: BTreeMap<u32, i64> = BTreeMap::new();
     for (p, _, ts) in inputs {
         let m = max.entry(*p).or_insert(*ts);
         *m = (*m).max(*ts);
     }
-    max.values().min().unwrap() - DELAY_MS
+    max.values().min().unwrap() - delay
 }
 
 /// Tumbling 1 s windows closed by the final watermark, with their counts.
 pub(crate) fn window_expected(inputs: &[Input]) -> Vec<String> {
-    let wm = final_watermark(inputs);
+    windows_of(inputs, WINDOW_MS, DELAY_MS)
+}
+
+/// Tumbling `size` windows per key closed by the final watermark.
+pub(crate) fn windows_of(inputs: &[Input], size: i64, delay: i64) -> Vec<String> {
+    let wm = final_watermark(inputs, delay);
     let mut counts: BTreeMap<(String, i64), u64> = BTreeMap::new();
     for (_, v, ts) in inputs {
         let key = v.split('"').nth(3).unwrap().to_string();
-        *counts.entry((key, ts - ts.rem_euclid(WINDOW_MS))).or_default() += 1;
+        *counts.entry((key, ts - ts.rem_euclid(size))).or_default() += 1;
     }
     let mut out: Vec<String> = counts
         .into_iter()
-        .filter(|((_, start), _)| start + WINDOW_MS <= wm)
+        .filter(|((_, start), _)| start + size <= wm)
         .map(|((key, start), n)| {
             format!(
                 r#"{{"key":"{key}","start":{start},"end":{},"count":{n}}}"#,
-                start + WINDOW_MS
+                start + size
             )
         })
         .collect();
@@ -84,7 +93,12 @@ fn session_inputs(n: usize) -> Vec<Input> {
 }
 
 fn session_expected(inputs: &[Input]) -> Vec<String> {
-    let wm = final_watermark(inputs);
+    sessions_of(inputs, GAP_MS, DELAY_MS)
+}
+
+/// Sessions (clicks at most `gap` apart) closed by the final watermark.
+pub(crate) fn sessions_of(inputs: &[Input], gap: i64, delay: i64) -> Vec<String> {
+    let wm = final_watermark(inputs, delay);
     // Per user: (start, last click, clicks, pages) of each session.
     let mut sessions: BTreeMap<String, Vec<(i64, i64, u64, Vec<String>)>> = BTreeMap::new();
     for (_, v, ts) in inputs {
@@ -92,7 +106,7 @@ fn session_expected(inputs: &[Input]) -> Vec<String> {
         let (user, page) = (parts[3].to_string(), parts[7].to_string());
         let list = sessions.entry(user).or_default();
         match list.last_mut() {
-            Some(s) if *ts <= s.1 + GAP_MS => {
+            Some(s) if *ts <= s.1 + gap => {
                 s.1 = *ts;
                 s.2 += 1;
                 if s.3.len() < 10 {
@@ -105,7 +119,7 @@ fn session_expected(inputs: &[Input]) -> Vec<String> {
     let mut out = Vec::new();
     for (user, list) in sessions {
         for (start, last, clicks, pages) in list {
-            let end = last + GAP_MS;
+            let end = last + gap;
             if end <= wm {
                 let pages: Vec<String> = pages.iter().map(|p| format!("\"{p}\"")).collect();
                 out.push(format!(
@@ -139,17 +153,30 @@ fn dedup_inputs(n: usize) -> Vec<Input> {
         .map(|i| {
             let id = next() % 400;
             let ts = BASE + i as i64 * 10;
-            ((id % 2) as u32, format!(r#"{{"id":{id},"seq":{i},"ts":{ts}}}"#), ts)
+            (
+                (id % 2) as u32,
+                format!(r#"{{"id":{id},"seq":{i},"ts":{ts}}}"#),
+                ts,
+            )
         })
         .collect()
 }
 
 fn dedup_expected(inputs: &[Input]) -> Vec<String> {
+    dedup_of(inputs, TTL_MS)
+}
+
+/// First records per id, again once `ttl` passed since the last one kept.
+pub(crate) fn dedup_of(inputs: &[Input], ttl: i64) -> Vec<String> {
     let mut seen: BTreeMap<String, i64> = BTreeMap::new();
     let mut out = Vec::new();
     for (_, v, ts) in inputs {
-        let id = v.split(|c| c == ':' || c == ',').nth(1).unwrap().to_string();
-        let fresh = seen.get(&id).is_none_or(|first| first + TTL_MS <= *ts);
+        let id = v
+            .split(|c| c == ':' || c == ',')
+            .nth(1)
+            .unwrap()
+            .to_string();
+        let fresh = seen.get(&id).is_none_or(|first| first + ttl <= *ts);
         if fresh {
             seen.insert(id, *ts);
             out.push(v.clone());
@@ -174,7 +201,12 @@ fn dedup_spec(continuous: bool) -> Spec<'static> {
 fn windowed_count_micro_batch() {
     let inputs = window_inputs(4000);
     let expected = window_expected(&inputs);
-    golden(&window_spec(false), &inputs, &expected, &faults_at(&[1, 4, 9]));
+    golden(
+        &window_spec(false),
+        &inputs,
+        &expected,
+        &faults_at(&[1, 4, 9]),
+    );
 }
 
 #[test]
@@ -188,21 +220,36 @@ fn windowed_count_continuous() {
 fn sessionize_micro_batch() {
     let inputs = session_inputs(3000);
     let expected = session_expected(&inputs);
-    golden(&session_spec(false), &inputs, &expected, &faults_at(&[2, 5, 10]));
+    golden(
+        &session_spec(false),
+        &inputs,
+        &expected,
+        &faults_at(&[2, 5, 10]),
+    );
 }
 
 #[test]
 fn sessionize_continuous() {
     let inputs = session_inputs(3000);
     let expected = session_expected(&inputs);
-    golden(&session_spec(true), &inputs, &expected, &faults_nth(&[1, 2]));
+    golden(
+        &session_spec(true),
+        &inputs,
+        &expected,
+        &faults_nth(&[1, 2]),
+    );
 }
 
 #[test]
 fn dedup_micro_batch() {
     let inputs = dedup_inputs(4000);
     let expected = dedup_expected(&inputs);
-    golden(&dedup_spec(false), &inputs, &expected, &faults_at(&[1, 3, 7]));
+    golden(
+        &dedup_spec(false),
+        &inputs,
+        &expected,
+        &faults_at(&[1, 3, 7]),
+    );
 }
 
 #[test]
@@ -221,6 +268,10 @@ fn windowed_count_survives_random_sigkills_in_both_modes() {
         spec.batch = 100;
         let f = Fixture::new(&spec, &inputs);
         let kills = random_kills(&f, seed, 8);
-        assert_eq!(f.output(), expected, "continuous={continuous}, {kills} SIGKILLs");
+        assert_eq!(
+            f.output(),
+            expected,
+            "continuous={continuous}, {kills} SIGKILLs"
+        );
     }
 }

@@ -5,6 +5,7 @@
 
 mod examples;
 mod failures;
+mod pipelines;
 
 use std::path::Path;
 use std::process::Stdio;
@@ -152,7 +153,10 @@ topic = "out"
         for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
             let mut b = RecordBatch::new(p as u32);
             t.read(p as u32, 0, end, &mut b).unwrap();
-            got.extend(b.iter().map(|r| String::from_utf8_lossy(r.value).into_owned()));
+            got.extend(
+                b.iter()
+                    .map(|r| String::from_utf8_lossy(r.value).into_owned()),
+            );
         }
         got.sort();
         got
@@ -206,7 +210,11 @@ pub(crate) fn random_kills(f: &Fixture, seed: u64, max_kills: usize) -> usize {
             }
             None => {
                 let out = child.wait_with_output().unwrap();
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 return kills;
             }
         }

@@ -25,7 +25,11 @@ impl Transform for Dedup {
         let domain = match config.get("time").unwrap_or("event") {
             "event" => TimeDomain::EventTime,
             "processing" => TimeDomain::ProcessingTime,
-            t => return Err(format!("config `time`: `{t}` (use \"event\" or \"processing\")")),
+            t => {
+                return Err(format!(
+                    "config `time`: `{t}` (use \"event\" or \"processing\")"
+                ));
+            }
         };
         Ok(Dedup {
             seen: TtlState::new("seen", ttl, domain),
@@ -33,7 +37,11 @@ impl Transform for Dedup {
         })
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         let key = json::field(record.value(), &self.field)?.to_key();
         let now = self.seen.now(record);
         if self.seen.get(&key, now).is_none() {
@@ -64,7 +72,10 @@ mod tests {
         testing::reset_state();
         let mut t: Dedup = init(&[("ttl", "10ms")]).unwrap();
         let data = [(1, 0), (2, 1), (1, 5), (1, 12), (3, 13)];
-        let values: Vec<String> = data.iter().map(|(id, ts)| format!(r#"{{"id":{id},"ts":{ts}}}"#)).collect();
+        let values: Vec<String> = data
+            .iter()
+            .map(|(id, ts)| format!(r#"{{"id":{id},"ts":{ts}}}"#))
+            .collect();
         let recs: Vec<_> = values
             .iter()
             .zip(data)

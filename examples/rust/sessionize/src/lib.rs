@@ -48,8 +48,11 @@ impl Aggregate for Clicks {
         out.extend_from_slice(b"{\"user\":");
         json_string(&String::from_utf8_lossy(user), out);
         out.extend_from_slice(
-            format!(",\"start\":{},\"end\":{},\"clicks\":{},\"pages\":[", w.start, w.end, acc.0)
-                .as_bytes(),
+            format!(
+                ",\"start\":{},\"end\":{},\"clicks\":{},\"pages\":[",
+                w.start, w.end, acc.0
+            )
+            .as_bytes(),
         );
         for (i, p) in acc.1.split('\n').filter(|p| !p.is_empty()).enumerate() {
             if i > 0 {
@@ -81,7 +84,11 @@ impl Transform for Sessionize {
         Ok(Sessionize(sessions))
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         self.0.process(record, out)
     }
 
@@ -106,7 +113,12 @@ mod tests {
     fn clicks_close_to_each_other_form_one_session() {
         testing::reset_state();
         let mut t: Sessionize = init(&[("gap", "10ms")]).unwrap();
-        let data = [("u1", "/a", 0), ("u1", "/b", 8), ("u2", "/x", 3), ("u1", "/c", 30)];
+        let data = [
+            ("u1", "/a", 0),
+            ("u1", "/b", 8),
+            ("u2", "/x", 3),
+            ("u1", "/c", 30),
+        ];
         let values: Vec<String> = data
             .iter()
             .map(|(u, p, ts)| format!(r#"{{"user":"{u}","page":"{p}","ts":{ts}}}"#))

@@ -28,7 +28,11 @@ impl Transform for WindowCount {
         })))
     }
 
-    fn process(&mut self, record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
         self.0.process(record, out)
     }
 

@@ -21,7 +21,9 @@ impl Transform for Misbehave {
             spin();
         }
         let spin_per_record = match config.get("spin-per-record") {
-            Some(n) => n.parse().map_err(|_| format!("spin-per-record: `{n}` is not a number"))?,
+            Some(n) => n
+                .parse()
+                .map_err(|_| format!("spin-per-record: `{n}` is not a number"))?,
             None => 0,
         };
         Ok(Misbehave { spin_per_record })

@@ -16,7 +16,11 @@ fn probe(_: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let clock = if secs == 0 { "clock: frozen".to_string() } else { format!("clock: {secs}") };
+    let clock = if secs == 0 {
+        "clock: frozen".to_string()
+    } else {
+        format!("clock: {secs}")
+    };
     let net = match std::net::TcpStream::connect("127.0.0.1:9") {
         Ok(_) => "net: connected".to_string(),
         Err(e) => format!("net: denied ({e})"),
