@@ -27,7 +27,7 @@ use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgr
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, TaskTime, commits_path, offsets_path,
 };
-use super::state::{TaskStats, Watermark};
+use super::state::{FiredTimers, TaskStats, Watermark};
 use super::tasks::{sinks_description, write_sinks};
 use super::transform::Transform;
 
@@ -363,9 +363,11 @@ impl ContinuousQuery {
         self.publish_watermark();
         query::prune(&*self.store, id, self.options.keep_batches)?;
         let visible_ms = now_ms();
-        let input: u64 = parts.iter().map(|(b, _)| b.len() as u64).sum();
+        // Fired timers travel as parts too; they are not input records.
+        let records = || parts.iter().filter(|(b, _)| !FiredTimers::is_fired(b));
+        let input: u64 = records().map(|(b, _)| b.len() as u64).sum();
         let latency = LatencyMs::since(
-            parts.iter().flat_map(|(b, _)| b.timestamps.iter().copied()),
+            records().flat_map(|(b, _)| b.timestamps.iter().copied()),
             visible_ms,
         );
         let lag = self.source.latest_positions().map(|latest| {

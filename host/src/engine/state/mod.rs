@@ -78,6 +78,12 @@ impl FiredTimers {
         self.domains.len()
     }
 
+    /// Whether `batch` holds fired timers rather than source records
+    /// (timers have offset -1; source offsets are never negative).
+    pub fn is_fired(batch: &RecordBatch) -> bool {
+        batch.offsets.first() == Some(&-1)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.domains.is_empty()
     }
