@@ -16,6 +16,7 @@
 //! a component `weir validate` accepts. Off wasm the host imports are
 //! stubbed, so `cargo test` exercises the same code natively.
 
+mod aggregate;
 #[doc(hidden)]
 pub mod bindings;
 pub mod codec;

@@ -173,8 +173,8 @@ fn factory(
 
 /// Either execution mode, behind one interface for the CLI.
 enum Query {
-    MicroBatch(MicroBatchQuery),
-    Continuous(ContinuousQuery),
+    MicroBatch(Box<MicroBatchQuery>),
+    Continuous(Box<ContinuousQuery>),
 }
 
 impl Query {
@@ -220,7 +220,8 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 state,
                 ..QueryOptions::default()
             };
-            MicroBatchQuery::new(store, sources, factory, sinks, options).map(Query::MicroBatch)
+            MicroBatchQuery::new(store, sources, factory, sinks, options)
+                .map(|q| Query::MicroBatch(Box::new(q)))
         }
         Mode::Continuous {
             checkpoint_interval,
@@ -245,7 +246,8 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 state,
                 ..ContinuousOptions::default()
             };
-            ContinuousQuery::new(store, source, factory, sinks, options).map(Query::Continuous)
+            ContinuousQuery::new(store, source, factory, sinks, options)
+                .map(|q| Query::Continuous(Box::new(q)))
         }
     }
     .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;

@@ -18,17 +18,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use super::checkpoint::{CheckpointStore, encode_entry};
+use super::checkpoint::CheckpointStore;
 use super::connector::{ContinuousSource, Sink};
 use super::continuous_task::{NO_WATERMARK, Parts, Report, Task};
-use super::faults;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
-use super::progress::{DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms};
-use super::query::{
-    self, CommitEntry, OffsetEntry, OffsetRange, Resume, TaskTime, commits_path, offsets_path,
-};
-use super::state::{FiredTimers, TaskStats, Watermark};
-use super::tasks::{sinks_description, write_sinks};
+use super::progress::Progress;
+use super::query::{self, Resume, TaskTime};
+use super::state::{TaskStats, Watermark};
 use super::transform::Transform;
 
 /// A finished epoch, ready to commit.
@@ -307,118 +303,10 @@ impl ContinuousQuery {
             }
         }
     }
-
-    /// Make an epoch durable: ranges ahead, sinks, then the commit.
-    fn commit(
-        &mut self,
-        epoch: Epoch<'_>,
-        summary: &mut RunSummary,
-        on_progress: &mut dyn FnMut(&Progress),
-    ) -> Result<(), EngineError> {
-        let Epoch {
-            id,
-            start,
-            end,
-            parts,
-            rejected,
-            started: epoch_started,
-            rerun,
-            times,
-            stats,
-        } = epoch;
-        let commit_started = Instant::now();
-        let range = OffsetRange {
-            start: self.source.to_offset(start),
-            end: self.source.to_offset(end),
-        };
-        let event_time = self.options.state.event_time.is_some();
-        let entry = OffsetEntry {
-            batch_id: id,
-            timestamp_ms: now_ms(),
-            sources: vec![range.clone()],
-            watermark: event_time.then(|| self.watermark.clone()),
-            task_times: times,
-        };
-        // A re-run epoch keeps its recorded entry; a new one is written ahead.
-        if !rerun {
-            self.store.write(&offsets_path(id), &encode_entry(&entry))?;
-        }
-        faults::point("after-offsets-write", id);
-        let wal = commit_started.elapsed();
-        let sink_started = Instant::now();
-        let rows = write_sinks(&mut self.sinks, id, &parts)?;
-        faults::point("after-sink-commit", id);
-        let add_batch = sink_started.elapsed();
-        let c = Instant::now();
-        let (state_operators, event_time_progress) = self.advance_watermark(&stats);
-        self.store.write(
-            &commits_path(id),
-            &encode_entry(&CommitEntry {
-                batch_id: id,
-                num_output_rows: rows,
-                watermark: event_time.then(|| self.watermark.clone()),
-            }),
-        )?;
-        faults::point("after-commit-write", id);
-        self.publish_watermark();
-        query::prune(&*self.store, id, self.options.keep_batches)?;
-        let visible_ms = now_ms();
-        // Fired timers travel as parts too; they are not input records.
-        let records = || parts.iter().filter(|(b, _)| !FiredTimers::is_fired(b));
-        let input: u64 = records().map(|(b, _)| b.len() as u64).sum();
-        let latency = LatencyMs::since(
-            records().flat_map(|(b, _)| b.timestamps.iter().copied()),
-            visible_ms,
-        );
-        let lag = self.source.latest_positions().map(|latest| {
-            latest
-                .iter()
-                .zip(end)
-                .map(|(l, e)| l.saturating_sub(*e))
-                .sum()
-        });
-        let exec = epoch_started.elapsed();
-        let progress = Progress {
-            id: self.id.clone(),
-            run_id: self.run_id.clone(),
-            batch_id: id,
-            timestamp: entry.timestamp_ms,
-            num_input_rows: input,
-            input_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
-            processed_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
-            num_rejected_rows: rejected,
-            lag,
-            duration_ms: DurationMs {
-                latest_offset: 0,
-                wal_commit: wal.as_millis() as u64,
-                add_batch: add_batch.as_millis() as u64,
-                commit: c.elapsed().as_millis() as u64,
-                trigger_execution: commit_started.elapsed().as_millis() as u64,
-            },
-            sources: vec![SourceProgress {
-                description: self.source.description(),
-                start_offset: range.start,
-                end_offset: range.end.clone(),
-                latest_offset: range.end,
-                num_input_rows: input,
-                metrics: Default::default(),
-            }],
-            sink: SinkProgress {
-                description: sinks_description(&self.sinks),
-                num_output_rows: rows,
-            },
-            latency_ms: (input > 0).then_some(latency),
-            state_operators,
-            event_time: event_time_progress,
-        };
-        self.store.write("progress", &encode_entry(&progress))?;
-        on_progress(&progress);
-        summary.batches += 1;
-        summary.input_rows += input;
-        summary.output_rows += rows;
-        Ok(())
-    }
 }
+
+#[path = "continuous_commit.rs"]
+mod commit;
 
 #[path = "continuous_replay.rs"]
 mod replay;

@@ -16,6 +16,9 @@ use crate::engine::tasks::check_rejected;
 /// broker restarting) before it fails.
 const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
 
+/// A replayed epoch: its parts, rejected count and per-task state stats.
+type Replayed = (Parts, u64, Vec<(u32, TaskStats)>);
+
 impl ContinuousQuery {
     /// Re-read an uncommitted epoch's exact ranges and transform them; a
     /// stateful query runs each task from the epoch's state version with
@@ -26,7 +29,7 @@ impl ContinuousQuery {
         entry: &OffsetEntry,
         start: &[u64],
         end: &[u64],
-    ) -> Result<(Parts, u64, Vec<(u32, TaskStats)>), EngineError> {
+    ) -> Result<Replayed, EngineError> {
         let name = self.source.description();
         let mut parts = Vec::new();
         let mut rejected = 0;

@@ -4,6 +4,7 @@ use std::time::Duration;
 use super::*;
 use crate::engine::options::{DEAD_LETTER, EngineError, ErrorPolicy};
 use crate::engine::output::OutputBatch;
+use crate::engine::state::StateContext;
 use crate::engine::tasks::check_rejected;
 use crate::engine::transform::FnTransform;
 
@@ -133,4 +134,46 @@ fn policies_fail_with_the_position_or_write_dead_letters() {
     assert_eq!(v["source"]["partition"], 3);
     assert_eq!(v["source"]["offset"], 11);
     assert_eq!(v["value"]["text"], "boom");
+}
+
+/// Counts records per value in state; traps on "boom" after counting it.
+struct Counter;
+
+impl Transform for Counter {
+    fn process_batch(&mut self, _: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        unreachable!("stateful only")
+    }
+
+    fn process_stateful(
+        &mut self,
+        input: &RecordBatch,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        for r in input.iter() {
+            let n = ctx.state.get(r.value).map_or(0, |b| b[0]);
+            ctx.state.put(r.value, vec![n + 1]);
+            if r.value == b"boom" {
+                return Err(TransformError::Trap {
+                    message: "unreachable executed".into(),
+                });
+            }
+        }
+        Ok(TransformOutput::default())
+    }
+}
+
+#[test]
+fn state_changes_of_a_failed_call_are_rolled_back() {
+    let mut g = Guarded::new(Box::new(Counter), RecordLimits::default());
+    let mut ctx = StateContext::default();
+    let input = batch(&["a", "b", "boom", "a"]);
+    let out = g.process_stateful(&input, &mut ctx).unwrap();
+    assert_eq!(out.rejected.len(), 1);
+    assert_eq!(out.rejected[0].index, 2);
+    // The whole-batch call was undone, then each record ran once: "a" twice,
+    // "b" once, and nothing of the trapping record.
+    assert_eq!(ctx.state.get(b"a"), Some(&[2u8][..]));
+    assert_eq!(ctx.state.get(b"b"), Some(&[1u8][..]));
+    assert_eq!(ctx.state.get(b"boom"), None);
+    assert_eq!(ctx.state.rows(), 2);
 }

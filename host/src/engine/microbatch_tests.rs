@@ -8,6 +8,7 @@ use serde_json::json;
 use super::*;
 use crate::engine::SinkBatch;
 use crate::engine::checkpoint::LocalCheckpointStore;
+use crate::engine::connector::Offset;
 use crate::engine::transform::{FnTransform, TransformError};
 
 /// One partition of strings; offsets are record counts.

@@ -29,6 +29,8 @@ pub(crate) struct StatefulBatch<'a> {
 
 type Parts = Vec<(RecordBatch, TransformOutput)>;
 type TaskResult = Result<(Parts, TaskStats), StepError>;
+/// A batch's parts, its rejected count and per-task state statistics.
+type StatefulRun = (Parts, u64, BTreeMap<(usize, u32), TaskStats>);
 
 impl Tasks<'_> {
     /// Transform `inputs` task by task (tasks in parallel), with event time
@@ -38,7 +40,7 @@ impl Tasks<'_> {
         &mut self,
         inputs: Vec<(usize, RecordBatch)>,
         sb: StatefulBatch<'_>,
-    ) -> Result<(Parts, u64, BTreeMap<(usize, u32), TaskStats>), EngineError> {
+    ) -> Result<StatefulRun, EngineError> {
         let mut groups: BTreeMap<(usize, u32), Vec<RecordBatch>> = BTreeMap::new();
         for (i, b) in inputs {
             let key = (i, self.sources[i].task_of(b.partition));

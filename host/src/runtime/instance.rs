@@ -8,14 +8,13 @@ use wasmtime::{Store, Trap};
 
 use super::bindings::{
     EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, TimerGuest,
-    WitFiredTimers, WitTimeDomain,
 };
 use super::convert::{BatchRef, fill_record, from_wit};
 use super::state::{GuestMetrics, HostState};
 use super::{Limits, TransformComponent, one_line};
 use crate::engine::batch::RecordBatch;
 use crate::engine::output::{RejectKind, Rejected, TransformOutput};
-use crate::engine::state::{FiredTimers, StateContext, TimeDomain};
+use crate::engine::state::{FiredTimers, StateContext};
 use crate::engine::transform::{Transform, TransformError};
 
 /// Which guest export a [`WasmTransform`] calls.
@@ -350,50 +349,6 @@ impl WasmTransform {
             }
         }
     }
-
-    fn call_timers(
-        &mut self,
-        fired: &FiredTimers,
-        ctx: &mut StateContext,
-    ) -> Result<TransformOutput, TransformError> {
-        let ticks = self.deadline_ticks();
-        let limits = self.limits;
-        let live = self.ensure_live()?;
-        let Some(timers) = &live.timers else {
-            return Err(TransformError::Fatal(
-                "timers fired but the component does not export weir:transform/timer-handler (build it for the stateful-transformer world)".into(),
-            ));
-        };
-        let b = &fired.batch;
-        let wit = WitFiredTimers {
-            keys: b.keys.clone(),
-            key_ends: b.key_ends.clone(),
-            times: b.timestamps.clone(),
-            domains: fired
-                .domains
-                .iter()
-                .map(|d| match d {
-                    TimeDomain::EventTime => WitTimeDomain::EventTime,
-                    TimeDomain::ProcessingTime => WitTimeDomain::ProcessingTime,
-                })
-                .collect(),
-        };
-        let data = live.store.data_mut();
-        data.state_exceeded = false;
-        std::mem::swap(&mut data.ctx, ctx);
-        live.store.set_epoch_deadline(ticks);
-        let r = timers.call_on_timers(&mut live.store, &wit);
-        let data = live.store.data_mut();
-        std::mem::swap(&mut data.ctx, ctx);
-        match r {
-            Ok(Ok(_)) if data.state_exceeded => Err(TransformError::StateLimit {
-                limit: data.max_state,
-            }),
-            Ok(Ok(out)) => Ok(from_wit(out)),
-            Ok(Err(msg)) => Err(TransformError::Fatal(format!("on-timers: {msg}"))),
-            Err(e) => Err(classify(&e, &live.store, &limits)),
-        }
-    }
 }
 
 impl Transform for WasmTransform {
@@ -418,3 +373,6 @@ impl Transform for WasmTransform {
         self.finish(r, fired.len())
     }
 }
+
+#[path = "timers.rs"]
+mod timers;

@@ -43,13 +43,11 @@ pub(super) fn options(
         })
         .transpose()?;
     let mut files = StateFileOptions::default();
-    if let Some(s) = state {
-        if let Some(n) = s.snapshot_interval {
-            if n == 0 {
-                return Err("state.snapshot-interval must be at least 1".into());
-            }
-            files.snapshot_interval = n;
+    if let Some(n) = state.and_then(|s| s.snapshot_interval) {
+        if n == 0 {
+            return Err("state.snapshot-interval must be at least 1".into());
         }
+        files.snapshot_interval = n;
     }
     Ok(StatefulOptions {
         stateful: false,

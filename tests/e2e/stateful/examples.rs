@@ -100,7 +100,8 @@ fn session_expected(inputs: &[Input]) -> Vec<String> {
 pub(crate) fn sessions_of(inputs: &[Input], gap: i64, delay: i64) -> Vec<String> {
     let wm = final_watermark(inputs, delay);
     // Per user: (start, last click, clicks, pages) of each session.
-    let mut sessions: BTreeMap<String, Vec<(i64, i64, u64, Vec<String>)>> = BTreeMap::new();
+    type Session = (i64, i64, u64, Vec<String>);
+    let mut sessions: BTreeMap<String, Vec<Session>> = BTreeMap::new();
     for (_, v, ts) in inputs {
         let parts: Vec<&str> = v.split('"').collect();
         let (user, page) = (parts[3].to_string(), parts[7].to_string());
@@ -171,11 +172,7 @@ pub(crate) fn dedup_of(inputs: &[Input], ttl: i64) -> Vec<String> {
     let mut seen: BTreeMap<String, i64> = BTreeMap::new();
     let mut out = Vec::new();
     for (_, v, ts) in inputs {
-        let id = v
-            .split(|c| c == ':' || c == ',')
-            .nth(1)
-            .unwrap()
-            .to_string();
+        let id = v.split([':', ',']).nth(1).unwrap().to_string();
         let fresh = seen.get(&id).is_none_or(|first| first + ttl <= *ts);
         if fresh {
             seen.insert(id, *ts);

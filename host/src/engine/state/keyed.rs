@@ -59,6 +59,9 @@ fn user_key(key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// A key and the value it had before a change (`None`: absent).
+type Undo = (Vec<u8>, Option<Vec<u8>>);
+
 /// The in-memory state of one (operator, partition).
 #[derive(Debug, Default)]
 pub struct KeyedState {
@@ -67,7 +70,7 @@ pub struct KeyedState {
     dirty: BTreeSet<Vec<u8>>,
     /// Old values of keys changed by the current guarded call, newest last,
     /// so a call that traps can be undone.
-    journal: Option<Vec<(Vec<u8>, Option<Vec<u8>>)>>,
+    journal: Option<Vec<Undo>>,
     user_rows: u64,
     bytes: usize,
 }

@@ -89,15 +89,16 @@ pub(crate) struct TaskRun<'a> {
 }
 
 fn reject_all(batch: &RecordBatch, kind: RejectKind, reasons: &[String]) -> TransformOutput {
-    let mut out = TransformOutput::default();
-    out.rejected = (0..batch.len())
-        .map(|i| Rejected {
-            index: i as u32,
-            kind,
-            reason: reasons.get(i).cloned().unwrap_or_default(),
-        })
-        .collect();
-    out
+    TransformOutput {
+        rejected: (0..batch.len())
+            .map(|i| Rejected {
+                index: i as u32,
+                kind,
+                reason: reasons.get(i).cloned().unwrap_or_default(),
+            })
+            .collect(),
+        ..TransformOutput::default()
+    }
 }
 
 impl TaskRun<'_> {

@@ -1,0 +1,55 @@
+//! Firing a stateful guest's timers: the fired timers go to the
+//! `timer-handler` export with the task's state moved into the store.
+
+use super::{WasmTransform, classify};
+use crate::engine::output::TransformOutput;
+use crate::engine::state::{FiredTimers, StateContext, TimeDomain};
+use crate::engine::transform::TransformError;
+use crate::runtime::bindings::{WitFiredTimers, WitTimeDomain};
+use crate::runtime::convert::from_wit;
+
+impl WasmTransform {
+    pub(super) fn call_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let ticks = self.deadline_ticks();
+        let limits = self.limits;
+        let live = self.ensure_live()?;
+        let Some(timers) = &live.timers else {
+            return Err(TransformError::Fatal(
+                "timers fired but the component does not export weir:transform/timer-handler (build it for the stateful-transformer world)".into(),
+            ));
+        };
+        let b = &fired.batch;
+        let wit = WitFiredTimers {
+            keys: b.keys.clone(),
+            key_ends: b.key_ends.clone(),
+            times: b.timestamps.clone(),
+            domains: fired
+                .domains
+                .iter()
+                .map(|d| match d {
+                    TimeDomain::EventTime => WitTimeDomain::EventTime,
+                    TimeDomain::ProcessingTime => WitTimeDomain::ProcessingTime,
+                })
+                .collect(),
+        };
+        let data = live.store.data_mut();
+        data.state_exceeded = false;
+        std::mem::swap(&mut data.ctx, ctx);
+        live.store.set_epoch_deadline(ticks);
+        let r = timers.call_on_timers(&mut live.store, &wit);
+        let data = live.store.data_mut();
+        std::mem::swap(&mut data.ctx, ctx);
+        match r {
+            Ok(Ok(_)) if data.state_exceeded => Err(TransformError::StateLimit {
+                limit: data.max_state,
+            }),
+            Ok(Ok(out)) => Ok(from_wit(out)),
+            Ok(Err(msg)) => Err(TransformError::Fatal(format!("on-timers: {msg}"))),
+            Err(e) => Err(classify(&e, &live.store, &limits)),
+        }
+    }
+}
