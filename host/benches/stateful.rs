@@ -11,6 +11,9 @@
 //! Reports records/s, output windows, and peak state memory (the largest
 //! `memoryUsedBytes` in progress, summed over partitions).
 //!
+//! Last, the micro-batch W2 with state in memory and on disk (redb), side
+//! by side.
+//!
 //! Run: cargo bench -p weir --bench stateful
 
 #[path = "../../tests/e2e/testkit.rs"]
@@ -21,7 +24,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
-use weir::engine::state::{EventTimeOptions, LatePolicy, StatefulOptions};
+use weir::engine::state::{
+    EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions,
+};
 use weir::engine::{
     ContinuousOptions, ContinuousQuery, Guarded, LocalCheckpointStore, MicroBatchQuery, Progress,
     QueryOptions, RecordBatch, RecordLimits, Sink, Source, Transform, TransformError,
@@ -75,9 +80,14 @@ fn input(log: &std::path::Path) {
     }
 }
 
-fn state_options(stateful: bool) -> StatefulOptions {
+fn state_options(stateful: bool, disk: bool) -> StatefulOptions {
+    let mut files = StateFileOptions::default();
+    if disk {
+        files.backend = StateBackend::Disk;
+    }
     StatefulOptions {
         stateful,
+        files,
         event_time: Some(EventTimeOptions {
             field: Some("ts".into()),
             delay: Duration::from_secs(1),
@@ -93,7 +103,7 @@ struct Outcome {
     peak_state: u64,
 }
 
-fn run(continuous: bool, stateful: bool) -> Outcome {
+fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     input(&log);
@@ -121,7 +131,7 @@ fn run(continuous: bool, stateful: bool) -> Outcome {
             checkpoint_interval: Duration::from_millis(100),
             max_chunk: 4096,
             exit_when_idle: Some(Duration::from_millis(300)),
-            state: state_options(stateful),
+            state: state_options(stateful, disk),
             ..ContinuousOptions::default()
         };
         let mut q = ContinuousQuery::new(store, source, f, sinks, options).unwrap();
@@ -132,7 +142,7 @@ fn run(continuous: bool, stateful: bool) -> Outcome {
         )];
         let options = QueryOptions {
             trigger: Trigger::AvailableNow,
-            state: state_options(stateful),
+            state: state_options(stateful, disk),
             ..QueryOptions::default()
         };
         let mut q = MicroBatchQuery::new(store, sources, f, sinks, options).unwrap();
@@ -158,8 +168,8 @@ fn main() {
         } else {
             "micro-batch (200 k batches)"
         };
-        let base = run(continuous, false);
-        let w2 = run(continuous, true);
+        let base = run(continuous, false, false);
+        let w2 = run(continuous, true, false);
         println!(
             "W2 {mode}: {:.0} rec/s ({:.2} s), {} windows out, peak state {:.1} KiB; stateless uppercase on the same input {:.0} rec/s; W2 / stateless = {:.0}%",
             RECORDS as f64 / w2.seconds,
@@ -170,4 +180,12 @@ fn main() {
             100.0 * base.seconds / w2.seconds
         );
     }
+    let memory = run(false, true, false);
+    let disk = run(false, true, true);
+    println!(
+        "W2 micro-batch, state backend: memory {:.0} rec/s, disk (redb) {:.0} rec/s; disk / memory = {:.0}%",
+        RECORDS as f64 / memory.seconds,
+        RECORDS as f64 / disk.seconds,
+        100.0 * memory.seconds / disk.seconds
+    );
 }

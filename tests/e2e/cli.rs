@@ -28,7 +28,16 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn validate_accepts_every_example() {
-    for name in ["uppercase", "json_filter", "json_enrich", "router"] {
+    let examples = [
+        ("uppercase", false),
+        ("json_filter", false),
+        ("json_enrich", false),
+        ("router", false),
+        ("window_count", true),
+        ("sessionize", true),
+        ("dedup", true),
+    ];
+    for (name, stateful) in examples {
         let out = weir().arg("validate").arg(guest(name)).output().unwrap();
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
@@ -36,10 +45,23 @@ fn validate_accepts_every_example() {
             stdout.contains("package:   weir:transform@0.1.0"),
             "{stdout}"
         );
-        assert!(stdout.contains("world:     transformer"), "{stdout}");
+        let world = if stateful {
+            "world:     stateful-transformer"
+        } else {
+            "world:     transformer"
+        };
+        assert!(stdout.contains(world), "{name}: {stdout}");
+        let exports = stdout.lines().find(|l| l.starts_with("exports:")).unwrap();
         assert!(
-            stdout.contains("exports:   weir:transform/transform@0.1.0"),
+            exports.contains("weir:transform/transform@0.1.0"),
             "{stdout}"
+        );
+        // Only stateful guests import state; the SDK adds nothing else.
+        let imports = stdout.lines().find(|l| l.starts_with("imports:")).unwrap();
+        assert_eq!(
+            imports.contains("weir:transform/state"),
+            stateful,
+            "{name}: {imports}"
         );
         assert!(stdout.contains("runnable:  yes"), "{stdout}");
     }

@@ -17,7 +17,12 @@ impl ContinuousQuery {
         let mut options = self.options.state.clone();
         options.files.keep_versions = self.options.keep_batches;
         let state = if options.stateful {
-            Some(StatePartition::load(&*self.store, &state_dir(0, p), epoch)?)
+            Some(StatePartition::load(
+                &*self.store,
+                &state_dir(0, p),
+                epoch,
+                options.files.backend,
+            )?)
         } else {
             None
         };

@@ -172,8 +172,8 @@ fn state_changes_of_a_failed_call_are_rolled_back() {
     assert_eq!(out.rejected[0].index, 2);
     // The whole-batch call was undone, then each record ran once: "a" twice,
     // "b" once, and nothing of the trapping record.
-    assert_eq!(ctx.state.get(b"a"), Some(&[2u8][..]));
-    assert_eq!(ctx.state.get(b"b"), Some(&[1u8][..]));
+    assert_eq!(ctx.state.get(b"a").as_deref(), Some(&[2u8][..]));
+    assert_eq!(ctx.state.get(b"b").as_deref(), Some(&[1u8][..]));
     assert_eq!(ctx.state.get(b"boom"), None);
     assert_eq!(ctx.state.rows(), 2);
 }

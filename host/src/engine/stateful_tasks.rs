@@ -73,6 +73,7 @@ impl Tasks<'_> {
                         sb.store,
                         &state_dir(i, task),
                         sb.version,
+                        sb.options.files.backend,
                     )?),
                 }
             } else {

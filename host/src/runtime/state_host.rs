@@ -42,7 +42,7 @@ impl HostState {
 
 impl StateHost for HostState {
     fn get(&mut self, key: Vec<u8>) -> Option<Vec<u8>> {
-        self.ctx.state.get(&key).map(<[u8]>::to_vec)
+        self.ctx.state.get(&key).map(|v| v.into_owned())
     }
 
     fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {

@@ -40,6 +40,7 @@ pub struct RawEventTime {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RawState {
     pub snapshot_interval: Option<u64>,
+    pub backend: Option<String>,
 }
 
 /// Spark Streaming's PID backpressure settings.

@@ -3,7 +3,7 @@
 use super::raw::{RawEventTime, RawState};
 use super::units::parse_duration;
 use crate::engine::state::{
-    EventTimeOptions, LatePolicy, OutputMode, StateFileOptions, StatefulOptions,
+    EventTimeOptions, LatePolicy, OutputMode, StateBackend, StateFileOptions, StatefulOptions,
 };
 
 pub(super) fn options(
@@ -43,11 +43,22 @@ pub(super) fn options(
         })
         .transpose()?;
     let mut files = StateFileOptions::default();
-    if let Some(n) = state.and_then(|s| s.snapshot_interval) {
-        if n == 0 {
-            return Err("state.snapshot-interval must be at least 1".into());
+    if let Some(s) = state {
+        if let Some(n) = s.snapshot_interval {
+            if n == 0 {
+                return Err("state.snapshot-interval must be at least 1".into());
+            }
+            files.snapshot_interval = n;
         }
-        files.snapshot_interval = n;
+        files.backend = match s.backend.as_deref().unwrap_or("memory") {
+            "memory" => StateBackend::Memory,
+            "disk" => StateBackend::Disk,
+            b => {
+                return Err(format!(
+                    "state.backend: `{b}` (use \"memory\", or \"disk\" for state larger than memory)"
+                ));
+            }
+        };
     }
     Ok(StatefulOptions {
         stateful: false,

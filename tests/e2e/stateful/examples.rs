@@ -71,6 +71,7 @@ pub(crate) fn window_spec(continuous: bool) -> Spec<'static> {
         continuous,
         batch: 300,
         extra: "",
+        disk: false,
     }
 }
 
@@ -142,6 +143,7 @@ fn session_spec(continuous: bool) -> Spec<'static> {
         continuous,
         batch: 250,
         extra: "",
+        disk: false,
     }
 }
 
@@ -191,6 +193,7 @@ fn dedup_spec(continuous: bool) -> Spec<'static> {
         continuous,
         batch: 400,
         extra: "",
+        disk: false,
     }
 }
 
@@ -204,6 +207,17 @@ fn windowed_count_micro_batch() {
         &expected,
         &faults_at(&[1, 4, 9]),
     );
+}
+
+#[test]
+fn windowed_count_with_disk_state_in_both_modes() {
+    let inputs = window_inputs(3000);
+    let expected = window_expected(&inputs);
+    let mut spec = window_spec(false);
+    spec.disk = true;
+    golden(&spec, &inputs, &expected, &faults_at(&[2, 5]));
+    spec.continuous = true;
+    golden(&spec, &inputs, &expected, &faults_nth(&[1, 2]));
 }
 
 #[test]

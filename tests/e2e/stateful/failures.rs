@@ -107,6 +107,7 @@ fn stateful_output_modes_need_a_stateful_guest() {
             continuous: false,
             batch: 10,
             extra: "",
+            disk: false,
         },
         &[],
     );

@@ -38,6 +38,8 @@ pub(crate) struct Spec<'a> {
     pub batch: usize,
     /// Extra pipeline lines (sinks, options).
     pub extra: &'a str,
+    /// Keep state in the disk backend (redb) instead of memory.
+    pub disk: bool,
 }
 
 impl Fixture {
@@ -83,6 +85,7 @@ field = "ts"
 delay = "{delay}"
 [state]
 snapshot-interval = 3
+backend = "{backend}"
 [sink.default]
 type = "log"
 path = "log"
@@ -94,6 +97,7 @@ topic = "out"
             config = spec.config,
             delay = spec.delay,
             extra = spec.extra,
+            backend = if spec.disk { "disk" } else { "memory" },
         );
         std::fs::write(dir.path().join("p.toml"), text).unwrap();
         Fixture {

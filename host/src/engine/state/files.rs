@@ -14,19 +14,21 @@
 //! torn or altered file is reported by name instead of loaded.
 
 use super::keyed::KeyedState;
+use super::map::StateBackend;
 use crate::engine::checkpoint::{CheckpointError, CheckpointStore};
 
 const MAGIC: &[u8; 8] = b"WEIRST1\0";
 const DELTA: u8 = b'D';
 const SNAPSHOT: u8 = b'S';
 
-/// How state versions are written and kept.
+/// How state versions are written and kept, and where the live state is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StateFileOptions {
     /// Write a snapshot instead of a delta every this many versions.
     pub snapshot_interval: u64,
     /// Versions that must stay loadable (the checkpoint log's retention).
     pub keep_versions: u64,
+    pub backend: StateBackend,
 }
 
 impl Default for StateFileOptions {
@@ -34,6 +36,7 @@ impl Default for StateFileOptions {
         StateFileOptions {
             snapshot_interval: 10,
             keep_versions: 100,
+            backend: StateBackend::Memory,
         }
     }
 }
@@ -72,11 +75,12 @@ impl StatePartition {
         store: &dyn CheckpointStore,
         dir: &str,
         version: u64,
+        backend: StateBackend,
     ) -> Result<Self, CheckpointError> {
         let mut snapshots = store.list_numbered(&format!("{dir}/snapshots"))?;
         let deltas = store.list_numbered(&format!("{dir}/deltas"))?;
         snapshots.retain(|&v| v <= version);
-        let mut state = KeyedState::default();
+        let mut state = KeyedState::new(backend).map_err(CheckpointError::Mismatch)?;
         match snapshots.last() {
             None => {
                 // A partition's first version is always a snapshot: deltas
@@ -112,6 +116,10 @@ impl StatePartition {
                 }
             }
         }
+        state.checkpointed(true);
+        if let Some(e) = state.error() {
+            return Err(CheckpointError::Mismatch(format!("loading {dir}: {e}")));
+        }
         Ok(StatePartition {
             dir: dir.to_string(),
             state,
@@ -131,25 +139,30 @@ impl StatePartition {
             .snapshots
             .last()
             .is_none_or(|&s| v - s >= options.snapshot_interval.max(1));
+        if let Some(e) = self.state.error() {
+            return Err(CheckpointError::Mismatch(format!("{}: {e}", self.dir)));
+        }
         if due {
             let _ = self.state.take_delta();
-            let bytes = encode(
-                SNAPSHOT,
-                v,
-                self.state.raw_entries().map(|(k, v)| (k, Some(v))),
-            );
+            let mut enc = Encoder::new(SNAPSHOT, v);
+            self.state.for_each_raw(|k, v| enc.push(k, Some(v)));
+            let bytes = enc.finish();
             store.write(&path(&self.dir, SNAPSHOT, v), &bytes)?;
             // A delta of this version left by a crashed run is stale.
             store.delete(&path(&self.dir, DELTA, v))?;
             self.snapshots.push(v);
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
-            let delta = self.state.take_delta();
-            let bytes = encode(DELTA, v, delta.iter().map(|(k, v)| (k.as_slice(), *v)));
+            let mut enc = Encoder::new(DELTA, v);
+            for (k, v) in self.state.take_delta() {
+                enc.push(&k, v.as_deref());
+            }
+            let bytes = enc.finish();
             store.write(&path(&self.dir, DELTA, v), &bytes)?;
             // So must be a snapshot of this version: loading prefers snapshots.
             store.delete(&path(&self.dir, SNAPSHOT, v))?;
         }
+        self.state.checkpointed(due);
         self.version = v;
         crate::engine::faults::point("after-state-write", v - 1);
         Ok(())
@@ -174,20 +187,28 @@ impl StatePartition {
     }
 }
 
-fn encode<'a>(
-    kind: u8,
-    version: u64,
-    entries: impl Iterator<Item = (&'a [u8], Option<&'a [u8]>)>,
-) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
-    out.extend_from_slice(MAGIC);
-    out.push(kind);
-    out.extend_from_slice(&version.to_le_bytes());
-    let count_at = out.len();
-    out.extend_from_slice(&0u64.to_le_bytes());
-    let mut count = 0u64;
-    for (k, v) in entries {
-        count += 1;
+/// Builds a state file: header, entries, entry count, CRC.
+struct Encoder {
+    out: Vec<u8>,
+    count: u64,
+}
+
+/// Where the entry count sits in the header.
+const COUNT_AT: usize = 17;
+
+impl Encoder {
+    fn new(kind: u8, version: u64) -> Self {
+        let mut out = Vec::with_capacity(64);
+        out.extend_from_slice(MAGIC);
+        out.push(kind);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes());
+        Encoder { out, count: 0 }
+    }
+
+    fn push(&mut self, k: &[u8], v: Option<&[u8]>) {
+        let out = &mut self.out;
+        self.count += 1;
         out.push(v.is_some() as u8);
         out.extend_from_slice(&(k.len() as u32).to_le_bytes());
         out.extend_from_slice(k);
@@ -196,10 +217,13 @@ fn encode<'a>(
             out.extend_from_slice(v);
         }
     }
-    out[count_at..count_at + 8].copy_from_slice(&count.to_le_bytes());
-    let crc = crc32fast::hash(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+
+    fn finish(mut self) -> Vec<u8> {
+        self.out[COUNT_AT..COUNT_AT + 8].copy_from_slice(&self.count.to_le_bytes());
+        let crc = crc32fast::hash(&self.out);
+        self.out.extend_from_slice(&crc.to_le_bytes());
+        self.out
+    }
 }
 
 fn read_into(

@@ -1,17 +1,22 @@
 use super::*;
 use crate::engine::checkpoint::LocalCheckpointStore;
-use crate::engine::state::TimeDomain;
+use crate::engine::state::{StateBackend, TimeDomain};
+
+/// The backend these tests run on; `disk_backend_behaves_the_same` runs
+/// the main scenario on the other one.
+const B: StateBackend = StateBackend::Memory;
 
 fn opts(interval: u64, keep: u64) -> StateFileOptions {
     StateFileOptions {
         snapshot_interval: interval,
         keep_versions: keep,
+        backend: B,
     }
 }
 
 /// Write versions 1..=n where version v holds keys 0..v with value v.
 fn write_versions(store: &dyn CheckpointStore, n: u64, o: &StateFileOptions) {
-    let mut p = StatePartition::load(store, "state/0/0", 0).unwrap();
+    let mut p = StatePartition::load(store, "state/0/0", 0, B).unwrap();
     for v in 1..=n {
         p.state
             .put(format!("k{v}").as_bytes(), v.to_string().into_bytes());
@@ -31,22 +36,29 @@ fn every_version_loads_exactly() {
         vec![1, 6, 11]
     );
     for v in 1..=12u64 {
-        let p = StatePartition::load(&store, "state/0/0", v).unwrap();
+        let p = StatePartition::load(&store, "state/0/0", v, B).unwrap();
         assert_eq!(p.state.rows(), v + 1, "version {v}");
-        assert_eq!(p.state.get(b"last"), Some(v.to_string().as_bytes()));
+        assert_eq!(
+            p.state.get(b"last").as_deref(),
+            Some(v.to_string().as_bytes())
+        );
         assert!(p.state.get(format!("k{}", v + 1).as_bytes()).is_none());
     }
     // A re-run from version 7 (other content this time, as in continuous
     // mode) replaces the later versions; stale files of the crashed run at
     // the same versions are never read.
-    let mut p = StatePartition::load(&store, "state/0/0", 7).unwrap();
+    let mut p = StatePartition::load(&store, "state/0/0", 7, B).unwrap();
     p.state.put(b"rerun", b"1".to_vec());
     for _ in 0..5 {
         p.commit(&store, &opts(5, 100)).unwrap();
     }
     for v in 8..=12u64 {
-        let q = StatePartition::load(&store, "state/0/0", v).unwrap();
-        assert_eq!(q.state.get(b"rerun"), Some(&b"1"[..]), "version {v}");
+        let q = StatePartition::load(&store, "state/0/0", v, B).unwrap();
+        assert_eq!(
+            q.state.get(b"rerun").as_deref(),
+            Some(&b"1"[..]),
+            "version {v}"
+        );
     }
 }
 
@@ -55,19 +67,19 @@ fn timers_and_deletions_survive_reload() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalCheckpointStore::open(dir.path()).unwrap();
     let o = opts(10, 100);
-    let mut p = StatePartition::load(&store, "state/1/3", 0).unwrap();
+    let mut p = StatePartition::load(&store, "state/1/3", 0, B).unwrap();
     p.state.put(b"a", b"1".to_vec());
     p.state.register_timer(TimeDomain::EventTime, b"a", 100);
     p.commit(&store, &o).unwrap();
     p.state.delete(b"a");
     p.state.put(b"b", b"2".to_vec());
     p.commit(&store, &o).unwrap();
-    let mut q = StatePartition::load(&store, "state/1/3", 2).unwrap();
+    let mut q = StatePartition::load(&store, "state/1/3", 2, B).unwrap();
     assert_eq!(q.state.get(b"a"), None);
-    assert_eq!(q.state.get(b"b"), Some(&b"2"[..]));
+    assert_eq!(q.state.get(b"b").as_deref(), Some(&b"2"[..]));
     assert_eq!(q.state.take_due(TimeDomain::EventTime, 100).len(), 1);
     // A partition that never wrote anything loads empty at any version.
-    let empty = StatePartition::load(&store, "state/1/4", 9).unwrap();
+    let empty = StatePartition::load(&store, "state/1/4", 9, B).unwrap();
     assert_eq!(empty.state.rows(), 0);
 }
 
@@ -82,7 +94,7 @@ fn old_versions_are_pruned_but_kept_ones_load() {
     assert_eq!(snaps, vec![16, 21, 26]);
     assert!(deltas.iter().all(|&d| d > 16), "{deltas:?}");
     for v in 22..=30 {
-        StatePartition::load(&store, "state/0/0", v).unwrap();
+        StatePartition::load(&store, "state/0/0", v, B).unwrap();
     }
 }
 
@@ -96,7 +108,7 @@ fn missing_and_corrupt_files_are_named() {
     let n = torn.len();
     torn[n - 6] ^= 0xff;
     store.write("state/0/0/deltas/3", &torn).unwrap();
-    let err = StatePartition::load(&store, "state/0/0", 4)
+    let err = StatePartition::load(&store, "state/0/0", 4, B)
         .unwrap_err()
         .to_string();
     assert!(
@@ -104,7 +116,7 @@ fn missing_and_corrupt_files_are_named() {
         "{err}"
     );
     store.write("state/0/0/deltas/3", &bytes[..10]).unwrap();
-    let err = StatePartition::load(&store, "state/0/0", 4)
+    let err = StatePartition::load(&store, "state/0/0", 4, B)
         .unwrap_err()
         .to_string();
     assert!(
@@ -112,7 +124,7 @@ fn missing_and_corrupt_files_are_named() {
         "{err}"
     );
     store.delete("state/0/0/deltas/3").unwrap();
-    let err = StatePartition::load(&store, "state/0/0", 4)
+    let err = StatePartition::load(&store, "state/0/0", 4, B)
         .unwrap_err()
         .to_string();
     assert!(
@@ -120,11 +132,48 @@ fn missing_and_corrupt_files_are_named() {
         "{err}"
     );
     store.delete("state/0/0/snapshots/1").unwrap();
-    let err = StatePartition::load(&store, "state/0/0", 2)
+    let err = StatePartition::load(&store, "state/0/0", 2, B)
         .unwrap_err()
         .to_string();
     assert!(
         err.contains("state/0/0/snapshots: no snapshot at or below version 2"),
         "{err}"
     );
+}
+
+#[test]
+fn disk_backend_behaves_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    let o = StateFileOptions {
+        snapshot_interval: 4,
+        keep_versions: 100,
+        backend: StateBackend::Disk,
+    };
+    let mut p = StatePartition::load(&store, "state/0/0", 0, StateBackend::Disk).unwrap();
+    for v in 1..=9u64 {
+        for k in 0..50u64 {
+            p.state
+                .put(format!("k{v}-{k}").as_bytes(), v.to_le_bytes().to_vec());
+        }
+        p.state.delete(format!("k{}-0", v - 1).as_bytes());
+        p.state
+            .register_timer(TimeDomain::EventTime, b"t", v as i64);
+        p.commit(&store, &o).unwrap();
+    }
+    assert_eq!(p.state.take_due(TimeDomain::EventTime, 3).len(), 3);
+    for (backend, v) in [
+        (StateBackend::Memory, 9),
+        (StateBackend::Disk, 9),
+        (StateBackend::Disk, 6),
+    ] {
+        let q = StatePartition::load(&store, "state/0/0", v, backend).unwrap();
+        assert_eq!(q.state.rows(), v * 50 - (v - 1), "{backend:?} version {v}");
+        assert_eq!(
+            q.state.get(b"k5-3").as_deref(),
+            Some(&5u64.to_le_bytes()[..])
+        );
+        assert_eq!(q.state.scan_prefix(b"k2-", None, 1000).len(), 49);
+        assert_eq!(q.state.scan(b"k3", Some(b"k4"), 1000).len(), 49);
+    }
 }

@@ -5,8 +5,11 @@
 //! processing-time timers). Timer keys put the time first, big-endian with the
 //! sign bit flipped, so "every timer due by T" is one ordered range scan.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::BTreeSet;
 use std::ops::Bound;
+
+use super::map::{Map, StateBackend};
 
 const USER: u8 = 0;
 const EVENT_TIMERS: u8 = 1;
@@ -52,6 +55,17 @@ fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// User entries without their namespace byte.
+fn strip(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    entries
+        .into_iter()
+        .map(|(mut k, v)| {
+            k.remove(0);
+            (k, v)
+        })
+        .collect()
+}
+
 fn user_key(key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + key.len());
     k.push(USER);
@@ -65,7 +79,7 @@ type Undo = (Vec<u8>, Option<Vec<u8>>);
 /// The in-memory state of one (operator, partition).
 #[derive(Debug, Default)]
 pub struct KeyedState {
-    map: BTreeMap<Vec<u8>, Vec<u8>>,
+    map: Map,
     /// Keys changed since the last checkpointed version (the next delta).
     dirty: BTreeSet<Vec<u8>>,
     /// Old values of keys changed by the current guarded call, newest last,
@@ -76,6 +90,19 @@ pub struct KeyedState {
 }
 
 impl KeyedState {
+    /// Empty state on `backend`.
+    pub fn new(backend: StateBackend) -> Result<KeyedState, String> {
+        Ok(KeyedState {
+            map: Map::new(backend)?,
+            ..KeyedState::default()
+        })
+    }
+
+    /// The first error of a disk-backed map (the call that hit it fails).
+    pub fn error(&self) -> Option<String> {
+        self.map.error()
+    }
+
     /// Set or remove a raw (namespaced) key, keeping the counters, the
     /// dirty set and the journal in step.
     fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
@@ -92,7 +119,7 @@ impl KeyedState {
             Some(o) => self.bytes -= o.len(),
             None => self.bytes += size,
         }
-        if self.map.contains_key(&key) {
+        if self.map.contains(&key) {
             if old.is_none() && user {
                 self.user_rows += 1;
             }
@@ -112,8 +139,8 @@ impl KeyedState {
         self.dirty.insert(key);
     }
 
-    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
-        self.map.get(&user_key(key)).map(Vec::as_slice)
+    pub fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
+        self.map.get(&user_key(key))
     }
 
     pub fn put(&mut self, key: &[u8], value: Vec<u8>) {
@@ -126,16 +153,15 @@ impl KeyedState {
 
     /// Up to `limit` user entries with `start <= key < end`.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let lo = Bound::Included(user_key(start));
+        let lo = user_key(start);
         let hi = match end {
-            Some(e) => Bound::Excluded(user_key(e)),
-            None => Bound::Excluded(vec![USER + 1]),
+            Some(e) => user_key(e),
+            None => vec![USER + 1],
         };
-        self.map
-            .range((lo, hi))
-            .take(limit)
-            .map(|(k, v)| (k[1..].to_vec(), v.clone()))
-            .collect()
+        strip(
+            self.map
+                .scan(Bound::Included(&lo), |k| k < hi.as_slice(), limit),
+        )
     }
 
     /// Up to `limit` user entries starting with `prefix`, after `after`.
@@ -145,21 +171,22 @@ impl KeyedState {
         after: Option<&[u8]>,
         limit: usize,
     ) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let lo = match after {
-            Some(a) if a >= prefix => Bound::Excluded(user_key(a)),
-            _ => Bound::Included(user_key(prefix)),
+        let (lo, exclusive) = match after {
+            Some(a) if a >= prefix => (user_key(a), true),
+            _ => (user_key(prefix), false),
         };
-        self.map
-            .range((lo, Bound::Unbounded))
-            .take_while(|(k, _)| k.first() == Some(&USER) && k[1..].starts_with(prefix))
-            .take(limit)
-            .map(|(k, v)| (k[1..].to_vec(), v.clone()))
-            .collect()
+        let lo = if exclusive {
+            Bound::Excluded(lo.as_slice())
+        } else {
+            Bound::Included(lo.as_slice())
+        };
+        let keep = |k: &[u8]| k.first() == Some(&USER) && k[1..].starts_with(prefix);
+        strip(self.map.scan(lo, keep, limit))
     }
 
     pub fn register_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
         let k = timer_key(domain, at, key);
-        if !self.map.contains_key(&k) {
+        if !self.map.contains(&k) {
             self.set(k, Some(Vec::new()));
         }
     }
@@ -176,9 +203,13 @@ impl KeyedState {
         hi.extend_from_slice(&time_bytes(upto));
         let due: Vec<Vec<u8>> = self
             .map
-            .range(vec![ns]..)
-            .take_while(|(k, _)| k[0] == ns && k[1..9] <= hi[1..9])
-            .map(|(k, _)| k.clone())
+            .scan(
+                Bound::Included(&[ns][..]),
+                |k| k[0] == ns && k[1..9] <= hi[1..9],
+                usize::MAX,
+            )
+            .into_iter()
+            .map(|(k, _)| k)
             .collect();
         let mut out = Vec::with_capacity(due.len());
         for k in due {
@@ -230,19 +261,25 @@ impl KeyedState {
 
     /// The changes since the last version, as (raw key, new value or
     /// deletion), and forget them.
-    pub(crate) fn take_delta(&mut self) -> Vec<(Vec<u8>, Option<&[u8]>)> {
+    pub(crate) fn take_delta(&mut self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let dirty = std::mem::take(&mut self.dirty);
         dirty
             .into_iter()
             .map(|k| {
-                let v = self.map.get(&k).map(Vec::as_slice);
+                let v = self.map.get(&k).map(Cow::into_owned);
                 (k, v)
             })
             .collect()
     }
 
-    pub(crate) fn raw_entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.map.iter().map(|(k, v)| (k.as_slice(), v.as_slice()))
+    /// Call `f` with every raw (namespaced) entry, in key order.
+    pub(crate) fn for_each_raw(&self, f: impl FnMut(&[u8], &[u8])) {
+        self.map.for_each(f)
+    }
+
+    /// The version was checkpointed (see [`Map::checkpointed`]).
+    pub(crate) fn checkpointed(&mut self, durable: bool) {
+        self.map.checkpointed(durable)
     }
 
     /// Apply a loaded entry without marking it dirty.
@@ -263,7 +300,7 @@ mod tests {
         s.put(b"a2", b"y".to_vec());
         s.put(b"b1", b"z".to_vec());
         s.put(b"a1", b"xx".to_vec());
-        assert_eq!(s.get(b"a1"), Some(&b"xx"[..]));
+        assert_eq!(s.get(b"a1").as_deref(), Some(&b"xx"[..]));
         assert_eq!(s.rows(), 3);
         let keys = |v: Vec<(Vec<u8>, Vec<u8>)>| v.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
         assert_eq!(
@@ -325,7 +362,7 @@ mod tests {
         s.delete(b"k");
         s.register_timer(TimeDomain::EventTime, b"t", 1);
         s.rollback_call();
-        assert_eq!(s.get(b"k"), Some(&b"1"[..]));
+        assert_eq!(s.get(b"k").as_deref(), Some(&b"1"[..]));
         assert_eq!(s.get(b"n"), None);
         assert_eq!(s.rows(), 1);
         assert!(s.take_due(TimeDomain::EventTime, 10).is_empty());

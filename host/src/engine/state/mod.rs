@@ -11,11 +11,13 @@
 pub mod event_time;
 pub mod files;
 pub mod keyed;
+mod map;
 pub(crate) mod run;
 
 pub use event_time::{EventStats, EventTimeOptions, LatePolicy, Watermark};
 pub use files::{StateFileOptions, StatePartition};
 pub use keyed::{KeyedState, TimeDomain, Timer};
+pub use map::StateBackend;
 pub use run::{BatchTime, StatefulOptions, TaskStats};
 
 use super::batch::RecordBatch;

@@ -116,10 +116,18 @@ impl TaskRun<'_> {
         }
     }
 
-    fn restore(&mut self, ctx: StateContext) {
+    /// Put the state back after a call; a disk-backed state that hit an
+    /// I/O error fails the step.
+    fn restore(&mut self, ctx: StateContext) -> Result<(), StepError> {
         if let Some(p) = self.state.as_mut() {
             p.state = ctx.state;
+            if let Some(e) = p.state.error() {
+                return Err(StepError::Checkpoint(
+                    crate::engine::checkpoint::CheckpointError::Mismatch(format!("{}: {e}", p.dir)),
+                ));
+            }
         }
+        Ok(())
     }
 
     /// Run one input batch through the transform, after splitting off late
@@ -140,7 +148,7 @@ impl TaskRun<'_> {
         let out = if self.options.stateful {
             let mut ctx = self.context();
             let r = t.process_stateful(&batch, &mut ctx);
-            self.restore(ctx);
+            self.restore(ctx)?;
             r?
         } else {
             t.process_batch(&batch)?
@@ -208,7 +216,7 @@ impl TaskRun<'_> {
             let fired = FiredTimers::new(partition, &due);
             let mut ctx = self.context();
             let r = t.on_timers(&fired, &mut ctx);
-            self.restore(ctx);
+            self.restore(ctx)?;
             parts.push((fired.batch, r?));
         }
         if let Some(p) = self.state.as_mut() {
