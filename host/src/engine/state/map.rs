@@ -32,7 +32,7 @@ const CACHE_BYTES: usize = 64 << 20;
 
 pub(crate) enum Map {
     Memory(BTreeMap<Vec<u8>, Vec<u8>>),
-    Disk(DiskMap),
+    Disk(Box<DiskMap>),
 }
 
 impl Default for Map {
@@ -187,7 +187,7 @@ impl Map {
     pub(crate) fn new(backend: StateBackend) -> Result<Map, String> {
         Ok(match backend {
             StateBackend::Memory => Map::default(),
-            StateBackend::Disk => Map::Disk(DiskMap::open()?),
+            StateBackend::Disk => Map::Disk(Box::new(DiskMap::open()?)),
         })
     }
 
