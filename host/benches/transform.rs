@@ -146,6 +146,18 @@ fn wasm_rate(rt: &Runtime, path: &Path, mode: CallMode, batches: &[RecordBatch])
     measure(batches, |b| through(&mut t, b))
 }
 
+/// The batch path on a component compiled with fuel metering, with a budget
+/// no call reaches: the cost of metering itself.
+fn metered_rate(rt: &Runtime, path: &Path, batches: &[RecordBatch]) -> f64 {
+    let c = rt.load_metered(path, &[]).expect("load");
+    let limits = Limits {
+        fuel: Some(u64::MAX / 2),
+        ..Limits::default()
+    };
+    let mut t = WasmTransform::new(&c, vec![], limits, "bench", CallMode::Batch).expect("init");
+    measure(batches, |b| through(&mut t, b))
+}
+
 fn load_times(path: &Path, grants: &[String]) -> (Duration, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let rt = Runtime::new(RuntimeOptions {
@@ -190,6 +202,10 @@ fn main() {
             (
                 "(b) WASM, process-batch (columnar)",
                 wasm_rate(&rt, &upper, CallMode::Batch, &batches),
+            ),
+            (
+                "(b') WASM, process-batch, fuel metering on",
+                metered_rate(&rt, &upper, &batches),
             ),
             (
                 "(c) WASM, process-record",

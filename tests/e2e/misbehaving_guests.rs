@@ -196,3 +196,40 @@ fn malformed_batch_encodings_are_caught() {
         assert!(msg.contains(expected), "{mode}: {msg}");
     }
 }
+
+#[test]
+fn a_fuel_budget_stops_a_busy_guest_the_same_way_on_any_machine() {
+    let rt = runtime();
+    let metered = rt.load_metered(&guest("misbehave"), &[]).unwrap();
+    let limits = Limits {
+        fuel: Some(5_000_000),
+        // The wall-clock deadline is far away: fuel stops the loop first.
+        call_deadline: Duration::from_secs(120),
+        ..Limits::default()
+    };
+    metered.check_limits(&limits).unwrap();
+    for mode in MODES {
+        let mut t = WasmTransform::new(&metered, vec![], limits, "fuel", mode).unwrap();
+        let err = t.process_batch(&batch(&["ok", "loop"])).unwrap_err();
+        assert_eq!(
+            err,
+            TransformError::OutOfFuel { limit: 5_000_000 },
+            "{mode:?}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "guest ran out of its fuel budget of 5000000 for one call"
+        );
+        // Ordinary records fit the budget; the next call gets a fresh instance.
+        let out = t.process_batch(&batch(&["ok", "ok"])).unwrap();
+        assert_eq!(out.batch.len(), 2, "{mode:?}");
+        assert_eq!(t.instances_created(), 2, "{mode:?}");
+    }
+    // A component compiled without metering cannot take a fuel budget.
+    let plain = rt.load(&guest("misbehave"), &[]).unwrap();
+    let err = plain.check_limits(&limits).unwrap_err().to_string();
+    assert!(
+        err.contains("needs the component loaded with fuel metering"),
+        "{err}"
+    );
+}

@@ -143,9 +143,12 @@ fn factory(
         };
         return Ok((Box::new(identity), ErrorPolicy::Skip, false));
     };
-    let component = runtime
-        .load(&t.component, &t.grants)?
-        .with_sandbox(t.sandbox.clone());
+    let component = if t.limits.fuel.is_some() {
+        runtime.load_metered(&t.component, &t.grants)?
+    } else {
+        runtime.load(&t.component, &t.grants)?
+    }
+    .with_sandbox(t.sandbox.clone());
     component.check_limits(&t.limits)?;
     let policy = match t.on_error {
         OnError::Fail => ErrorPolicy::Fail,

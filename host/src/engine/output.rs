@@ -50,6 +50,8 @@ pub enum RejectKind {
     TooLarge,
     /// Its event time is older than the watermark (`late = "reject"`).
     Late,
+    /// The guest burned its fuel budget on it.
+    Fuel,
 }
 
 impl RejectKind {
@@ -57,6 +59,7 @@ impl RejectKind {
         use super::transform::TransformError as E;
         match e {
             E::Deadline { .. } => RejectKind::Deadline,
+            E::OutOfFuel { .. } => RejectKind::Fuel,
             E::OutOfMemory { .. } | E::StateLimit { .. } => RejectKind::OutOfMemory,
             _ => RejectKind::Trap,
         }
@@ -71,6 +74,7 @@ impl RejectKind {
             RejectKind::OutputLimit => "output-limit",
             RejectKind::TooLarge => "too-large",
             RejectKind::Late => "late",
+            RejectKind::Fuel => "fuel",
         }
     }
 }

@@ -21,6 +21,9 @@ pub enum TransformError {
     /// The guest tried to grow its memory past the limit.
     #[error("guest exceeded its memory limit of {limit} bytes")]
     OutOfMemory { limit: usize },
+    /// The guest burned its fuel budget for one call.
+    #[error("guest ran out of its fuel budget of {limit} for one call")]
+    OutOfFuel { limit: u64 },
     /// The guest's keyed state would grow past its limit.
     #[error("guest exceeded its keyed state limit of {limit} bytes")]
     StateLimit { limit: usize },
@@ -52,6 +55,7 @@ impl TransformError {
                 | TransformError::Deadline { .. }
                 | TransformError::OutOfMemory { .. }
                 | TransformError::StateLimit { .. }
+                | TransformError::OutOfFuel { .. }
         )
     }
 }

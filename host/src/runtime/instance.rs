@@ -115,7 +115,7 @@ impl WasmTransform {
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.epoch_deadline_trap();
-        store.set_epoch_deadline(self.deadline_ticks());
+        arm(&mut store, self.deadline_ticks(), self.limits.fuel);
         self.instances_created += 1;
         let instantiated = inner.pre.instantiate(&mut store).and_then(|instance| {
             let bindings = inner.indices.load(&mut store, &instance)?;
@@ -137,7 +137,7 @@ impl WasmTransform {
             Ok(b) => b,
             Err(e) => return Err(classify(&e, &store, &self.limits)),
         };
-        store.set_epoch_deadline(self.deadline_ticks());
+        arm(&mut store, self.deadline_ticks(), self.limits.fuel);
         match bindings.call_init(&mut store, &self.config) {
             Ok(Ok(())) => Ok(Live {
                 store,
@@ -168,7 +168,7 @@ impl WasmTransform {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
         let live = self.ensure_live()?;
-        live.store.set_epoch_deadline(ticks);
+        arm(&mut live.store, ticks, limits.fuel);
         let call = live
             .process_batch
             .typed::<(BatchRef<'_>,), (Result<OutputBatch, String>,)>(&live.store)
@@ -191,7 +191,7 @@ impl WasmTransform {
         for i in 0..input.len() {
             let r = input.get(i);
             fill_record(&mut scratch, input.partition, &r);
-            live.store.set_epoch_deadline(ticks);
+            arm(&mut live.store, ticks, limits.fuel);
             match live.bindings.call_process_record(&mut live.store, &scratch) {
                 Ok(Ok(records)) => {
                     for o in records {
@@ -248,11 +248,25 @@ fn empty_record() -> Record {
 
 /// Turn a failed guest call into a typed error, with what the guest printed
 /// to stderr (e.g. a panic message) when there is any.
+/// Arm a store for one call: its CPU deadline and, when metered, its fuel.
+fn arm(store: &mut Store<HostState>, ticks: u64, fuel: Option<u64>) {
+    store.set_epoch_deadline(ticks);
+    if let Some(f) = fuel {
+        // Only fails for an engine without metering, refused at start.
+        let _ = store.set_fuel(f);
+    }
+}
+
 fn classify(e: &wasmtime::Error, store: &Store<HostState>, limits: &Limits) -> TransformError {
     let state = store.data();
     if state.state_exceeded {
         return TransformError::StateLimit {
             limit: state.max_state,
+        };
+    }
+    if matches!(e.downcast_ref::<Trap>(), Some(Trap::OutOfFuel)) {
+        return TransformError::OutOfFuel {
+            limit: limits.fuel.unwrap_or_default(),
         };
     }
     if matches!(e.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {

@@ -46,6 +46,10 @@ pub struct Limits {
     /// Most keyed state one partition task may hold (keys, values and
     /// per-entry overhead), in bytes; it lives in host memory.
     pub max_state: usize,
+    /// Fuel (about one unit per wasm instruction) one call may burn: a
+    /// deterministic CPU budget, the same on any machine. Needs a component
+    /// loaded with [`Runtime::load_metered`].
+    pub fuel: Option<u64>,
 }
 
 impl Default for Limits {
@@ -54,6 +58,7 @@ impl Default for Limits {
             max_memory: 256 << 20,
             call_deadline: Duration::from_secs(10),
             max_state: 1 << 30,
+            fuel: None,
         }
     }
 }
@@ -83,17 +88,27 @@ pub struct RuntimeError(String);
 
 /// The process-wide WebAssembly runtime.
 pub struct Runtime {
+    plain: Engines,
+    /// A second engine with fuel metering, built on first use: fuel
+    /// instrumentation slows every guest compiled with it, so only
+    /// pipelines that set a fuel budget pay for it.
+    metered: std::sync::OnceLock<Result<Engines, String>>,
+    options: RuntimeOptions,
+}
+
+/// An engine with its linker and epoch ticker.
+struct Engines {
     engine: Engine,
     linker: Arc<Linker<HostState>>,
-    options: RuntimeOptions,
     ticker: Arc<ticker::Ticker>,
 }
 
-impl Runtime {
-    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+impl Engines {
+    fn new(options: &RuntimeOptions, metered: bool) -> Result<Self, RuntimeError> {
         let mut config = Config::new();
         config.wasm_component_model(true);
         config.epoch_interruption(true);
+        config.consume_fuel(metered);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         if std::env::var_os("WEIR_PERFMAP").is_some() {
             // Name JIT code for `perf` (writes /tmp/perf-<pid>.map).
@@ -106,12 +121,43 @@ impl Runtime {
         StatefulTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
         let ticker = Arc::new(ticker::Ticker::start(engine.clone(), options.epoch_tick));
-        Ok(Runtime {
+        Ok(Engines {
             engine,
             linker: Arc::new(linker),
-            options,
             ticker,
         })
+    }
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        Ok(Runtime {
+            plain: Engines::new(&options, false)?,
+            metered: std::sync::OnceLock::new(),
+            options,
+        })
+    }
+
+    /// As [`Runtime::load`], compiled with fuel metering, for pipelines
+    /// with a `fuel` limit (deterministic CPU budgets).
+    pub fn load_metered(
+        &self,
+        path: &Path,
+        grants: &[String],
+    ) -> Result<TransformComponent, LoadError> {
+        let engines = self
+            .metered
+            .get_or_init(|| Engines::new(&self.options, true).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|message| LoadError::Invalid {
+                path: path.into(),
+                message: message.clone(),
+            })?;
+        let bytes = std::fs::read(path).map_err(|err| LoadError::Read {
+            path: path.into(),
+            err,
+        })?;
+        self.load_on(engines, path, &bytes, grants, true)
     }
 
     /// Load, validate and (via the cache) compile a transform component.
@@ -131,10 +177,21 @@ impl Runtime {
         bytes: &[u8],
         grants: &[String],
     ) -> Result<TransformComponent, LoadError> {
+        self.load_on(&self.plain, path, bytes, grants, false)
+    }
+
+    fn load_on(
+        &self,
+        engines: &Engines,
+        path: &Path,
+        bytes: &[u8],
+        grants: &[String],
+        metered: bool,
+    ) -> Result<TransformComponent, LoadError> {
         inspect::check_header(path, bytes)?;
         let sha256 = sha256_hex(bytes);
         let (component, cache, compile_time) = cache::load_or_compile(
-            &self.engine,
+            &engines.engine,
             bytes,
             &sha256,
             self.options.cache_dir.as_deref(),
@@ -143,9 +200,9 @@ impl Runtime {
             path: path.into(),
             message: one_line(&e),
         })?;
-        let interfaces = inspect::interfaces(&self.engine, &component);
+        let interfaces = inspect::interfaces(&engines.engine, &component);
         inspect::check_interfaces(path, &interfaces, grants)?;
-        let pre = self
+        let pre = engines
             .linker
             .instantiate_pre(&component)
             .map_err(|e| LoadError::Link {
@@ -175,8 +232,9 @@ impl Runtime {
                 pre,
                 indices,
                 timer_indices,
-                engine: self.engine.clone(),
-                _ticker: self.ticker.clone(),
+                engine: engines.engine.clone(),
+                _ticker: engines.ticker.clone(),
+                metered,
                 epoch_tick: self.options.epoch_tick,
                 info: ComponentInfo {
                     path: path.into(),
@@ -229,6 +287,8 @@ struct ComponentInner {
     /// after the `Runtime` that loaded the component is dropped.
     _ticker: Arc<ticker::Ticker>,
     epoch_tick: Duration,
+    /// Compiled with fuel metering (see [`Runtime::load_metered`]).
+    metered: bool,
     info: ComponentInfo,
 }
 
@@ -241,6 +301,12 @@ impl TransformComponent {
     /// is made (a memory limit below what it declares it needs).
     pub fn check_limits(&self, limits: &Limits) -> Result<(), LoadError> {
         let info = &self.inner.info;
+        if limits.fuel.is_some() && !self.inner.metered {
+            return Err(LoadError::Invalid {
+                path: info.path.clone(),
+                message: "a fuel limit needs the component loaded with fuel metering (Runtime::load_metered)".into(),
+            });
+        }
         if info.min_memory > limits.max_memory as u64 {
             return Err(LoadError::MemoryTooLarge {
                 path: info.path.clone(),

@@ -39,7 +39,7 @@ impl WasmTransform {
         let data = live.store.data_mut();
         data.state_exceeded = false;
         std::mem::swap(&mut data.ctx, ctx);
-        live.store.set_epoch_deadline(ticks);
+        super::arm(&mut live.store, ticks, limits.fuel);
         let r = timers.call_on_timers(&mut live.store, &wit);
         let data = live.store.data_mut();
         std::mem::swap(&mut data.ctx, ctx);

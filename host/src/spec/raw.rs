@@ -129,6 +129,7 @@ pub struct RawLimits {
     pub crash_loop_traps: Option<usize>,
     pub crash_window: Option<String>,
     pub state: Option<String>,
+    pub fuel: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

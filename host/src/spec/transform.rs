@@ -28,6 +28,7 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
         max_memory: size("memory", &l.memory, d.max_memory)?,
         call_deadline: duration("call-timeout", &l.call_timeout, d.call_deadline)?,
         max_state: size("state", &l.state, d.max_state)?,
+        fuel: l.fuel,
     };
     let r = RecordLimits::default();
     let record_limits = RecordLimits {
@@ -51,6 +52,11 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
         if v == 0 {
             return Err(format!("transform.limits.{key} must be at least 1"));
         }
+    }
+    if limits.fuel == Some(0) {
+        return Err(
+            "transform.limits.fuel must be at least 1 (leave it out for no fuel metering)".into(),
+        );
     }
     if limits.call_deadline.is_zero() {
         return Err("transform.limits.call-timeout must be longer than zero".into());
