@@ -60,7 +60,9 @@ impl RejectKind {
         match e {
             E::Deadline { .. } => RejectKind::Deadline,
             E::OutOfFuel { .. } => RejectKind::Fuel,
-            E::OutOfMemory { .. } | E::StateLimit { .. } => RejectKind::OutOfMemory,
+            E::OutOfMemory { .. } | E::StateLimit { .. } | E::TenantMemory { .. } => {
+                RejectKind::OutOfMemory
+            }
             _ => RejectKind::Trap,
         }
     }

@@ -21,6 +21,9 @@ pub enum TransformError {
     /// The guest tried to grow its memory past the limit.
     #[error("guest exceeded its memory limit of {limit} bytes")]
     OutOfMemory { limit: usize },
+    /// The tenant's guests together hold all the memory its quota allows.
+    #[error("tenant `{tenant}` reached its guest memory quota of {limit} bytes")]
+    TenantMemory { tenant: String, limit: usize },
     /// The guest burned its fuel budget for one call.
     #[error("guest ran out of its fuel budget of {limit} for one call")]
     OutOfFuel { limit: u64 },
@@ -56,6 +59,7 @@ impl TransformError {
                 | TransformError::OutOfMemory { .. }
                 | TransformError::StateLimit { .. }
                 | TransformError::OutOfFuel { .. }
+                | TransformError::TenantMemory { .. }
         )
     }
 }

@@ -95,6 +95,11 @@ impl WasmTransform {
         m
     }
 
+    /// Count this thread as running a guest of its tenant (CPU shares).
+    fn running(&self) -> Option<super::tenant::Running> {
+        self.component.tenant.as_ref().map(|t| t.enter())
+    }
+
     fn deadline_ticks(&self) -> u64 {
         let tick = self.component.inner.epoch_tick.as_nanos().max(1);
         (self.limits.call_deadline.as_nanos() / tick) as u64 + 1
@@ -110,11 +115,28 @@ impl WasmTransform {
 
     fn instantiate(&mut self) -> Result<Live, TransformError> {
         let inner = &self.component.inner;
-        let state = HostState::new(self.label.clone(), &self.limits, self.component.sandbox())
+        let state = HostState::new(
+            self.label.clone(),
+            &self.limits,
+            self.component.sandbox(),
+            self.component.tenant.clone(),
+        )
             .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.epoch_deadline_trap();
+        // Every tick interrupts a running guest: the call's CPU deadline is
+        // counted here, and a tenant over its CPU share yields its core.
+        store.epoch_deadline_callback(|mut ctx| {
+            let data = ctx.data_mut();
+            if data.ticks_left <= 1 {
+                return Ok(wasmtime::UpdateDeadline::Interrupt);
+            }
+            data.ticks_left -= 1;
+            if let Some(t) = &data.limiter.tenant {
+                t.maybe_yield();
+            }
+            Ok(wasmtime::UpdateDeadline::Continue(1))
+        });
         arm(&mut store, self.deadline_ticks(), self.limits.fuel);
         self.instances_created += 1;
         let instantiated = inner.pre.instantiate(&mut store).and_then(|instance| {
@@ -138,6 +160,7 @@ impl WasmTransform {
             Err(e) => return Err(classify(&e, &store, &self.limits)),
         };
         arm(&mut store, self.deadline_ticks(), self.limits.fuel);
+        let _running = self.running();
         match bindings.call_init(&mut store, &self.config) {
             Ok(Ok(())) => Ok(Live {
                 store,
@@ -167,6 +190,7 @@ impl WasmTransform {
     fn call_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
+        let _running = self.running();
         let live = self.ensure_live()?;
         arm(&mut live.store, ticks, limits.fuel);
         let call = live
@@ -184,6 +208,7 @@ impl WasmTransform {
     fn call_records(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
+        let _running = self.running();
         let mut scratch = std::mem::replace(&mut self.scratch, empty_record());
         let live = self.ensure_live()?;
         let mut out = TransformOutput::default();
@@ -248,9 +273,11 @@ fn empty_record() -> Record {
 
 /// Turn a failed guest call into a typed error, with what the guest printed
 /// to stderr (e.g. a panic message) when there is any.
-/// Arm a store for one call: its CPU deadline and, when metered, its fuel.
+/// Arm a store for one call: its CPU deadline (counted down a tick at a
+/// time by the epoch callback) and, when metered, its fuel.
 fn arm(store: &mut Store<HostState>, ticks: u64, fuel: Option<u64>) {
-    store.set_epoch_deadline(ticks);
+    store.data_mut().ticks_left = ticks;
+    store.set_epoch_deadline(1);
     if let Some(f) = fuel {
         // Only fails for an engine without metering, refused at start.
         let _ = store.set_fuel(f);
@@ -259,6 +286,14 @@ fn arm(store: &mut Store<HostState>, ticks: u64, fuel: Option<u64>) {
 
 fn classify(e: &wasmtime::Error, store: &Store<HostState>, limits: &Limits) -> TransformError {
     let state = store.data();
+    if state.limiter.tenant_exceeded
+        && let Some(t) = &state.limiter.tenant
+    {
+        return TransformError::TenantMemory {
+            tenant: t.name().to_string(),
+            limit: t.max_memory(),
+        };
+    }
     if state.state_exceeded {
         return TransformError::StateLimit {
             limit: state.max_state,

@@ -15,6 +15,7 @@ mod output_pipe;
 mod sandbox;
 mod state;
 mod state_host;
+pub mod tenant;
 mod ticker;
 
 use std::path::{Path, PathBuf};
@@ -248,6 +249,7 @@ impl Runtime {
                 },
             }),
             sandbox: Arc::default(),
+            tenant: None,
         })
     }
 }
@@ -275,6 +277,7 @@ pub struct ComponentInfo {
 pub struct TransformComponent {
     inner: Arc<ComponentInner>,
     sandbox: Arc<Sandbox>,
+    tenant: Option<Arc<tenant::Tenant>>,
 }
 
 struct ComponentInner {
@@ -325,6 +328,18 @@ impl TransformComponent {
 
     pub(crate) fn sandbox(&self) -> &Sandbox {
         &self.sandbox
+    }
+
+    /// The same component, its instances charged to `tenant` (memory quota,
+    /// CPU share).
+    pub fn for_tenant(mut self, tenant: Arc<tenant::Tenant>) -> Self {
+        self.tenant = Some(tenant);
+        self
+    }
+
+    /// The epoch tick of the runtime that loaded it (the CPU time slice).
+    pub fn epoch_tick(&self) -> Duration {
+        self.inner.epoch_tick
     }
 }
 

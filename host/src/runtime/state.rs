@@ -31,18 +31,39 @@ pub struct GuestMetrics {
 pub(crate) struct Limiter {
     pub(crate) max_memory: usize,
     pub(crate) exceeded: bool,
+    /// The tenant whose guest memory quota this instance's memory counts
+    /// against, and what it charged so far (released on drop).
+    pub(crate) tenant: Option<Arc<super::tenant::Tenant>>,
+    pub(crate) charged: usize,
+    pub(crate) tenant_exceeded: bool,
+}
+
+impl Drop for Limiter {
+    fn drop(&mut self) {
+        if let Some(t) = &self.tenant {
+            t.release(self.charged);
+        }
+    }
 }
 
 impl ResourceLimiter for Limiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         if desired > self.max_memory {
             self.exceeded = true;
             return Ok(false);
+        }
+        if let Some(t) = &self.tenant {
+            let more = desired.saturating_sub(current);
+            if !t.charge(more) {
+                self.tenant_exceeded = true;
+                return Ok(false);
+            }
+            self.charged += more;
         }
         Ok(true)
     }
@@ -66,6 +87,8 @@ pub(crate) struct HostState {
     pub(crate) stderr: GuestOutput,
     /// The partition's keyed state and clocks, moved in for a stateful call.
     pub(crate) ctx: crate::engine::state::StateContext,
+    /// Epoch ticks left before the current call's CPU deadline.
+    pub(crate) ticks_left: u64,
     /// Most bytes of keyed state; a put past it is refused and fails the call.
     pub(crate) max_state: usize,
     pub(crate) state_exceeded: bool,
@@ -76,6 +99,7 @@ impl HostState {
         label: Arc<str>,
         limits: &super::Limits,
         sandbox: &super::sandbox::Sandbox,
+        tenant: Option<Arc<super::tenant::Tenant>>,
     ) -> Result<Self, String> {
         let max_memory = limits.max_memory;
         let stdout = GuestOutput::new("stdout", label.clone());
@@ -96,11 +120,15 @@ impl HostState {
             limiter: Limiter {
                 max_memory,
                 exceeded: false,
+                tenant,
+                charged: 0,
+                tenant_exceeded: false,
             },
             label,
             metrics: GuestMetrics::default(),
             stderr,
             ctx: Default::default(),
+            ticks_left: 0,
             max_state: limits.max_state,
             state_exceeded: false,
         })

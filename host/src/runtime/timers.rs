@@ -16,6 +16,7 @@ impl WasmTransform {
     ) -> Result<TransformOutput, TransformError> {
         let ticks = self.deadline_ticks();
         let limits = self.limits;
+        let _running = self.running();
         let live = self.ensure_live()?;
         let Some(timers) = &live.timers else {
             return Err(TransformError::Fatal(
