@@ -233,3 +233,46 @@ fn a_fuel_budget_stops_a_busy_guest_the_same_way_on_any_machine() {
         "{err}"
     );
 }
+
+#[test]
+fn a_tenant_memory_quota_spans_its_instances() {
+    use weir::runtime::tenant::{Scheduler, Tenant};
+    let rt = runtime();
+    let scheduler = Scheduler::new(None, Duration::from_millis(5));
+    let quota = 48 << 20;
+    let acme = Tenant::new("acme", quota, 1, &scheduler);
+    let c = rt
+        .load(&guest("misbehave"), &[])
+        .unwrap()
+        .for_tenant(acme.clone());
+    let mut a = WasmTransform::new(&c, vec![], Limits::default(), "a", CallMode::Batch).unwrap();
+    let mut b = WasmTransform::new(&c, vec![], Limits::default(), "b", CallMode::Batch).unwrap();
+    let both = acme.memory_used();
+    assert!(both > 0, "instances charge their initial memory");
+    // One instance alone may use 256 MiB; the tenant's guests together only 48.
+    let err = a.process_batch(&batch(&["oom"])).unwrap_err();
+    assert_eq!(
+        err,
+        TransformError::TenantMemory {
+            tenant: "acme".into(),
+            limit: quota
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("tenant `acme` reached its guest memory quota of {quota} bytes")
+    );
+    // The trapped instance was dropped and its memory released; the other
+    // instance of the tenant keeps working.
+    assert!(
+        acme.memory_used() <= both,
+        "{} > {both}",
+        acme.memory_used()
+    );
+    assert_eq!(
+        values(&b.process_batch(&batch(&["ok"])).unwrap(), &batch(&["ok"])),
+        ["ok"]
+    );
+    drop((a, b));
+    assert_eq!(acme.memory_used(), 0);
+}

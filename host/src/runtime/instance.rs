@@ -121,7 +121,7 @@ impl WasmTransform {
             self.component.sandbox(),
             self.component.tenant.clone(),
         )
-            .map_err(TransformError::Fatal)?;
+        .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
         store.limiter(|s| &mut s.limiter);
         // Every tick interrupts a running guest: the call's CPU deadline is

@@ -35,7 +35,10 @@ pub struct Scheduler {
 #[derive(Debug)]
 struct Share {
     weight: u32,
+    /// Threads inside guest calls and not yielding right now.
     running: AtomicUsize,
+    /// Threads inside guest calls, yielding or not.
+    inside: AtomicUsize,
 }
 
 impl Scheduler {
@@ -61,6 +64,7 @@ impl Scheduler {
                 Arc::new(Share {
                     weight: weight.max(1),
                     running: AtomicUsize::new(0),
+                    inside: AtomicUsize::new(0),
                 })
             })
             .clone()
@@ -100,7 +104,12 @@ pub struct Tenant {
 impl Tenant {
     /// A tenant whose guests may hold `max_memory` bytes of linear memory
     /// together, scheduled with `weight` by `scheduler`.
-    pub fn new(name: &str, max_memory: usize, weight: u32, scheduler: &Arc<Scheduler>) -> Arc<Self> {
+    pub fn new(
+        name: &str,
+        max_memory: usize,
+        weight: u32,
+        scheduler: &Arc<Scheduler>,
+    ) -> Arc<Self> {
         Arc::new(Tenant {
             name: name.to_string(),
             max_memory,
@@ -138,6 +147,7 @@ impl Tenant {
 
     /// Mark the calling thread as inside a guest call until the guard drops.
     pub(crate) fn enter(self: &Arc<Self>) -> Running {
+        self.share.inside.fetch_add(1, Ordering::SeqCst);
         self.share.running.fetch_add(1, Ordering::SeqCst);
         self.scheduler.running.fetch_add(1, Ordering::SeqCst);
         Running(self.clone())
@@ -147,13 +157,21 @@ impl Tenant {
     /// if the machine is oversubscribed and this tenant is over its share.
     pub(crate) fn maybe_yield(&self) {
         let s = &self.scheduler;
-        let over = s.running.load(Ordering::SeqCst) > s.cores
-            && self.share.running.load(Ordering::SeqCst) > s.allowance(&self.share);
-        if over {
+        if s.running.load(Ordering::SeqCst) <= s.cores {
+            return;
+        }
+        let mine = self.share.running.load(Ordering::SeqCst);
+        let allowed = s.allowance(&self.share);
+        if mine > allowed {
+            // With n threads in calls and an allowance of k cores, each
+            // thread over it sleeps n - k ticks per tick it runs, so about
+            // k of them run at a time.
+            let inside = self.share.inside.load(Ordering::SeqCst);
+            let ticks = inside.saturating_sub(allowed).max(1) as u32;
             self.share.running.fetch_sub(1, Ordering::SeqCst);
             s.running.fetch_sub(1, Ordering::SeqCst);
-            s.yields.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(s.tick);
+            s.yields.fetch_add(ticks as u64, Ordering::Relaxed);
+            std::thread::sleep(s.tick * ticks);
             self.share.running.fetch_add(1, Ordering::SeqCst);
             s.running.fetch_add(1, Ordering::SeqCst);
         }
@@ -165,6 +183,7 @@ pub(crate) struct Running(Arc<Tenant>);
 
 impl Drop for Running {
     fn drop(&mut self) {
+        self.0.share.inside.fetch_sub(1, Ordering::SeqCst);
         self.0.share.running.fetch_sub(1, Ordering::SeqCst);
         self.0.scheduler.running.fetch_sub(1, Ordering::SeqCst);
     }

@@ -40,6 +40,17 @@ impl Transform for Misbehave {
                 r.position().offset
             ),
             b"loop" => spin(),
+            b"work" => {
+                // A fixed amount of CPU work (benchmarks of CPU sharing).
+                let mut x = 0x9e37_79b9_7f4a_7c15u64;
+                for _ in 0..20_000_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                }
+                out.emit(std::hint::black_box(x).to_le_bytes());
+                Ok(())
+            }
             b"oom" => {
                 let mut hog: Vec<Vec<u8>> = Vec::new();
                 loop {
