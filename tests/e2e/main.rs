@@ -13,3 +13,4 @@ mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
 mod stateful;
+mod tenants;

@@ -1,9 +1,11 @@
 //! Argument parsing and wiring; the only place that uses `anyhow` and
 //! installs a tracing subscriber.
 
+mod host;
 mod log;
 mod run;
 mod status;
+mod tenant_log;
 mod transform;
 mod validate;
 
@@ -38,6 +40,8 @@ enum Command {
     Transform(transform::Args),
     /// Run a pipeline file.
     Run(run::Args),
+    /// Run several tenants' pipelines in one process (quotas, CPU shares).
+    Host(host::Args),
     /// Create, append to and read topics of the embedded log.
     #[command(subcommand)]
     Log(log::LogCommand),
@@ -54,11 +58,18 @@ enum Command {
 }
 
 pub fn init_logging() {
-    use tracing_subscriber::EnvFilter;
+    use tracing_subscriber::filter::LevelFilter;
+    use tracing_subscriber::prelude::*;
+    use tracing_subscriber::{EnvFilter, fmt};
     let filter = EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+    tracing_subscriber::registry()
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter),
+        )
+        // Tenants' own logs (`weir host`) keep their guests' lines from info up.
+        .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO))
         .init();
 }
 
@@ -76,6 +87,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Validate(args) => validate::run(&runtime()?, args),
         Command::Transform(args) => transform::run(&runtime()?, args),
         Command::Run(args) => run::run(&runtime()?, args),
+        Command::Host(args) => host::run(&runtime()?, args),
         Command::Log(cmd) => log::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Status { checkpoint } => status::status(checkpoint).map(|()| ExitCode::SUCCESS),
         Command::Files { dir } => status::files(dir).map(|()| ExitCode::SUCCESS),

@@ -18,6 +18,7 @@ use weir::engine::{
     LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
     RunSummary, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
+use weir::runtime::tenant::Tenant;
 use weir::runtime::{Runtime, WasmTransform};
 use weir::spec::{Mode, OnError, Pipeline, SinkSpec, SourceSpec};
 
@@ -136,6 +137,7 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
 fn factory(
     runtime: &Runtime,
     spec: &Pipeline,
+    tenant: Option<Arc<Tenant>>,
 ) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy, bool)> {
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
@@ -143,12 +145,18 @@ fn factory(
         };
         return Ok((Box::new(identity), ErrorPolicy::Skip, false));
     };
-    let component = if t.limits.fuel.is_some() {
+    let mut component = if t.limits.fuel.is_some() {
         runtime.load_metered(&t.component, &t.grants)?
     } else {
         runtime.load(&t.component, &t.grants)?
     }
     .with_sandbox(t.sandbox.clone());
+    // Guest logs carry the tenant first, so they can be routed per tenant.
+    let mut name = spec.name.clone();
+    if let Some(tenant) = tenant {
+        name = format!("{}/{name}", tenant.name());
+        component = component.for_tenant(tenant);
+    }
     component.check_limits(&t.limits)?;
     let policy = match t.on_error {
         OnError::Fail => ErrorPolicy::Fail,
@@ -165,7 +173,6 @@ fn factory(
             t.component.display()
         );
     }
-    let name = spec.name.clone();
     let factory = move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
         let label = format!("{name}/source-{source}/task-{task}");
         let guest = WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?;
@@ -175,20 +182,23 @@ fn factory(
 }
 
 /// Either execution mode, behind one interface for the CLI.
-enum Query {
+pub(crate) enum Query {
     MicroBatch(Box<MicroBatchQuery>),
     Continuous(Box<ContinuousQuery>),
 }
 
 impl Query {
-    fn stop_handle(&self) -> Arc<std::sync::atomic::AtomicBool> {
+    pub(crate) fn stop_handle(&self) -> Arc<std::sync::atomic::AtomicBool> {
         match self {
             Query::MicroBatch(q) => q.stop_handle(),
             Query::Continuous(q) => q.stop_handle(),
         }
     }
 
-    fn run(&mut self, report: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
+    pub(crate) fn run(
+        &mut self,
+        report: &mut dyn FnMut(&Progress),
+    ) -> Result<RunSummary, EngineError> {
         match self {
             Query::MicroBatch(q) => q.run(report),
             Query::Continuous(q) => q.run(report),
@@ -196,20 +206,26 @@ impl Query {
     }
 }
 
-pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
-    let spec = Pipeline::load(&args.pipeline)?;
+/// Wire a pipeline's sources, transform (for `tenant`, when given) and
+/// sinks into a query over its checkpoint.
+pub(crate) fn build_query(
+    runtime: &Runtime,
+    spec: &Pipeline,
+    tenant: Option<Arc<Tenant>>,
+    exit_when_idle: Option<Duration>,
+) -> anyhow::Result<Query> {
     let sinks = spec
         .sinks
         .iter()
         .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (factory, error_policy, stateful) = factory(runtime, &spec)?;
+    let (factory, error_policy, stateful) = factory(runtime, spec, tenant)?;
     let state = StatefulOptions {
         stateful,
         ..spec.state.clone()
     };
     let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
-    let mut query = match spec.mode {
+    let query = match spec.mode {
         Mode::MicroBatch => {
             let sources = spec
                 .sources
@@ -245,7 +261,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
             let options = ContinuousOptions {
                 checkpoint_interval,
                 error_policy,
-                exit_when_idle: args.exit_when_idle,
+                exit_when_idle,
                 state,
                 ..ContinuousOptions::default()
             };
@@ -253,7 +269,14 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
                 .map(|q| Query::Continuous(Box::new(q)))
         }
     }
-    .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
+    .map_err(anyhow::Error::from)?;
+    Ok(query)
+}
+
+pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
+    let spec = Pipeline::load(&args.pipeline)?;
+    let mut query = build_query(runtime, &spec, None, args.exit_when_idle)
+        .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
     let stop = query.stop_handle();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;

@@ -139,6 +139,11 @@ impl Runtime {
         })
     }
 
+    /// The epoch tick: the granularity of CPU deadlines and CPU shares.
+    pub fn epoch_tick(&self) -> Duration {
+        self.options.epoch_tick
+    }
+
     /// As [`Runtime::load`], compiled with fuel metering, for pipelines
     /// with a `fuel` limit (deterministic CPU budgets).
     pub fn load_metered(

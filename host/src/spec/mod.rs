@@ -3,6 +3,7 @@
 //! `FILE:LINE:COLUMN: what is wrong`.
 
 mod connectors;
+mod host;
 mod kafka;
 mod raw;
 mod state;
@@ -17,6 +18,7 @@ use crate::connectors::file_source::LineFormat;
 use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{PidConfig, RecordLimits, Trigger};
 use crate::runtime::{CallMode, Limits, Sandbox};
+pub use host::{HostSpec, TenantSpec};
 pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 use raw::{RawBackpressure, RawPipeline, RawSource};
 use units::key_location;
