@@ -195,3 +195,14 @@ fn tenant_quotas_are_checked_before_anything_runs() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_example_host_file_is_valid() {
+    let path = crate::testkit::repo_root().join("examples/host.toml");
+    let spec = weir::spec::HostSpec::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.tenants.len(), 2);
+    assert_eq!(spec.pipelines.len(), 3);
+    for (t, p) in &spec.pipelines {
+        assert!(p.checkpoint.starts_with(&spec.tenants[*t].dir), "{p:?}");
+    }
+}
