@@ -3,34 +3,22 @@
 //! then write `commits/N`. Re-running an uncommitted batch over its recorded
 //! range with idempotent sinks makes the output exactly-once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::backpressure::PidRateEstimator;
-use super::batch::RecordBatch;
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ConnectorError, Sink, Source, SourceCheckpoint};
 use super::faults;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
-use super::output::TransformOutput;
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::query::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
-use super::state::run::progress_fields;
-use super::state::{BatchTime, TaskStats};
-use super::stateful_tasks::StatefulBatch;
-use super::tasks::{Tasks, sinks_description, write_sinks};
+use super::tasks::{sinks_description, write_sinks};
 
-/// A batch's state statistics: progress `stateOperators`, per-task stats
-/// (for the watermark) and progress `eventTime`.
-type StateStats = (
-    Vec<super::progress::StateOperatorProgress>,
-    BTreeMap<(usize, u32), TaskStats>,
-    BTreeMap<String, String>,
-);
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
 
@@ -341,69 +329,10 @@ impl MicroBatchQuery {
         }
         Ok(summary)
     }
-
-    /// Read the batch's range from every source and run each partition
-    /// through its task's transform instance.
-    #[allow(clippy::type_complexity)]
-    fn process(
-        &mut self,
-        entry: &OffsetEntry,
-    ) -> Result<
-        (
-            Vec<(RecordBatch, TransformOutput)>,
-            Vec<u64>,
-            u64,
-            StateStats,
-        ),
-        EngineError,
-    > {
-        let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
-        let mut per_source = vec![0u64; self.sources.len()];
-        for (i, r) in entry.sources.iter().enumerate() {
-            for b in self.sources[i]
-                .read(&r.start, &r.end)
-                .map_err(self.source_err(i))?
-            {
-                per_source[i] += b.len() as u64;
-                inputs.push((i, b));
-            }
-        }
-        let mut tasks = Tasks {
-            sources: &self.sources,
-            factory: &*self.factory,
-            transforms: &mut self.transforms,
-            policy: self.options.error_policy.clone(),
-        };
-        if !self.options.state.active() {
-            let (parts, rejected) = tasks.run(inputs)?;
-            return Ok((parts, per_source, rejected, StateStats::default()));
-        }
-        let time = BatchTime {
-            watermark: self.watermark.watermark_ms,
-            processing_time: entry.timestamp_ms,
-        };
-        let sb = StatefulBatch {
-            options: &self.options.state,
-            states: &mut self.states,
-            known: &mut self.known,
-            version: entry.batch_id,
-            time,
-            store: &*self.store,
-        };
-        let (parts, rejected, per_task) = tasks.run_stateful(inputs, sb)?;
-        let mut total = TaskStats::default();
-        for s in per_task.values() {
-            total.merge(s);
-        }
-        let (ops, event) = progress_fields(
-            &self.options.state,
-            &total,
-            self.known.len() as u64,
-            time.watermark,
-        );
-        Ok((parts, per_source, rejected, (ops, per_task, event)))
-    }
 }
+
+#[path = "microbatch_process.rs"]
+mod process;
 
 #[path = "microbatch_sources.rs"]
 mod sources;

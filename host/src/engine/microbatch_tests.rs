@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::*;
+use crate::engine::RecordBatch;
 use crate::engine::SinkBatch;
 use crate::engine::checkpoint::LocalCheckpointStore;
 use crate::engine::connector::Offset;

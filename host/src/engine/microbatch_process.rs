@@ -1,0 +1,86 @@
+//! Running one micro-batch: read its ranges, transform each partition's
+//! records on its task, with state and event time when the query has them.
+
+use std::collections::BTreeMap;
+
+use super::MicroBatchQuery;
+use crate::engine::batch::RecordBatch;
+use crate::engine::options::EngineError;
+use crate::engine::output::TransformOutput;
+use crate::engine::query::OffsetEntry;
+use crate::engine::state::run::progress_fields;
+use crate::engine::state::{BatchTime, TaskStats};
+use crate::engine::stateful_tasks::StatefulBatch;
+use crate::engine::tasks::Tasks;
+
+/// A batch's state statistics: progress `stateOperators`, per-task stats
+/// (for the watermark) and progress `eventTime`.
+pub(super) type StateStats = (
+    Vec<crate::engine::progress::StateOperatorProgress>,
+    BTreeMap<(usize, u32), TaskStats>,
+    BTreeMap<String, String>,
+);
+
+impl MicroBatchQuery {
+    /// Read the batch's range from every source and run each partition
+    /// through its task's transform instance.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn process(
+        &mut self,
+        entry: &OffsetEntry,
+    ) -> Result<
+        (
+            Vec<(RecordBatch, TransformOutput)>,
+            Vec<u64>,
+            u64,
+            StateStats,
+        ),
+        EngineError,
+    > {
+        let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
+        let mut per_source = vec![0u64; self.sources.len()];
+        for (i, r) in entry.sources.iter().enumerate() {
+            for b in self.sources[i]
+                .read(&r.start, &r.end)
+                .map_err(self.source_err(i))?
+            {
+                per_source[i] += b.len() as u64;
+                inputs.push((i, b));
+            }
+        }
+        let mut tasks = Tasks {
+            sources: &self.sources,
+            factory: &*self.factory,
+            transforms: &mut self.transforms,
+            policy: self.options.error_policy.clone(),
+        };
+        if !self.options.state.active() {
+            let (parts, rejected) = tasks.run(inputs)?;
+            return Ok((parts, per_source, rejected, StateStats::default()));
+        }
+        let time = BatchTime {
+            watermark: self.watermark.watermark_ms,
+            processing_time: entry.timestamp_ms,
+        };
+        let sb = StatefulBatch {
+            options: &self.options.state,
+            states: &mut self.states,
+            known: &mut self.known,
+            version: entry.batch_id,
+            time,
+            store: &*self.store,
+        };
+        let (parts, rejected, per_task) = tasks.run_stateful(inputs, sb)?;
+        let mut total = TaskStats::default();
+        for s in per_task.values() {
+            total.merge(s);
+        }
+        let (ops, event) = progress_fields(
+            &self.options.state,
+            &total,
+            self.known.len() as u64,
+            time.watermark,
+        );
+        Ok((parts, per_source, rejected, (ops, per_task, event)))
+    }
+}
