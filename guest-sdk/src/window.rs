@@ -19,6 +19,53 @@ use crate::codec::{Codec, time_key, time_of};
 use crate::state::{self, OutputMode, TimeDomain, Timer};
 use crate::{Batch, BatchOutput, Output, Record, RecordError};
 
+/// A transform that is one windowed aggregation: say how to build it from
+/// the config, and export `Windows<Self>`:
+///
+/// ```ignore
+/// struct PerKey;
+/// impl WindowedTransform for PerKey {
+///     type Agg = Count;
+///     fn build(config: &Config) -> Result<Windowed<Count>, String> {
+///         Ok(Windowed::tumbling(config.duration("size", Duration::from_secs(10))?, Count))
+///     }
+/// }
+/// weir_guest::export!(weir_guest::window::Windows<PerKey>);
+/// ```
+pub trait WindowedTransform: Sized + 'static {
+    type Agg: Aggregate;
+    fn build(config: &crate::Config) -> Result<Windowed<Self::Agg>, String>;
+}
+
+/// The [`crate::Transform`] of a [`WindowedTransform`].
+pub struct Windows<W: WindowedTransform>(Windowed<W::Agg>);
+
+impl<W: WindowedTransform> crate::Transform for Windows<W> {
+    fn init(config: &crate::Config) -> Result<Self, String> {
+        W::build(config).map(Windows)
+    }
+
+    fn process(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+    ) -> Result<(), RecordError> {
+        self.0.process(record, out)
+    }
+
+    fn process_batch(&mut self, batch: &Batch<'_>, out: &mut BatchOutput) -> Result<(), String> {
+        self.0.process_batch(batch, out)
+    }
+
+    fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> Result<(), String> {
+        if self.0.on_timer(timer, out) {
+            Ok(())
+        } else {
+            Err(format!("unexpected timer at {}", timer.time))
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Kind {
     /// Fixed windows every `slide` ms, `size` ms long (tumbling: equal).

@@ -4,13 +4,12 @@
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{guest, weir};
+use crate::testkit::{guest, run_command, run_ok, topic_values, weir};
 
 pub(crate) const FAULT_POINTS: [&str; 4] = [
     "after-offsets-write",
@@ -105,43 +104,20 @@ topic = "even"
     }
 
     pub(crate) fn command(&self) -> std::process::Command {
-        let mut c = weir();
-        c.arg("run")
-            .arg(self.path().join("p.toml"))
-            .args(["--progress", "none"]);
-        if self.continuous {
-            c.args(["--exit-when-idle", "300ms"]);
-        }
-        c.stdout(Stdio::null()).stderr(Stdio::piped());
-        c
+        run_command(self.path(), self.continuous.then_some("300ms"))
     }
 
     /// Run to completion; panics unless it exits 0.
     pub(crate) fn run_to_end(&self) {
-        let out = self.command().output().unwrap();
-        assert!(
-            out.status.success(),
-            "weir run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(self.command());
     }
 
     /// Everything committed to the sinks, sorted, as (sink, value) pairs.
     pub(crate) fn output(&self) -> Vec<(String, String)> {
         let mut got = Vec::new();
         for topic in ["out", "even"] {
-            let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else {
-                continue;
-            };
-            for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
-                let mut b = RecordBatch::new(p as u32);
-                t.read(p as u32, 0, end, &mut b).unwrap();
-                got.extend(b.iter().map(|r| {
-                    (
-                        topic.to_string(),
-                        String::from_utf8_lossy(r.value).into_owned(),
-                    )
-                }));
+            for v in topic_values(&self.path().join("log"), topic).unwrap_or_default() {
+                got.push((topic.to_string(), v));
             }
         }
         for line in weir::connectors::file_sink::read_committed(&self.path().join("odd")).unwrap() {

@@ -20,13 +20,7 @@ fn topic(log: &Path, name: &str, values: &[&str]) {
 }
 
 fn read(log: &Path, name: &str) -> Vec<String> {
-    let mut t = Topic::open(log, name).unwrap();
-    let end = t.committed_ends().unwrap()[0];
-    let mut b = RecordBatch::new(0);
-    t.read(0, 0, end, &mut b).unwrap();
-    b.iter()
-        .map(|r| String::from_utf8_lossy(r.value).into_owned())
-        .collect()
+    crate::testkit::topic_values(log, name).unwrap()
 }
 
 fn pipeline(dir: &Path, file: &str, name: &str, component: &str, input: &str, output: &str) {

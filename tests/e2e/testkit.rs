@@ -133,6 +133,47 @@ pub fn run_pipeline(dir: &Path, fault: Option<&str>) -> std::process::Output {
     c.output().unwrap()
 }
 
+/// `weir run DIR/p.toml` without progress; a continuous pipeline stops once
+/// idle for `idle`. Stdout discarded, stderr captured.
+pub fn run_command(dir: &Path, idle: Option<&str>) -> Command {
+    let mut c = weir();
+    c.arg("run")
+        .arg(dir.join("p.toml"))
+        .args(["--progress", "none"]);
+    if let Some(idle) = idle {
+        c.args(["--exit-when-idle", idle]);
+    }
+    c.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Run `c` to completion; panics with its stderr unless it exits 0.
+pub fn run_ok(mut c: Command) {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "weir failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The committed values of embedded-log topic `topic` under `log`,
+/// partition by partition; `None` when the topic does not exist.
+pub fn topic_values(log: &Path, topic: &str) -> Option<Vec<String>> {
+    let mut t = weir::log::Topic::open(log, topic).ok()?;
+    let mut got = Vec::new();
+    for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
+        let mut b = RecordBatch::new(p as u32);
+        t.read(p as u32, 0, end, &mut b).unwrap();
+        got.extend(
+            b.iter()
+                .map(|r| String::from_utf8_lossy(r.value).into_owned()),
+        );
+    }
+    Some(got)
+}
+
 /// A fixed-seed xorshift generator for "random" kill moments: varied, but
 /// the same on every run.
 pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {

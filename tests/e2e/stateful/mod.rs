@@ -8,13 +8,12 @@ mod failures;
 mod pipelines;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{guest, weir};
+use crate::testkit::{guest, run_command, run_ok, topic_values};
 
 /// Event times start here (ms since the Unix epoch).
 pub(crate) const BASE: i64 = 1_700_000_000_000;
@@ -111,25 +110,12 @@ topic = "out"
     }
 
     pub(crate) fn command(&self) -> std::process::Command {
-        let mut c = weir();
-        c.arg("run")
-            .arg(self.path().join("p.toml"))
-            .args(["--progress", "none"]);
-        if self.continuous {
-            c.args(["--exit-when-idle", "400ms"]);
-        }
-        c.stdout(Stdio::null()).stderr(Stdio::piped());
-        c
+        run_command(self.path(), self.continuous.then_some("400ms"))
     }
 
     /// Run to completion; panics unless it exits 0.
     pub(crate) fn run_to_end(&self) {
-        let out = self.command().output().unwrap();
-        assert!(
-            out.status.success(),
-            "weir run failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        run_ok(self.command());
     }
 
     /// Run with `WEIR_FAULT=fault`; true if the process was killed there.
@@ -150,18 +136,7 @@ topic = "out"
 
     /// Every value committed to topic `topic`, sorted.
     pub(crate) fn output_of(&self, topic: &str) -> Vec<String> {
-        let mut got = Vec::new();
-        let Ok(mut t) = Topic::open(&self.path().join("log"), topic) else {
-            return got;
-        };
-        for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
-            let mut b = RecordBatch::new(p as u32);
-            t.read(p as u32, 0, end, &mut b).unwrap();
-            got.extend(
-                b.iter()
-                    .map(|r| String::from_utf8_lossy(r.value).into_owned()),
-            );
-        }
+        let mut got = topic_values(&self.path().join("log"), topic).unwrap_or_default();
         got.sort();
         got
     }

@@ -10,15 +10,14 @@
 
 use std::time::Duration;
 
-use weir_guest::state::Timer;
-use weir_guest::window::{Aggregate, Window, Windowed, json_string};
-use weir_guest::{Batch, BatchOutput, Config, Output, Record, RecordError, Transform, json};
+use weir_guest::window::{Aggregate, Window, Windowed, WindowedTransform, Windows, json_string};
+use weir_guest::{Config, Record, RecordError, json};
 
 /// Pages kept per session summary.
 const MAX_PAGES: usize = 10;
 
 /// The session aggregate: click count and the first pages, `\n`-separated.
-struct Clicks {
+pub struct Clicks {
     page_field: String,
 }
 
@@ -71,38 +70,22 @@ fn push_page(pages: &mut String, page: &str) {
     }
 }
 
-pub struct Sessionize(Windowed<Clicks>);
+pub struct Sessionize;
 
-impl Transform for Sessionize {
-    fn init(config: &Config) -> Result<Self, String> {
+impl WindowedTransform for Sessionize {
+    type Agg = Clicks;
+
+    fn build(config: &Config) -> Result<Windowed<Clicks>, String> {
         config.only(&["gap", "user-field", "page-field"])?;
         let gap = config.duration("gap", Duration::from_secs(30))?;
         let user = config.get("user-field").unwrap_or("user").to_string();
         let page_field = config.get("page-field").unwrap_or("page").to_string();
-        let sessions = Windowed::session(gap, Clicks { page_field })
-            .key_by(move |r| Ok(json::field(r.value(), &user)?.to_key()));
-        Ok(Sessionize(sessions))
-    }
-
-    fn process(
-        &mut self,
-        record: &Record<'_>,
-        out: &mut Output<'_, '_>,
-    ) -> Result<(), RecordError> {
-        self.0.process(record, out)
-    }
-
-    fn process_batch(&mut self, batch: &Batch<'_>, out: &mut BatchOutput) -> Result<(), String> {
-        self.0.process_batch(batch, out)
-    }
-
-    fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> Result<(), String> {
-        self.0.on_timer(timer, out);
-        Ok(())
+        Ok(Windowed::session(gap, Clicks { page_field })
+            .key_by(move |r| Ok(json::field(r.value(), &user)?.to_key())))
     }
 }
 
-weir_guest::export!(Sessionize);
+weir_guest::export!(Windows<Sessionize>);
 
 #[cfg(test)]
 mod tests {
@@ -112,7 +95,7 @@ mod tests {
     #[test]
     fn clicks_close_to_each_other_form_one_session() {
         testing::reset_state();
-        let mut t: Sessionize = init(&[("gap", "10ms")]).unwrap();
+        let mut t: Windows<Sessionize> = init(&[("gap", "10ms")]).unwrap();
         let data = [
             ("u1", "/a", 0),
             ("u1", "/b", 8),

@@ -8,14 +8,15 @@
 
 use std::time::Duration;
 
-use weir_guest::state::Timer;
-use weir_guest::window::{Count, Windowed};
-use weir_guest::{Batch, BatchOutput, Config, Output, Record, RecordError, Transform, json};
+use weir_guest::window::{Count, Windowed, WindowedTransform, Windows};
+use weir_guest::{Config, json};
 
-pub struct WindowCount(Windowed<Count>);
+pub struct WindowCount;
 
-impl Transform for WindowCount {
-    fn init(config: &Config) -> Result<Self, String> {
+impl WindowedTransform for WindowCount {
+    type Agg = Count;
+
+    fn build(config: &Config) -> Result<Windowed<Count>, String> {
         config.only(&["key-field", "size", "slide"])?;
         let size = config.duration("size", Duration::from_secs(10))?;
         let windows = match config.get("slide") {
@@ -23,40 +24,22 @@ impl Transform for WindowCount {
             Some(_) => Windowed::sliding(size, config.duration("slide", size)?, Count),
         };
         let field = config.get("key-field").unwrap_or("key").to_string();
-        Ok(WindowCount(windows.key_by(move |r| {
-            Ok(json::field(r.value(), &field)?.to_key())
-        })))
-    }
-
-    fn process(
-        &mut self,
-        record: &Record<'_>,
-        out: &mut Output<'_, '_>,
-    ) -> Result<(), RecordError> {
-        self.0.process(record, out)
-    }
-
-    fn process_batch(&mut self, batch: &Batch<'_>, out: &mut BatchOutput) -> Result<(), String> {
-        self.0.process_batch(batch, out)
-    }
-
-    fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> Result<(), String> {
-        self.0.on_timer(timer, out);
-        Ok(())
+        Ok(windows.key_by(move |r| Ok(json::field(r.value(), &field)?.to_key())))
     }
 }
 
-weir_guest::export!(WindowCount);
+weir_guest::export!(Windows<WindowCount>);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weir_guest::Record;
     use weir_guest::testing::{self, fire_timers, init, run};
 
     #[test]
     fn counts_per_key_per_window() {
         testing::reset_state();
-        let mut t: WindowCount = init(&[("size", "10ms")]).unwrap();
+        let mut t: Windows<WindowCount> = init(&[("size", "10ms")]).unwrap();
         let recs: Vec<_> = [("a", 1), ("b", 2), ("a", 5), ("a", 11)]
             .iter()
             .map(|(k, ts)| {
@@ -75,6 +58,6 @@ mod tests {
                 r#"{"key":"b","start":0,"end":10,"count":1}"#
             ]
         );
-        assert!(init::<WindowCount>(&[("size", "ten")]).is_err());
+        assert!(init::<Windows<WindowCount>>(&[("size", "ten")]).is_err());
     }
 }
