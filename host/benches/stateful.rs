@@ -92,6 +92,7 @@ fn state_options(stateful: bool, disk: bool) -> StatefulOptions {
             field: Some("ts".into()),
             delay: Duration::from_secs(1),
             late: LatePolicy::Drop,
+            idle_timeout: None,
         }),
         ..StatefulOptions::default()
     }

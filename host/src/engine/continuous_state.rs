@@ -52,12 +52,15 @@ impl ContinuousQuery {
         }
         let before = self.watermark.watermark_ms;
         if let Some(et) = &self.options.state.event_time {
+            // The commit's time; it is recorded with the watermark in
+            // `commits/E`, so a restart continues from the same state.
+            let now = crate::engine::progress::now_ms();
             for (p, s) in stats {
                 if s.event.count > 0 {
-                    self.watermark.observe(format!("0/{p}"), s.event.max);
+                    self.watermark.observe(format!("0/{p}"), s.event.max, now);
                 }
             }
-            self.watermark.advance(et.delay);
+            self.watermark.advance(et.delay, et.idle_timeout, now);
         }
         let partitions = self.source.partition_count() as u64;
         progress_fields(&self.options.state, &total, partitions, before)

@@ -193,6 +193,7 @@ impl MicroBatchQuery {
                     // without data (Spark's no-data batch), so windows and
                     // timers the new watermark closes fire without waiting
                     // for more input.
+                    self.idle_advance(timestamp);
                     let no_data_batch = self.options.state.stateful
                         && self.options.state.event_time.is_some()
                         && self.watermark.watermark_ms.is_some()
@@ -243,10 +244,15 @@ impl MicroBatchQuery {
             if let Some(et) = &self.options.state.event_time {
                 for ((i, task), st) in &state_stats.1 {
                     if st.event.count > 0 {
-                        self.watermark.observe(format!("{i}/{task}"), st.event.max);
+                        self.watermark.observe(
+                            format!("{i}/{task}"),
+                            st.event.max,
+                            entry.timestamp_ms,
+                        );
                     }
                 }
-                self.watermark.advance(et.delay);
+                self.watermark
+                    .advance(et.delay, et.idle_timeout, entry.timestamp_ms);
             }
             let commit = CommitEntry {
                 batch_id,

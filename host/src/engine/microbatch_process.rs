@@ -22,6 +22,17 @@ pub(super) type StateStats = (
 );
 
 impl MicroBatchQuery {
+    /// With an idle timeout, time alone can move the watermark (a
+    /// partition goes idle): recompute it at processing time `now` before
+    /// deciding whether a batch without data is due.
+    pub(super) fn idle_advance(&mut self, now: i64) {
+        if let Some(et) = &self.options.state.event_time
+            && et.idle_timeout.is_some()
+        {
+            self.watermark.advance(et.delay, et.idle_timeout, now);
+        }
+    }
+
     /// Read the batch's range from every source and run each partition
     /// through its task's transform instance.
     #[allow(clippy::type_complexity)]

@@ -104,6 +104,7 @@ fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQ
             field: Some("ts".into()),
             delay: Duration::from_millis(5),
             late: LatePolicy::Drop,
+            idle_timeout: None,
         }),
         ..Default::default()
     };

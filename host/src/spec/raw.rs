@@ -33,6 +33,7 @@ pub struct RawEventTime {
     pub field: Option<String>,
     pub delay: Option<String>,
     pub late: Option<String>,
+    pub idle_timeout: Option<String>,
 }
 
 /// How keyed state is checkpointed.

@@ -30,6 +30,12 @@ pub(super) fn options(
                 field: e.field,
                 delay: parse_duration(e.delay.as_deref().unwrap_or("0s"))
                     .map_err(|err| format!("event-time.delay: {err}"))?,
+                idle_timeout: e
+                    .idle_timeout
+                    .as_deref()
+                    .map(parse_duration)
+                    .transpose()
+                    .map_err(|err| format!("event-time.idle-timeout: {err}"))?,
                 late: match e.late.as_deref().unwrap_or("drop") {
                     "drop" => LatePolicy::Drop,
                     "reject" => LatePolicy::Reject,

@@ -43,7 +43,11 @@ pub(crate) fn window_expected(inputs: &[Input]) -> Vec<String> {
 
 /// Tumbling `size` windows per key closed by the final watermark.
 pub(crate) fn windows_of(inputs: &[Input], size: i64, delay: i64) -> Vec<String> {
-    let wm = final_watermark(inputs, delay);
+    windows_until(inputs, size, final_watermark(inputs, delay))
+}
+
+/// Tumbling `size` windows per key that watermark `wm` closes.
+pub(crate) fn windows_until(inputs: &[Input], size: i64, wm: i64) -> Vec<String> {
     let mut counts: BTreeMap<(String, i64), u64> = BTreeMap::new();
     for (_, v, ts) in inputs {
         let key = v.split('"').nth(3).unwrap().to_string();
@@ -218,6 +222,61 @@ fn windowed_count_with_disk_state_in_both_modes() {
     golden(&spec, &inputs, &expected, &faults_at(&[2, 5]));
     spec.continuous = true;
     golden(&spec, &inputs, &expected, &faults_nth(&[1, 2]));
+}
+
+#[test]
+fn an_idle_partition_stops_holding_windows_back() {
+    // Both partitions get data; then partition 1 goes quiet while
+    // partition 0 goes on for a minute of event time.
+    let all = window_inputs(4000);
+    let (first, rest): (Vec<Input>, Vec<Input>) =
+        all.into_iter().partition(|r| r.2 < BASE + 600 * 13);
+    let later: Vec<Input> = rest.into_iter().filter(|r| r.0 == 0).collect();
+    let inputs: Vec<Input> = first.iter().chain(&later).cloned().collect();
+    let p0_max = later.iter().map(|r| r.2).max().unwrap();
+    let held_back = window_expected(&inputs);
+    let expected = windows_until(&inputs, WINDOW_MS, p0_max - DELAY_MS);
+    assert!(
+        expected.len() > held_back.len() + 20,
+        "the test needs a gap"
+    );
+    let with_idle = |f: &Fixture| {
+        let p = f.path().join("p.toml");
+        let t = std::fs::read_to_string(&p).unwrap();
+        let t = t.replace(
+            "delay = \"500ms\"",
+            "delay = \"500ms\"\nidle-timeout = \"1ms\"",
+        );
+        std::fs::write(p, t).unwrap();
+    };
+    for continuous in [false, true] {
+        for (idle, crash, want) in [
+            (false, false, &held_back),
+            (true, false, &expected),
+            (true, true, &expected),
+        ] {
+            let f = Fixture::new(&window_spec(continuous), &first);
+            if idle {
+                with_idle(&f);
+            }
+            f.run_to_end();
+            f.append(&later);
+            if crash {
+                let fault = if continuous {
+                    "mid-sink#2"
+                } else {
+                    "mid-sink@6"
+                };
+                assert!(f.run_with_fault(fault), "{fault}");
+            }
+            f.run_to_end();
+            assert_eq!(
+                &f.output(),
+                want,
+                "continuous={continuous}, idle-timeout={idle}, crash={crash}"
+            );
+        }
+    }
 }
 
 #[test]

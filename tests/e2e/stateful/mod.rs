@@ -105,6 +105,16 @@ topic = "out"
         }
     }
 
+    /// Append more input (as in `new`).
+    pub(crate) fn append(&self, inputs: &[Input]) {
+        let mut t = Topic::open(&self.path().join("log"), "in").unwrap();
+        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+        for (p, v, ts) in inputs {
+            parts[*p as usize].push(None, v.as_bytes(), *ts, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+    }
+
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }

@@ -29,6 +29,10 @@ pub struct EventTimeOptions {
     /// How far the watermark trails the largest event time seen.
     pub delay: Duration,
     pub late: LatePolicy,
+    /// A partition whose newest event time has not moved for this long (in
+    /// processing time) stops holding the watermark back, until it moves
+    /// again (Flink's idleness); `None`: every partition always counts.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// The watermark and what it is computed from; written to the checkpoint
@@ -41,18 +45,44 @@ pub struct Watermark {
     /// Largest event time seen per source partition ("<source>/<partition>").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_event_ms: BTreeMap<String, i64>,
+    /// Processing time (ms) at which each partition's largest event time
+    /// last moved, for the idle timeout.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moved_at_ms: BTreeMap<String, i64>,
 }
 
 impl Watermark {
-    pub fn observe(&mut self, partition: String, max: i64) {
-        let e = self.max_event_ms.entry(partition).or_insert(max);
-        *e = (*e).max(max);
+    /// Fold in a partition's largest event time of a batch processed at
+    /// processing time `now` (the batch's recorded time).
+    pub fn observe(&mut self, partition: String, max: i64, now: i64) {
+        let e = self
+            .max_event_ms
+            .entry(partition.clone())
+            .or_insert(i64::MIN);
+        if max > *e {
+            *e = max;
+            self.moved_at_ms.insert(partition, now);
+        }
     }
 
     /// Move the watermark to (smallest per-partition maximum) - delay: the
-    /// slowest partition holds it back. It never moves backwards.
-    pub fn advance(&mut self, delay: Duration) {
-        let Some(min) = self.max_event_ms.values().min() else {
+    /// slowest partition holds it back, unless it has been idle for
+    /// `idle` at processing time `now`. It never moves backwards; when every
+    /// partition is idle it stays where it is.
+    pub fn advance(&mut self, delay: Duration, idle: Option<Duration>, now: i64) {
+        let active = |p: &String| {
+            idle.is_none_or(|d| {
+                let moved = self.moved_at_ms.get(p).copied().unwrap_or(now);
+                now.saturating_sub(moved) < d.as_millis() as i64
+            })
+        };
+        let Some(min) = self
+            .max_event_ms
+            .iter()
+            .filter(|(p, _)| active(p))
+            .map(|(_, m)| *m)
+            .min()
+        else {
             return;
         };
         let next = min.saturating_sub(delay.as_millis() as i64);
@@ -292,19 +322,42 @@ mod tests {
 
     #[test]
     fn the_slowest_partition_holds_the_watermark_and_it_never_goes_back() {
+        let s = Duration::from_secs(1);
         let mut w = Watermark::default();
-        w.advance(Duration::from_secs(1));
+        w.advance(s, None, 0);
         assert_eq!(w.watermark_ms, None);
-        w.observe("0/0".into(), 10_000);
-        w.observe("0/1".into(), 5_000);
-        w.advance(Duration::from_secs(1));
+        w.observe("0/0".into(), 10_000, 0);
+        w.observe("0/1".into(), 5_000, 0);
+        w.advance(s, None, 0);
         assert_eq!(w.watermark_ms, Some(4_000));
-        w.observe("0/1".into(), 3_000);
-        w.advance(Duration::from_secs(1));
+        w.observe("0/1".into(), 3_000, 0);
+        w.advance(s, None, 0);
         assert_eq!(w.watermark_ms, Some(4_000));
-        w.observe("0/1".into(), 20_000);
-        w.advance(Duration::from_secs(1));
+        w.observe("0/1".into(), 20_000, 0);
+        w.advance(s, None, 0);
         assert_eq!(w.watermark_ms, Some(9_000));
+    }
+
+    #[test]
+    fn an_idle_partition_stops_holding_the_watermark_back() {
+        let (s, idle) = (Duration::from_secs(1), Some(Duration::from_secs(30)));
+        let mut w = Watermark::default();
+        w.observe("0/0".into(), 10_000, 0);
+        w.observe("0/1".into(), 50_000, 0);
+        w.advance(s, idle, 1_000);
+        assert_eq!(w.watermark_ms, Some(9_000), "both active");
+        // Partition 0 gets nothing new for 30 s of processing time.
+        w.observe("0/1".into(), 70_000, 40_000);
+        w.advance(s, idle, 40_000);
+        assert_eq!(w.watermark_ms, Some(69_000), "partition 0 is idle");
+        // Everyone idle: the watermark holds.
+        w.advance(s, idle, 100_000);
+        assert_eq!(w.watermark_ms, Some(69_000));
+        // Partition 0 comes back with old data: it counts again, but the
+        // watermark never moves back.
+        w.observe("0/0".into(), 12_000, 100_000);
+        w.advance(s, idle, 100_000);
+        assert_eq!(w.watermark_ms, Some(69_000));
     }
 
     #[test]
@@ -320,6 +373,7 @@ mod tests {
             field: Some("ts".into()),
             delay: Duration::ZERO,
             late: LatePolicy::Drop,
+            idle_timeout: None,
         };
         let s = split(b.clone(), &o, Some(4));
         assert_eq!(s.on_time.offsets, vec![0, 3]);
