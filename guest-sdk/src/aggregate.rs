@@ -14,7 +14,7 @@ pub struct Window {
 /// A user aggregate: how records fold into an accumulator and what a
 /// window's result looks like.
 pub trait Aggregate: 'static {
-    type Acc: Codec;
+    type Acc: Codec + Clone;
     fn zero(&self) -> Self::Acc;
     fn add(&self, acc: &mut Self::Acc, record: &Record<'_>) -> Result<(), RecordError>;
     /// Fold `other` into `into` (session windows merge when a record

@@ -53,6 +53,13 @@ mod imp {
     pub fn delete(key: &[u8]) {
         state::delete(key)
     }
+    pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
+        let entries: Vec<state::Entry> = entries
+            .into_iter()
+            .map(|(key, value)| state::Entry { key, value })
+            .collect();
+        state::put_many(&entries)
+    }
     pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
         state::scan(start, end, limit)
             .into_iter()
@@ -102,6 +109,9 @@ mod imp {
     }
     pub fn delete(key: &[u8]) {
         NATIVE.with(|n| n.borrow_mut().state.remove(key));
+    }
+    pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
+        NATIVE.with(|n| n.borrow_mut().state.extend(entries));
     }
     pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
         NATIVE.with(|n| {
@@ -159,6 +169,13 @@ pub fn put(key: &[u8], value: &[u8]) {
 /// Remove `key`.
 pub fn delete(key: &[u8]) {
     imp::delete(key)
+}
+
+/// Store every entry with one host call (cheaper than one `put` each).
+pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
+    if !entries.is_empty() {
+        imp::put_many(entries)
+    }
 }
 
 /// Up to `limit` entries with `start <= key < end` (`None`: no upper bound).

@@ -55,6 +55,15 @@ impl StateHost for HostState {
         self.ctx.state.delete(&key);
     }
 
+    fn put_many(&mut self, entries: Vec<Entry>) {
+        for e in entries {
+            if !self.admit(&e.key, e.value.len()) {
+                return;
+            }
+            self.ctx.state.put(&e.key, e.value);
+        }
+    }
+
     fn scan(&mut self, start: Vec<u8>, end: Option<Vec<u8>>, limit: u32) -> Vec<Entry> {
         let limit = limit.min(MAX_SCAN) as usize;
         entries(self.ctx.state.scan(&start, end.as_deref(), limit))
