@@ -11,18 +11,20 @@
 //! Output records carry the window's key, and its last millisecond
 //! (`end - 1`) as timestamp.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use crate::aggregate::{Aggregate, Count, Window, json_string};
-use crate::codec::{Codec, time_key, time_of};
 use crate::state::{self, OutputMode, TimeDomain, Timer};
 use crate::{Batch, BatchOutput, Output, Record, RecordError};
 
 /// A transform that is one windowed aggregation: say how to build it from
 /// the config, and export `Windows<Self>`:
 ///
-/// ```ignore
+/// ```no_run
+/// # use std::time::Duration;
+/// # use weir_guest::Config;
+/// # use weir_guest::window::{Count, Windowed, WindowedTransform};
 /// struct PerKey;
 /// impl WindowedTransform for PerKey {
 ///     type Agg = Count;
@@ -89,8 +91,8 @@ pub struct Windowed<A: Aggregate> {
     checked: bool,
 }
 
-const FIXED: u8 = b'W';
-const SESSION: u8 = b'S';
+pub(crate) const FIXED: u8 = b'W';
+pub(crate) const SESSION: u8 = b'S';
 
 fn ms(d: Duration) -> i64 {
     (d.as_millis() as i64).max(1)
@@ -371,101 +373,9 @@ impl<A: Aggregate> Windowed<A> {
     }
 }
 
-/// Fixed windows' accumulators read during one call and written back with
-/// one `put_many` at its end: a batch costs one host call per distinct
-/// window it touches plus one, instead of two per record. A call that
-/// traps writes nothing, and the host's state is unchanged.
-struct Cache<Acc> {
-    entries: HashMap<Vec<u8>, (Acc, bool)>,
-}
-
-impl<Acc> Default for Cache<Acc> {
-    fn default() -> Self {
-        Cache {
-            entries: HashMap::new(),
-        }
-    }
-}
-
-impl<Acc: Codec + Clone> Cache<Acc> {
-    fn get<A: Aggregate<Acc = Acc>>(&mut self, k: &[u8]) -> Result<Option<Acc>, RecordError> {
-        if let Some((acc, _)) = self.entries.get(k) {
-            return Ok(Some(acc.clone()));
-        }
-        match state::get(k) {
-            None => Ok(None),
-            Some(b) => {
-                let acc = decode_acc::<A>(&b)?;
-                self.entries.insert(k.to_vec(), (acc.clone(), false));
-                Ok(Some(acc))
-            }
-        }
-    }
-
-    fn put(&mut self, k: Vec<u8>, acc: Acc) {
-        self.entries.insert(k, (acc, true));
-    }
-
-    fn flush(&mut self) {
-        let dirty: Vec<(Vec<u8>, Vec<u8>)> = self
-            .entries
-            .drain()
-            .filter(|(_, (_, dirty))| *dirty)
-            .map(|(k, (acc, _))| (k, acc.to_bytes()))
-            .collect();
-        state::put_many(dirty);
-    }
-}
-
-fn fixed_key(start: i64, end: i64, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(17 + key.len());
-    k.push(FIXED);
-    k.extend_from_slice(&time_key(end));
-    k.extend_from_slice(&time_key(start));
-    k.extend_from_slice(key);
-    k
-}
-
-fn parse_fixed(k: &[u8]) -> Option<(Window, &[u8])> {
-    if k.len() < 17 || k[0] != FIXED {
-        return None;
-    }
-    let end = time_of(&k[1..9]);
-    let start = time_of(&k[9..17]);
-    Some((Window { start, end }, &k[17..]))
-}
-
-fn decode_acc<A: Aggregate>(b: &[u8]) -> Result<A::Acc, RecordError> {
-    let mut s = b;
-    A::Acc::decode(&mut s).ok_or_else(|| RecordError::fatal("corrupt window state"))
-}
-
-type Session<A> = (i64, i64, <A as Aggregate>::Acc);
-
-fn encode_sessions<A: Aggregate>(sessions: &[Session<A>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    (sessions.len() as u64).encode(&mut out);
-    for (start, end, acc) in sessions {
-        start.encode(&mut out);
-        end.encode(&mut out);
-        acc.encode(&mut out);
-    }
-    out
-}
-
-fn decode_sessions<A: Aggregate>(b: &[u8]) -> Result<Vec<Session<A>>, RecordError> {
-    let corrupt = || RecordError::fatal("corrupt session state");
-    let mut s = b;
-    let n = u64::decode(&mut s).ok_or_else(corrupt)?;
-    let mut out = Vec::with_capacity(n.min(1024) as usize);
-    for _ in 0..n {
-        let start = i64::decode(&mut s).ok_or_else(corrupt)?;
-        let end = i64::decode(&mut s).ok_or_else(corrupt)?;
-        let acc = A::Acc::decode(&mut s).ok_or_else(corrupt)?;
-        out.push((start, end, acc));
-    }
-    Ok(out)
-}
+#[path = "window_state.rs"]
+mod window_state;
+use window_state::{Cache, decode_acc, decode_sessions, encode_sessions, fixed_key, parse_fixed};
 
 #[cfg(test)]
 #[path = "window_tests.rs"]

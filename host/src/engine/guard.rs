@@ -103,25 +103,37 @@ impl Guarded {
         None
     }
 
-    /// One call of the inner transform; with state, a failed call's state
-    /// changes are rolled back.
+    /// One call of the inner transform, checked against the output limits
+    /// (`Ok(Err(why))`: the output broke one). With state, the changes of a
+    /// call that failed or broke a limit are rolled back.
     fn call(
         &mut self,
         input: &RecordBatch,
         ctx: Option<&mut StateContext>,
-    ) -> Result<TransformOutput, TransformError> {
-        let Some(ctx) = ctx else {
-            return self.inner.process_batch(input);
+    ) -> Result<Result<TransformOutput, String>, TransformError> {
+        let r = match ctx {
+            None => self.inner.process_batch(input),
+            Some(ctx) => {
+                ctx.state.begin_call();
+                let r = self.inner.process_stateful(input, ctx);
+                let kept = r.map(|out| self.checked(out));
+                if matches!(kept, Ok(Ok(_))) {
+                    ctx.state.end_call();
+                } else {
+                    ctx.state.rollback_call();
+                }
+                return kept;
+            }
         };
-        ctx.state.begin_call();
-        let r = self.inner.process_stateful(input, ctx);
-        let keep = r.as_ref().is_ok_and(|out| self.over_limit(out).is_none());
-        if keep {
-            ctx.state.end_call();
-        } else {
-            ctx.state.rollback_call();
+        r.map(|out| self.checked(out))
+    }
+
+    /// `out`, or why it breaks the output limits.
+    fn checked(&self, out: TransformOutput) -> Result<TransformOutput, String> {
+        match self.over_limit(&out) {
+            Some(why) => Err(why),
+            None => Ok(out),
         }
-        r
     }
 
     /// Run `input` record by record on the inner transform, turning each
@@ -151,14 +163,12 @@ impl Guarded {
             }
             single.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
             match self.call(&single, ctx.as_deref_mut()) {
-                Ok(out) => match self.over_limit(&out) {
-                    Some(why) => merged.rejected.push(Rejected {
-                        index: i as u32,
-                        kind: RejectKind::OutputLimit,
-                        reason: why,
-                    }),
-                    None => append(&mut merged, &out, &single, i as u32),
-                },
+                Ok(Ok(out)) => append(&mut merged, &out, &single, i as u32),
+                Ok(Err(why)) => merged.rejected.push(Rejected {
+                    index: i as u32,
+                    kind: RejectKind::OutputLimit,
+                    reason: why,
+                }),
                 Err(e) if e.poisons_instance() => {
                     self.record_failure(&e)?;
                     merged.rejected.push(Rejected {
@@ -186,11 +196,9 @@ impl Guarded {
             return self.isolate(input, ctx);
         }
         match self.call(input, ctx.as_deref_mut()) {
-            Ok(out) => match self.over_limit(&out) {
-                // Find the records that broke the limit.
-                Some(_) => self.isolate(input, ctx),
-                None => Ok(out),
-            },
+            Ok(Ok(out)) => Ok(out),
+            // Find the records that broke the limit.
+            Ok(Err(_)) => self.isolate(input, ctx),
             Err(e) if e.poisons_instance() => {
                 self.record_failure(&e)?;
                 self.isolate(input, ctx)
@@ -222,13 +230,10 @@ impl Transform for Guarded {
         ctx: &mut StateContext,
     ) -> Result<TransformOutput, TransformError> {
         ctx.state.begin_call();
-        let r = self
-            .inner
-            .on_timers(fired, ctx)
-            .and_then(|out| match self.over_limit(&out) {
-                Some(why) => Err(TransformError::Fatal(format!("timer handler: {why}"))),
-                None => Ok(out),
-            });
+        let r = self.inner.on_timers(fired, ctx).and_then(|out| {
+            self.checked(out)
+                .map_err(|why| TransformError::Fatal(format!("timer handler: {why}")))
+        });
         match &r {
             Ok(_) => ctx.state.end_call(),
             Err(e) => {

@@ -4,7 +4,7 @@
 
 use super::Input;
 use super::examples::{dedup_of, sessions_of, windows_of};
-use crate::testkit::{guest, repo_root, weir};
+use crate::testkit::{guest, repo_root, run_command, run_ok};
 
 fn inputs(data: &str) -> Vec<Input> {
     let text = std::fs::read_to_string(
@@ -45,17 +45,7 @@ fn run_example(name: &str, component: &str, data: &str) -> Vec<String> {
         spec = spec.replace(&from, &to);
     }
     std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-    let out = weir()
-        .arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "none"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(run_command(dir.path(), None));
     let mut got: Vec<String> = weir::connectors::file_sink::read_committed(&dir.path().join("out"))
         .unwrap()
         .into_iter()

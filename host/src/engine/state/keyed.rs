@@ -106,32 +106,29 @@ impl KeyedState {
     /// Set or remove a raw (namespaced) key, keeping the counters, the
     /// dirty set and the journal in step.
     fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
-        let user = key.first() == Some(&USER);
+        let user = (key.first() == Some(&USER)) as u64;
         let size = key.len() + ENTRY_OVERHEAD;
-        let old = match value {
+        // Whether the key exists afterwards follows from the operation; no
+        // second lookup (which costs a B-tree read on the disk backend).
+        let (old, present) = match value {
             Some(v) => {
                 self.bytes += v.len();
-                self.map.insert(key.clone(), v)
+                (self.map.insert(key.clone(), v), true)
             }
-            None => self.map.remove(&key),
+            None => (self.map.remove(&key), false),
         };
-        match &old {
-            Some(o) => self.bytes -= o.len(),
-            None => self.bytes += size,
-        }
-        if self.map.contains(&key) {
-            if old.is_none() && user {
-                self.user_rows += 1;
-            }
-        } else if old.is_some() {
-            self.bytes -= size;
-            if user {
-                self.user_rows -= 1;
-            }
-        } else {
+        match (&old, present) {
             // Removing an absent key changes nothing.
-            self.bytes -= size;
-            return;
+            (None, false) => return,
+            (None, true) => {
+                self.bytes += size;
+                self.user_rows += user;
+            }
+            (Some(o), true) => self.bytes -= o.len(),
+            (Some(o), false) => {
+                self.bytes -= o.len() + size;
+                self.user_rows -= user;
+            }
         }
         if let Some(j) = &mut self.journal {
             j.push((key.clone(), old));
