@@ -61,6 +61,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
             &pipeline,
             Some(tenants[&tenant].clone()),
             args.exit_when_idle,
+            false,
         )
         .with_context(|| format!("starting pipeline {label}"));
         let mut query = match query {

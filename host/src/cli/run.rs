@@ -42,6 +42,11 @@ pub struct Args {
     /// arrived for this long and everything read is committed (e.g. "2s").
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     exit_when_idle: Option<Duration>,
+    /// Keep the checkpoint's state and position although the component, the
+    /// event-time settings or the output mode changed (state key and state
+    /// partitions can never change).
+    #[arg(long)]
+    upgrade: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -138,12 +143,12 @@ fn factory(
     runtime: &Runtime,
     spec: &Pipeline,
     tenant: Option<Arc<Tenant>>,
-) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy, bool)> {
+) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy, bool, Option<String>)> {
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(identity)))
         };
-        return Ok((Box::new(identity), ErrorPolicy::Skip, false));
+        return Ok((Box::new(identity), ErrorPolicy::Skip, false, None));
     };
     let mut component = if t.limits.fuel.is_some() {
         runtime.load_metered(&t.component, &t.grants)?
@@ -166,6 +171,18 @@ fn factory(
         },
     };
     let stateful = component.info().stateful;
+    let id = format!("sha256:{}", component.info().sha256);
+    match (&spec.state_key, stateful) {
+        (None, true) => anyhow::bail!(
+            "{} keeps keyed state, so the pipeline must say how records are keyed: [state] key = \"record-key\" or key-field = \"<json.path>\" (state is partitioned by that key)",
+            t.component.display()
+        ),
+        (Some(_), false) => anyhow::bail!(
+            "[state] key / key-field partition keyed state, and {} imports no keyed state (weir:transform/state); remove them",
+            t.component.display()
+        ),
+        _ => {}
+    }
     if !stateful && spec.state.output_mode != OutputMode::Append {
         anyhow::bail!(
             "output-mode = \"{}\" needs a stateful transform, and {} imports no keyed state (weir:transform/state); stateless transforms emit in append mode",
@@ -174,11 +191,15 @@ fn factory(
         );
     }
     let factory = move |source: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-        let label = format!("{name}/source-{source}/task-{task}");
+        let label = if stateful {
+            format!("{name}/state-partition-{task}")
+        } else {
+            format!("{name}/source-{source}/task-{task}")
+        };
         let guest = WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?;
         Ok(Box::new(Guarded::new(Box::new(guest), t.record_limits)))
     };
-    Ok((Box::new(factory), policy, stateful))
+    Ok((Box::new(factory), policy, stateful, Some(id)))
 }
 
 /// Either execution mode, behind one interface for the CLI.
@@ -213,13 +234,14 @@ pub(crate) fn build_query(
     spec: &Pipeline,
     tenant: Option<Arc<Tenant>>,
     exit_when_idle: Option<Duration>,
+    upgrade: bool,
 ) -> anyhow::Result<Query> {
     let sinks = spec
         .sinks
         .iter()
         .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (factory, error_policy, stateful) = factory(runtime, spec, tenant)?;
+    let (factory, error_policy, stateful, component) = factory(runtime, spec, tenant)?;
     let state = StatefulOptions {
         stateful,
         ..spec.state.clone()
@@ -237,6 +259,8 @@ pub(crate) fn build_query(
                 error_policy: error_policy.clone(),
                 backpressure: spec.backpressure,
                 state,
+                upgrade,
+                component,
                 ..QueryOptions::default()
             };
             MicroBatchQuery::new(store, sources, factory, sinks, options)
@@ -263,6 +287,8 @@ pub(crate) fn build_query(
                 error_policy,
                 exit_when_idle,
                 state,
+                upgrade,
+                component,
                 ..ContinuousOptions::default()
             };
             ContinuousQuery::new(store, source, factory, sinks, options)
@@ -275,7 +301,7 @@ pub(crate) fn build_query(
 
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
     let spec = Pipeline::load(&args.pipeline)?;
-    let mut query = build_query(runtime, &spec, None, args.exit_when_idle)
+    let mut query = build_query(runtime, &spec, None, args.exit_when_idle, args.upgrade)
         .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
     let stop = query.stop_handle();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

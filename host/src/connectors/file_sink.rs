@@ -24,11 +24,15 @@ pub struct Manifest {
     pub batch_id: u64,
     pub files: Vec<String>,
     pub records: u64,
+    /// The query that wrote it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_id: Option<String>,
 }
 
 pub struct FileSink {
     dir: PathBuf,
     format: FileFormat,
+    query_id: Option<String>,
 }
 
 fn manifest_path(dir: &Path, batch_id: u64) -> PathBuf {
@@ -39,7 +43,11 @@ fn manifest_path(dir: &Path, batch_id: u64) -> PathBuf {
 
 impl FileSink {
     pub fn new(dir: PathBuf, format: FileFormat) -> Self {
-        FileSink { dir, format }
+        FileSink {
+            dir,
+            format,
+            query_id: None,
+        }
     }
 
     fn encode(&self, o: &crate::engine::OutputRef<'_>, buf: &mut Vec<u8>) {
@@ -62,6 +70,38 @@ impl FileSink {
 impl Sink for FileSink {
     fn description(&self) -> String {
         format!("files:{}", self.dir.display())
+    }
+
+    /// Claim the directory for `query_id` (`_weir/query`). Batch ids are
+    /// per query, so a second query writing here would have its batches
+    /// taken for already-written ones and skipped: refuse it instead.
+    fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
+        let io = |p: &Path, e: std::io::Error| ConnectorError(format!("{}: {e}", p.display()));
+        let owner = self.dir.join("_weir").join("query");
+        match std::fs::read_to_string(&owner) {
+            Ok(id) if id.trim() == query_id => {}
+            Ok(id) => {
+                return Err(ConnectorError(format!(
+                    "{} holds the output of another query (id {}); a new query (a new checkpoint) must write to a new directory",
+                    self.dir.display(),
+                    id.trim()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let manifests = self.dir.join("_weir").join("manifest");
+                let used = std::fs::read_dir(&manifests).is_ok_and(|mut d| d.next().is_some());
+                if used {
+                    return Err(ConnectorError(format!(
+                        "{} holds output of a query weir cannot identify (no _weir/query); write to a new directory",
+                        self.dir.display()
+                    )));
+                }
+                write_atomic(&owner, query_id.as_bytes()).map_err(|e| io(&owner, e))?;
+            }
+            Err(e) => return Err(io(&owner, e)),
+        }
+        self.query_id = Some(query_id.to_string());
+        Ok(())
     }
 
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
@@ -88,6 +128,7 @@ impl Sink for FileSink {
             batch_id,
             files,
             records,
+            query_id: self.query_id.clone(),
         };
         write_atomic(&manifest, &serde_json::to_vec(&m).expect("manifest"))
             .map_err(|e| io(&manifest, e))?;
@@ -130,4 +171,28 @@ pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
         }
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_belongs_to_one_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
+        a.open("query-a").unwrap();
+        a.open("query-a").unwrap();
+        let mut b = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
+        let err = b.open("query-b").unwrap_err().to_string();
+        assert!(
+            err.contains("holds the output of another query (id query-a)"),
+            "{err}"
+        );
+        // A directory with manifests but no owner is not adopted either.
+        std::fs::remove_file(dir.path().join("_weir/query")).unwrap();
+        write_atomic(&manifest_path(dir.path(), 0), b"{}").unwrap();
+        let err = b.open("query-b").unwrap_err().to_string();
+        assert!(err.contains("cannot identify"), "{err}");
+    }
 }

@@ -32,6 +32,20 @@ pub trait CheckpointStore: Send + Sync {
     fn delete(&self, path: &str) -> Result<(), CheckpointError>;
     /// Where this store lives, for messages.
     fn location(&self) -> String;
+    /// Hold the checkpoint for one running query until the guard drops:
+    /// two queries writing one checkpoint would both write `offsets/N`.
+    fn lock(&self) -> Result<CheckpointLock, CheckpointError> {
+        Ok(CheckpointLock(Box::new(())))
+    }
+}
+
+/// Keeps a checkpoint locked while alive (see [`CheckpointStore::lock`]).
+pub struct CheckpointLock(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for CheckpointLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckpointLock")
+    }
 }
 
 /// A checkpoint directory on the local file system.
@@ -120,6 +134,45 @@ impl CheckpointStore for LocalCheckpointStore {
     fn location(&self) -> String {
         self.root.display().to_string()
     }
+
+    /// An exclusive `flock` on `<checkpoint>/lock`, which holds the owner's
+    /// pid for the message a second process gets. The kernel drops the lock
+    /// when its process dies, even by SIGKILL, so a crash never leaves the
+    /// checkpoint locked.
+    fn lock(&self) -> Result<CheckpointLock, CheckpointError> {
+        use std::io::{Read, Seek};
+        use std::os::fd::AsRawFd;
+        let path = self.root.join("lock");
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() != std::io::ErrorKind::WouldBlock {
+                return Err(io(&path, err));
+            }
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(CheckpointError::Mismatch(format!(
+                "checkpoint {} is in use by another weir process (pid {}); stop it first, or give this pipeline its own checkpoint",
+                self.root.display(),
+                holder.trim()
+            )));
+        }
+        let write_pid = |f: &mut File| -> std::io::Result<()> {
+            f.set_len(0)?;
+            f.rewind()?;
+            write!(f, "{}", std::process::id())?;
+            f.sync_all()
+        };
+        write_pid(&mut file).map_err(|e| io(&path, e))?;
+        Ok(CheckpointLock(Box::new(file)))
+    }
 }
 
 /// Format version written as the first line of every log entry, as Spark does.
@@ -172,6 +225,21 @@ pub fn read_entry<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_locked_checkpoint_names_its_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalCheckpointStore::open(dir.path()).unwrap();
+        let held = store.lock().unwrap();
+        let err = store.lock().unwrap_err().to_string();
+        let pid = std::process::id();
+        assert!(
+            err.contains(&format!("in use by another weir process (pid {pid})")),
+            "{err}"
+        );
+        drop(held);
+        store.lock().unwrap();
+    }
 
     #[test]
     fn entries_round_trip_and_corruption_is_named() {

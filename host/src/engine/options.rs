@@ -64,6 +64,14 @@ pub struct QueryOptions {
     pub backpressure: Option<super::backpressure::PidConfig>,
     /// Event time, keyed state and timers.
     pub state: super::state::StatefulOptions,
+    /// Most tasks (state partitions, input tasks) running at once.
+    pub parallelism: usize,
+    /// Accept a checkpoint written by another component or with other
+    /// upgradable settings (see [`super::identity`]).
+    pub upgrade: bool,
+    /// The transform component's identity (`sha256:<hex>`), recorded in
+    /// the checkpoint.
+    pub component: Option<String>,
 }
 
 impl Default for QueryOptions {
@@ -75,6 +83,9 @@ impl Default for QueryOptions {
             idle_poll: Duration::from_millis(2),
             backpressure: None,
             state: Default::default(),
+            parallelism: super::parallel::default_parallelism(),
+            upgrade: false,
+            component: None,
         }
     }
 }
@@ -102,6 +113,20 @@ pub enum EngineError {
     },
     #[error("the transform sent records to output `{0}`, but the pipeline has no sink named `{0}`")]
     Unrouted(String),
+    #[error("transform of state partition {partition}: {err}")]
+    StatePartition { partition: u32, err: TransformError },
+    #[error(
+        "record at partition {partition}, offset {offset} of `{source_name}` belongs to state partition {belongs}: the source is not partitioned by the state key with state.partitions = {partitions}; remove state.exchange = false so records are routed by key"
+    )]
+    NotPartitionedByKey {
+        source_name: String,
+        partition: u32,
+        offset: i64,
+        belongs: u32,
+        partitions: u32,
+    },
+    #[error("task thread for {task} stopped: {message}")]
+    TaskPanicked { task: String, message: String },
 }
 
 /// What a finished `run` did.
@@ -126,6 +151,10 @@ pub struct ContinuousOptions {
     pub keep_batches: u64,
     /// Event time, keyed state and timers.
     pub state: super::state::StatefulOptions,
+    /// See [`QueryOptions::upgrade`].
+    pub upgrade: bool,
+    /// See [`QueryOptions::component`].
+    pub component: Option<String>,
 }
 
 impl Default for ContinuousOptions {
@@ -137,6 +166,8 @@ impl Default for ContinuousOptions {
             exit_when_idle: None,
             keep_batches: 100,
             state: Default::default(),
+            upgrade: false,
+            component: None,
         }
     }
 }

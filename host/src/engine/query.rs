@@ -18,6 +18,9 @@ pub struct Metadata {
     pub id: String,
     pub mode: String,
     pub sources: Vec<String>,
+    /// The component and state settings (see [`super::identity`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<super::identity::Settings>,
 }
 
 /// `offsets/N`: the exact input range of batch N, durable before it runs.
@@ -87,13 +90,17 @@ pub fn commits_path(n: u64) -> String {
 }
 
 /// Load the query's metadata, creating it on first start, and refuse a
-/// checkpoint that belongs to other sources or another mode.
+/// checkpoint that belongs to other sources or another mode, or whose
+/// settings differ (see [`super::identity::check`]; `upgrade` accepts
+/// upgradable changes and records them).
 pub fn load_or_create_metadata(
     store: &dyn CheckpointStore,
     mode: &str,
     sources: Vec<String>,
+    settings: super::identity::Settings,
+    upgrade: bool,
 ) -> Result<Metadata, CheckpointError> {
-    if let Some(existing) = read_entry::<Metadata>(store, "metadata")? {
+    if let Some(mut existing) = read_entry::<Metadata>(store, "metadata")? {
         if existing.sources != sources {
             return Err(CheckpointError::Mismatch(format!(
                 "checkpoint {} was written for source(s) [{}], not [{}]; use a new checkpoint location for a different source",
@@ -109,12 +116,25 @@ pub fn load_or_create_metadata(
                 existing.mode
             )));
         }
+        let fresh = store.list_numbered("offsets")?.is_empty();
+        let rewrite = super::identity::check(
+            &store.location(),
+            existing.settings.as_ref(),
+            &settings,
+            fresh,
+            upgrade,
+        )?;
+        if rewrite {
+            existing.settings = Some(settings);
+            store.write("metadata", &encode_entry(&existing))?;
+        }
         return Ok(existing);
     }
     let meta = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
         mode: mode.to_string(),
         sources,
+        settings: Some(settings),
     };
     store.write("metadata", &encode_entry(&meta))?;
     Ok(meta)
@@ -271,15 +291,18 @@ mod tests {
     fn metadata_refuses_another_source_or_mode() {
         let dir = tempfile::tempdir().unwrap();
         let s = LocalCheckpointStore::open(dir.path()).unwrap();
-        let m = load_or_create_metadata(&s, "micro-batch", vec!["log:a".into()]).unwrap();
-        let again = load_or_create_metadata(&s, "micro-batch", vec!["log:a".into()]).unwrap();
+        let load = |mode: &str, source: &str| {
+            load_or_create_metadata(&s, mode, vec![source.into()], Default::default(), false)
+        };
+        let m = load("micro-batch", "log:a").unwrap();
+        let again = load("micro-batch", "log:a").unwrap();
         assert_eq!(m.id, again.id);
-        let err = load_or_create_metadata(&s, "micro-batch", vec!["log:b".into()]).unwrap_err();
+        let err = load("micro-batch", "log:b").unwrap_err();
         assert!(
             err.to_string()
                 .contains("was written for source(s) [log:a], not [log:b]")
         );
-        let err = load_or_create_metadata(&s, "continuous", vec!["log:a".into()]).unwrap_err();
+        let err = load("continuous", "log:a").unwrap_err();
         assert!(err.to_string().contains("written in micro-batch mode"));
     }
 

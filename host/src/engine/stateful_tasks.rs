@@ -1,6 +1,8 @@
 //! Running one micro-batch through the tasks of a query with event time or
-//! state. Every task with state runs every batch, with or without input, so
-//! its timers fire as the watermark moves and its state gets the batch's
+//! state. A stateful query's tasks are its state partitions, fed by the key
+//! exchange; a query with event time only keeps one task per source task.
+//! Every task with state runs every batch, with or without input, so its
+//! timers fire as the watermark moves and its state gets the batch's
 //! version.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -17,7 +19,7 @@ use super::transform::Transform;
 /// The state side of one batch.
 pub(crate) struct StatefulBatch<'a> {
     pub options: &'a StatefulOptions,
-    /// In-memory state per (source, task), at `version` when present.
+    /// In-memory state per task, at `version` when present.
     pub states: &'a mut HashMap<(usize, u32), StatePartition>,
     /// Tasks known to have state, which run even without input.
     pub known: &'a mut BTreeSet<(usize, u32)>,
@@ -25,53 +27,62 @@ pub(crate) struct StatefulBatch<'a> {
     pub version: u64,
     pub time: BatchTime,
     pub store: &'a dyn CheckpointStore,
+    /// Most tasks running at once.
+    pub parallelism: usize,
 }
 
-type Parts = Vec<(RecordBatch, TransformOutput)>;
-type TaskResult = Result<(Parts, TaskStats), StepError>;
+/// A batch's input by task ((operator, partition) for state partitions,
+/// (source, task) otherwise): each record batch with its source index, in
+/// the order the task must see them.
+pub(crate) type Groups = BTreeMap<(usize, u32), Vec<(usize, RecordBatch)>>;
+
+/// Parts with the source each came from (`None`: fired timers).
+type TaskParts = Vec<(Option<usize>, (RecordBatch, TransformOutput))>;
+type TaskResult = Result<(TaskParts, TaskStats), StepError>;
 /// A batch's parts, its rejected count and per-task state statistics.
-type StatefulRun = (Parts, u64, BTreeMap<(usize, u32), TaskStats>);
+type StatefulRun = (
+    Vec<(RecordBatch, TransformOutput)>,
+    u64,
+    BTreeMap<(usize, u32), TaskStats>,
+);
+
+/// One task's share of the batch, moved to the thread that runs it.
+struct Work {
+    key: (usize, u32),
+    transform: Box<dyn Transform>,
+    state: Option<StatePartition>,
+    input: Vec<(usize, RecordBatch)>,
+}
 
 impl Tasks<'_> {
-    /// Transform `inputs` task by task (tasks in parallel), with event time
-    /// and state. Returns the parts in task order, the rejected count and
+    /// Transform each task's input (tasks in parallel), with event time and
+    /// state. Returns the parts in task order, the rejected count and
     /// per-task statistics.
     pub fn run_stateful(
         &mut self,
-        inputs: Vec<(usize, RecordBatch)>,
+        mut groups: Groups,
         sb: StatefulBatch<'_>,
     ) -> Result<StatefulRun, EngineError> {
-        let mut groups: BTreeMap<(usize, u32), Vec<RecordBatch>> = BTreeMap::new();
-        for (i, b) in inputs {
-            let key = (i, self.sources[i].task_of(b.partition));
-            groups.entry(key).or_default().push(b);
-        }
         if sb.options.stateful {
             for k in sb.known.iter() {
                 groups.entry(*k).or_default();
             }
         }
         let mut work = Vec::with_capacity(groups.len());
-        for (key, batches) in groups {
-            let (i, task) = key;
-            let name = || self.sources[i].description();
-            let t = match self.transforms.remove(&key) {
+        for (key, input) in groups {
+            let transform = match self.transforms.remove(&key) {
                 Some(t) => t,
                 None => self
                     .factory
-                    .create(i, task)
-                    .map_err(|err| EngineError::Transform {
-                        source_name: name(),
-                        partition: task,
-                        err,
-                    })?,
+                    .create(key.0, key.1)
+                    .map_err(|err| self.task_error(key, sb.options, err))?,
             };
             let state = if sb.options.stateful {
                 match sb.states.remove(&key) {
                     Some(p) if p.version == sb.version => Some(p),
                     _ => Some(StatePartition::load(
                         sb.store,
-                        &state_dir(i, task),
+                        &state_dir(key.0, key.1),
                         sb.version,
                         sb.options.files.backend,
                     )?),
@@ -79,63 +90,56 @@ impl Tasks<'_> {
             } else {
                 None
             };
-            work.push((key, t, state, batches));
+            work.push(Work {
+                key,
+                transform,
+                state,
+                input,
+            });
         }
-        let options = sb.options;
-        let time = sb.time;
-        let store = sb.store;
-        let run_one = |t: &mut Box<dyn Transform>,
-                       state: &mut Option<StatePartition>,
-                       task: u32,
-                       batches: Vec<RecordBatch>|
-         -> TaskResult {
+        let (options, time, store) = (sb.options, sb.time, sb.store);
+        let run_one = |mut w: Work| -> (Work, TaskResult) {
             let mut run = TaskRun {
-                partition: task,
+                partition: w.key.1,
                 options,
-                state: state.as_mut(),
+                state: w.state.as_mut(),
                 time,
                 stats: TaskStats::default(),
             };
             let mut parts = Vec::new();
-            for b in batches {
-                run.process(&mut **t, b, &mut parts)?;
-            }
-            run.finish(&mut **t, store, &mut parts)?;
-            Ok((parts, run.stats))
-        };
-        let mut results: Vec<TaskResult> = Vec::with_capacity(work.len());
-        if work.len() == 1 {
-            let (key, t, state, batches) = &mut work[0];
-            results.push(run_one(t, state, key.1, std::mem::take(batches)));
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = work
-                    .iter_mut()
-                    .map(|(key, t, state, batches)| {
-                        let batches = std::mem::take(batches);
-                        let task = key.1;
-                        scope.spawn(move || run_one(t, state, task, batches))
-                    })
-                    .collect();
-                for h in handles {
-                    results.push(h.join().expect("transform task panicked"));
+            let mut sources = Vec::new();
+            let result = (|| {
+                for (i, b) in std::mem::take(&mut w.input) {
+                    run.process(&mut *w.transform, i, b, &mut parts)?;
+                    sources.resize(parts.len(), Some(i));
                 }
-            });
-        }
+                run.finish(&mut *w.transform, store, &mut parts)?;
+                Ok(())
+            })();
+            let stats = std::mem::take(&mut run.stats);
+            sources.resize(parts.len(), None);
+            let r = result.map(|()| (sources.into_iter().zip(parts).collect(), stats));
+            (w, r)
+        };
+        let done = super::parallel::map(work, sb.parallelism, run_one);
         let mut parts_out = Vec::new();
         let mut rejected = 0;
         let mut stats = BTreeMap::new();
         let mut failure = None;
-        for ((key, t, state, _), result) in work.into_iter().zip(results) {
-            self.transforms.insert(key, t);
-            let name = self.sources[key.0].description();
+        for (w, result) in done {
+            let key = w.key;
+            self.transforms.insert(key, w.transform);
             match result {
                 Ok((parts, s)) => {
-                    if let Some(p) = state {
+                    if let Some(p) = w.state {
                         sb.known.insert(key);
                         sb.states.insert(key, p);
                     }
-                    for (b, mut out) in parts {
+                    for (source, (b, mut out)) in parts {
+                        let name = match source {
+                            Some(i) => self.sources[i].description(),
+                            None => format!("timers of state partition {}", key.1),
+                        };
                         rejected += check_rejected(&self.policy, &name, &b, &mut out)?;
                         parts_out.push((b, out));
                     }
@@ -145,11 +149,7 @@ impl Tasks<'_> {
                 // checkpoint when the batch runs again.
                 Err(e) if failure.is_none() => {
                     failure = Some(match e {
-                        StepError::Transform(err) => EngineError::Transform {
-                            source_name: name,
-                            partition: key.1,
-                            err,
-                        },
+                        StepError::Transform(err) => self.task_error(key, sb.options, err),
                         StepError::Checkpoint(e) => EngineError::Checkpoint(e),
                     })
                 }
@@ -161,15 +161,35 @@ impl Tasks<'_> {
             None => Ok((parts_out, rejected, stats)),
         }
     }
+
+    fn task_error(
+        &self,
+        key: (usize, u32),
+        options: &StatefulOptions,
+        err: super::transform::TransformError,
+    ) -> EngineError {
+        if options.stateful {
+            EngineError::StatePartition {
+                partition: key.1,
+                err,
+            }
+        } else {
+            EngineError::Transform {
+                source_name: self.sources[key.0].description(),
+                partition: key.1,
+                err,
+            }
+        }
+    }
 }
 
-/// Tasks with state in the checkpoint, from `state/<source>/<task>`.
+/// Tasks with state in the checkpoint, from `state/<operator>/<partition>`.
 pub(crate) fn known_tasks(
     store: &dyn CheckpointStore,
-    sources: usize,
+    operators: usize,
 ) -> Result<BTreeSet<(usize, u32)>, EngineError> {
     let mut known = BTreeSet::new();
-    for i in 0..sources {
+    for i in 0..operators {
         for t in store.list_numbered(&format!("state/{i}"))? {
             known.insert((i, t as u32));
         }

@@ -253,9 +253,10 @@ impl Topic {
         Ok(Appended::Committed(ends))
     }
 
-    /// The partition for a key: CRC-32 of the key modulo the partition count.
+    /// The partition for a key: Kafka's default partitioner (murmur2), the
+    /// same route as Kafka producers and the state exchange take.
     pub fn partition_for(&self, key: &[u8]) -> u32 {
-        crc32fast::hash(key) % self.partition_count()
+        crate::engine::exchange::murmur2::partition_of(key, self.partition_count())
     }
 }
 

@@ -114,6 +114,8 @@ pub struct Pipeline {
     /// Event time, output mode and state checkpointing. `stateful` is
     /// decided when the component is loaded (it imports state or timers).
     pub state: crate::engine::state::StatefulOptions,
+    /// How state is keyed, when `[state]` says (a stateful transform needs it).
+    pub state_key: Option<crate::engine::exchange::Partitioning>,
 }
 
 impl Pipeline {
@@ -262,7 +264,26 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         .map(|b| backpressure(b, trigger))
         .transpose()?
         .flatten();
-    let state = state::options(raw.output_mode, raw.event_time, raw.state)?;
+    let (state, state_key) = state::options(raw.output_mode, raw.event_time, raw.state)?;
+    if let Some(p) = &state_key
+        && !p.exchange
+        && sources.len() != 1
+    {
+        return Err("state.exchange = false applies to a pipeline with one source".into());
+    }
+    let files = |s: &SourceSpec| matches!(s, SourceSpec::Files { .. });
+    if let Some(et) = &state.event_time
+        && et.rule == crate::engine::state::WatermarkRule::SlowestPartition
+        && sources.iter().any(files)
+    {
+        return Err("event-time.watermark = \"slowest-partition\" applies to partitioned logs (log, kafka, rate); a file is not a partition (use \"max-event-time\")".into());
+    }
+    if state_key.as_ref().is_some_and(|p| !p.exchange) && sources.iter().any(files) {
+        return Err(
+            "state.exchange = false needs a source partitioned by key (log or kafka), not files"
+                .into(),
+        );
+    }
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
         mode,
@@ -273,6 +294,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         trigger,
         backpressure,
         state,
+        state_key,
     })
 }
 

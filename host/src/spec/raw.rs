@@ -34,6 +34,7 @@ pub struct RawEventTime {
     pub delay: Option<String>,
     pub late: Option<String>,
     pub idle_timeout: Option<String>,
+    pub watermark: Option<String>,
 }
 
 /// How keyed state is checkpointed.
@@ -42,6 +43,10 @@ pub struct RawEventTime {
 pub struct RawState {
     pub snapshot_interval: Option<u64>,
     pub backend: Option<String>,
+    pub key: Option<String>,
+    pub key_field: Option<String>,
+    pub partitions: Option<u32>,
+    pub exchange: Option<bool>,
 }
 
 /// Spark Streaming's PID backpressure settings.

@@ -2,15 +2,23 @@
 
 use super::raw::{RawEventTime, RawState};
 use super::units::parse_duration;
+use crate::engine::exchange::{DEFAULT_STATE_PARTITIONS, Partitioning, StateKey};
 use crate::engine::state::{
     EventTimeOptions, LatePolicy, OutputMode, StateBackend, StateFileOptions, StatefulOptions,
+    WatermarkRule,
 };
 
+/// Most state partitions a pipeline may ask for (each is a guest instance).
+const MAX_STATE_PARTITIONS: u32 = 1024;
+
+/// The validated `output-mode`, `[event-time]` and `[state]`, and how state
+/// is keyed (`None` when the pipeline does not say; a stateful transform
+/// needs it).
 pub(super) fn options(
     output_mode: Option<String>,
     event_time: Option<RawEventTime>,
     state: Option<RawState>,
-) -> Result<StatefulOptions, String> {
+) -> Result<(StatefulOptions, Option<Partitioning>), String> {
     let output_mode = match output_mode.as_deref().unwrap_or("append") {
         "append" => OutputMode::Append,
         "update" => OutputMode::Update,
@@ -36,6 +44,15 @@ pub(super) fn options(
                     .map(parse_duration)
                     .transpose()
                     .map_err(|err| format!("event-time.idle-timeout: {err}"))?,
+                rule: match e.watermark.as_deref().unwrap_or("max-event-time") {
+                    "max-event-time" => WatermarkRule::MaxEventTime,
+                    "slowest-partition" => WatermarkRule::SlowestPartition,
+                    w => {
+                        return Err(format!(
+                            "event-time.watermark: `{w}` (use \"max-event-time\", Spark's rule, or \"slowest-partition\" for partitioned logs)"
+                        ));
+                    }
+                },
                 late: match e.late.as_deref().unwrap_or("drop") {
                     "drop" => LatePolicy::Drop,
                     "reject" => LatePolicy::Reject,
@@ -49,7 +66,9 @@ pub(super) fn options(
         })
         .transpose()?;
     let mut files = StateFileOptions::default();
+    let mut partitioning = None;
     if let Some(s) = state {
+        partitioning = keying(&s)?;
         if let Some(n) = s.snapshot_interval {
             if n == 0 {
                 return Err("state.snapshot-interval must be at least 1".into());
@@ -66,10 +85,68 @@ pub(super) fn options(
             }
         };
     }
-    Ok(StatefulOptions {
+    let options = StatefulOptions {
         stateful: false,
         event_time,
         output_mode,
         files,
-    })
+        partitioning: partitioning.clone().unwrap_or_default(),
+    };
+    Ok((options, partitioning))
+}
+
+/// `[state] key`, `key-field`, `partitions` and `exchange`.
+fn keying(s: &RawState) -> Result<Option<Partitioning>, String> {
+    let key = match (s.key.as_deref(), s.key_field.as_deref()) {
+        (Some(_), Some(_)) => {
+            return Err("state: give either key = \"record-key\" or key-field, not both".into());
+        }
+        (Some("record-key"), None) => StateKey::RecordKey,
+        (Some(k), None) => {
+            return Err(format!(
+                "state.key: `{k}` (use \"record-key\", or key-field = \"<json.path>\" to key by a field of the value)"
+            ));
+        }
+        (None, Some(f)) => {
+            let path: Vec<String> = f.split('.').map(str::to_string).collect();
+            if path.iter().any(String::is_empty) {
+                return Err(format!(
+                    "state.key-field: `{f}` is not a field path (names joined by dots, e.g. \"user.id\")"
+                ));
+            }
+            StateKey::Field(path)
+        }
+        (None, None) => {
+            if s.partitions.is_some() || s.exchange.is_some() {
+                return Err(
+                    "state.partitions and state.exchange need the state key: key = \"record-key\" or key-field = \"<json.path>\""
+                        .into(),
+                );
+            }
+            return Ok(None);
+        }
+    };
+    let partitions = s.partitions.unwrap_or(DEFAULT_STATE_PARTITIONS);
+    if !(1..=MAX_STATE_PARTITIONS).contains(&partitions) {
+        return Err(format!(
+            "state.partitions: {partitions} (use 1 to {MAX_STATE_PARTITIONS})"
+        ));
+    }
+    let exchange = s.exchange.unwrap_or(true);
+    if !exchange {
+        if key != StateKey::RecordKey {
+            return Err("state.exchange = false needs key = \"record-key\": weir checks that every record's key belongs to its partition".into());
+        }
+        if s.partitions.is_none() {
+            return Err(
+                "state.exchange = false needs state.partitions = <the source's partition count>"
+                    .into(),
+            );
+        }
+    }
+    Ok(Some(Partitioning {
+        key,
+        partitions,
+        exchange,
+    }))
 }

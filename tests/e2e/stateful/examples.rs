@@ -76,6 +76,7 @@ pub(crate) fn window_spec(continuous: bool) -> Spec<'static> {
         batch: 300,
         extra: "",
         disk: false,
+        key: "key",
     }
 }
 
@@ -148,6 +149,7 @@ fn session_spec(continuous: bool) -> Spec<'static> {
         batch: 250,
         extra: "",
         disk: false,
+        key: "user",
     }
 }
 
@@ -198,6 +200,7 @@ fn dedup_spec(continuous: bool) -> Spec<'static> {
         batch: 400,
         extra: "",
         disk: false,
+        key: "id",
     }
 }
 

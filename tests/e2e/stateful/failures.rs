@@ -108,6 +108,7 @@ fn stateful_output_modes_need_a_stateful_guest() {
             batch: 10,
             extra: "",
             disk: false,
+            key: "",
         },
         &[],
     );

@@ -39,6 +39,8 @@ pub(crate) struct Spec<'a> {
     pub extra: &'a str,
     /// Keep state in the disk backend (redb) instead of memory.
     pub disk: bool,
+    /// The JSON field state is keyed by (empty: no `[state]` key).
+    pub key: &'a str,
 }
 
 impl Fixture {
@@ -82,9 +84,11 @@ on-error = "fail"
 [event-time]
 field = "ts"
 delay = "{delay}"
+watermark = "slowest-partition"
 [state]
 snapshot-interval = 3
 backend = "{backend}"
+{key}
 [sink.default]
 type = "log"
 path = "log"
@@ -97,6 +101,11 @@ topic = "out"
             delay = spec.delay,
             extra = spec.extra,
             backend = if spec.disk { "disk" } else { "memory" },
+            key = if spec.key.is_empty() {
+                String::new()
+            } else {
+                format!("key-field = \"{}\"", spec.key)
+            },
         );
         std::fs::write(dir.path().join("p.toml"), text).unwrap();
         Fixture {

@@ -33,6 +33,39 @@ pub struct EventTimeOptions {
     /// processing time) stops holding the watermark back, until it moves
     /// again (Flink's idleness); `None`: every partition always counts.
     pub idle_timeout: Option<Duration>,
+    pub rule: WatermarkRule,
+}
+
+/// Which event times the watermark follows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WatermarkRule {
+    /// Spark's rule: the largest event time seen in each source's input,
+    /// the smallest of those across sources, minus the delay. How the input
+    /// is split (files, partitions, batches) does not matter.
+    #[default]
+    MaxEventTime,
+    /// Every source partition's largest event time, the smallest of those,
+    /// minus the delay (Flink's minimum over inputs): for partitioned logs
+    /// whose partitions each arrive in event-time order, so a lagging
+    /// partition makes nothing late. With `idle_timeout`.
+    SlowestPartition,
+}
+
+impl WatermarkRule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatermarkRule::MaxEventTime => "max-event-time",
+            WatermarkRule::SlowestPartition => "slowest-partition",
+        }
+    }
+
+    /// The name the watermark tracks source `i`'s partition `p` under.
+    fn input(self, source: usize, partition: u32) -> String {
+        match self {
+            WatermarkRule::MaxEventTime => source.to_string(),
+            WatermarkRule::SlowestPartition => format!("{source}/{partition}"),
+        }
+    }
 }
 
 /// The watermark and what it is computed from; written to the checkpoint
@@ -42,7 +75,8 @@ pub struct EventTimeOptions {
 pub struct Watermark {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_ms: Option<i64>,
-    /// Largest event time seen per source partition ("<source>/<partition>").
+    /// Largest event time seen per tracked input: per source ("<source>")
+    /// or per source partition ("<source>/<partition>"), by the rule.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_event_ms: BTreeMap<String, i64>,
     /// Processing time (ms) at which each partition's largest event time
@@ -65,7 +99,25 @@ impl Watermark {
         }
     }
 
-    /// Move the watermark to (smallest per-partition maximum) - delay: the
+    /// Fold in a batch's (or epoch's) largest event time per (source,
+    /// source partition), under `rule`.
+    pub fn observe_all(
+        &mut self,
+        rule: WatermarkRule,
+        maxima: &BTreeMap<(usize, u32), i64>,
+        now: i64,
+    ) {
+        let mut per: BTreeMap<String, i64> = BTreeMap::new();
+        for (&(source, partition), &max) in maxima {
+            let e = per.entry(rule.input(source, partition)).or_insert(max);
+            *e = (*e).max(max);
+        }
+        for (input, max) in per {
+            self.observe(input, max, now);
+        }
+    }
+
+    /// Move the watermark to (smallest tracked maximum) - delay: the
     /// slowest partition holds it back, unless it has been idle for
     /// `idle` at processing time `now`. It never moves backwards; when every
     /// partition is idle it stays where it is.
@@ -361,6 +413,22 @@ mod tests {
     }
 
     #[test]
+    fn spark_s_rule_follows_the_largest_event_time_of_each_source() {
+        let s = Duration::from_secs(1);
+        let mut w = Watermark::default();
+        let maxima = BTreeMap::from([((0, 0), 10_000), ((0, 7), 3_000), ((1, 0), 8_000)]);
+        w.observe_all(WatermarkRule::MaxEventTime, &maxima, 0);
+        w.advance(s, None, 0);
+        // Source 0's newest is 10 s whatever partition 7 says; the query
+        // takes the smaller of the sources' (Spark's "min" policy).
+        assert_eq!(w.watermark_ms, Some(7_000));
+        let mut w = Watermark::default();
+        w.observe_all(WatermarkRule::SlowestPartition, &maxima, 0);
+        w.advance(s, None, 0);
+        assert_eq!(w.watermark_ms, Some(2_000));
+    }
+
+    #[test]
     fn batches_split_into_on_time_late_and_unreadable() {
         let mut b = RecordBatch::new(3);
         for (i, v) in [r#"{"ts":5}"#, r#"{"ts":1}"#, "x", r#"{"ts":9}"#]
@@ -374,6 +442,7 @@ mod tests {
             delay: Duration::ZERO,
             late: LatePolicy::Drop,
             idle_timeout: None,
+            rule: WatermarkRule::default(),
         };
         let s = split(b.clone(), &o, Some(4));
         assert_eq!(s.on_time.offsets, vec![0, 3]);

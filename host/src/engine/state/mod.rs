@@ -1,10 +1,11 @@
 //! Keyed state, timers and event time for stateful transforms.
 //!
-//! Every (operator, partition) task owns a [`StatePartition`]: an ordered
-//! in-memory map checkpointed as one version per batch (micro-batch) or
-//! epoch (continuous). The operator is the source index (each source's
-//! records go through their own transform instances), the partition is the
-//! task. The engine moves the state into a [`StateContext`] for each
+//! Every state partition owns a [`StatePartition`]: an ordered map
+//! checkpointed as one version per batch (micro-batch) or epoch
+//! (continuous). Records reach a state partition by their state key (see
+//! [`crate::engine::exchange`]), so a key's state is in one place whatever
+//! the input's layout; its directory is `state/0/<partition>` (operator 0,
+//! the pipeline's one transform). The engine moves the state into a [`StateContext`] for each
 //! transform call, so a WASM guest reads and writes it through host imports
 //! without the engine knowing about wasmtime.
 
@@ -14,7 +15,7 @@ pub mod keyed;
 mod map;
 pub(crate) mod run;
 
-pub use event_time::{EventStats, EventTimeOptions, LatePolicy, Watermark};
+pub use event_time::{EventStats, EventTimeOptions, LatePolicy, Watermark, WatermarkRule};
 pub use files::{StateFileOptions, StatePartition};
 pub use keyed::{KeyedState, TimeDomain, Timer};
 pub use map::StateBackend;

@@ -26,6 +26,8 @@ pub struct StatefulOptions {
     pub event_time: Option<EventTimeOptions>,
     pub output_mode: OutputMode,
     pub files: StateFileOptions,
+    /// How records are keyed into state partitions (stateful only).
+    pub partitioning: crate::engine::exchange::Partitioning,
 }
 
 impl StatefulOptions {
@@ -53,6 +55,8 @@ pub struct TaskStats {
     pub rows_updated: u64,
     pub memory_bytes: u64,
     pub commit_ms: u64,
+    /// Largest event time per (source, source partition) of the input.
+    pub event_max: std::collections::BTreeMap<(usize, u32), i64>,
 }
 
 impl TaskStats {
@@ -64,6 +68,10 @@ impl TaskStats {
         self.rows_updated += o.rows_updated;
         self.memory_bytes += o.memory_bytes;
         self.commit_ms = self.commit_ms.max(o.commit_ms);
+        for (k, &m) in &o.event_max {
+            let e = self.event_max.entry(*k).or_insert(m);
+            *e = (*e).max(m);
+        }
     }
 }
 
@@ -88,7 +96,11 @@ pub(crate) struct TaskRun<'a> {
     pub stats: TaskStats,
 }
 
-fn reject_all(batch: &RecordBatch, kind: RejectKind, reasons: &[String]) -> TransformOutput {
+pub(crate) fn reject_all(
+    batch: &RecordBatch,
+    kind: RejectKind,
+    reasons: &[String],
+) -> TransformOutput {
     TransformOutput {
         rejected: (0..batch.len())
             .map(|i| Rejected {
@@ -130,16 +142,17 @@ impl TaskRun<'_> {
         Ok(())
     }
 
-    /// Run one input batch through the transform, after splitting off late
-    /// and unreadable records.
+    /// Run one input batch of source `source` through the transform, after
+    /// splitting off late and unreadable records.
     pub fn process(
         &mut self,
         t: &mut dyn Transform,
+        source: usize,
         batch: RecordBatch,
         parts: &mut Parts,
     ) -> Result<(), StepError> {
         let batch = match &self.options.event_time {
-            Some(et) => self.split(et, batch, parts),
+            Some(et) => self.split(et, source, batch, parts),
             None => batch,
         };
         if batch.is_empty() {
@@ -160,11 +173,17 @@ impl TaskRun<'_> {
     fn split(
         &mut self,
         et: &EventTimeOptions,
+        source: usize,
         batch: RecordBatch,
         parts: &mut Parts,
     ) -> RecordBatch {
+        let origin = (source, batch.partition);
         let s = split(batch, et, self.time.watermark);
         self.stats.event.merge(&s.stats);
+        if s.stats.count > 0 {
+            let e = self.stats.event_max.entry(origin).or_insert(s.stats.max);
+            *e = (*e).max(s.stats.max);
+        }
         if !s.unreadable.is_empty() {
             let out = reject_all(&s.unreadable, RejectKind::BadRecord, &s.unreadable_reasons);
             parts.push((s.unreadable, out));

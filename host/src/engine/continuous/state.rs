@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use super::ContinuousQuery;
-use crate::engine::continuous_task::{NO_WATERMARK, TaskState};
+use super::task::{NO_WATERMARK, TaskState};
 use crate::engine::options::EngineError;
 use crate::engine::progress::StateOperatorProgress;
 use crate::engine::state::run::progress_fields;
@@ -55,14 +55,14 @@ impl ContinuousQuery {
             // The commit's time; it is recorded with the watermark in
             // `commits/E`, so a restart continues from the same state.
             let now = crate::engine::progress::now_ms();
-            for (p, s) in stats {
-                if s.event.count > 0 {
-                    self.watermark.observe(format!("0/{p}"), s.event.max, now);
-                }
-            }
+            self.watermark.observe_all(et.rule, &total.event_max, now);
             self.watermark.advance(et.delay, et.idle_timeout, now);
         }
-        let partitions = self.source.partition_count() as u64;
+        let partitions = if self.options.state.stateful {
+            self.options.state.partitioning.partitions as u64
+        } else {
+            self.source.partition_count() as u64
+        };
         progress_fields(&self.options.state, &total, partitions, before)
     }
 }

@@ -5,13 +5,17 @@ use std::collections::BTreeMap;
 
 use super::MicroBatchQuery;
 use crate::engine::batch::RecordBatch;
+use crate::engine::connector::Source;
+use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
+use crate::engine::output::RejectKind;
 use crate::engine::output::TransformOutput;
 use crate::engine::query::OffsetEntry;
 use crate::engine::state::run::progress_fields;
+use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
-use crate::engine::stateful_tasks::StatefulBatch;
-use crate::engine::tasks::Tasks;
+use crate::engine::stateful_tasks::{Groups, StatefulBatch};
+use crate::engine::tasks::{Tasks, check_rejected};
 
 /// A batch's state statistics: progress `stateOperators`, per-task stats
 /// (for the watermark) and progress `eventTime`.
@@ -73,6 +77,21 @@ impl MicroBatchQuery {
             watermark: self.watermark.watermark_ms,
             processing_time: entry.timestamp_ms,
         };
+        let (groups, unkeyed) = if self.options.state.stateful {
+            exchange(
+                &self.sources,
+                &self.options.state.partitioning,
+                inputs,
+                self.options.parallelism,
+            )?
+        } else {
+            let mut groups = Groups::new();
+            for (i, b) in inputs {
+                let task = self.sources[i].task_of(b.partition);
+                groups.entry((i, task)).or_default().push((i, b));
+            }
+            (groups, Vec::new())
+        };
         let sb = StatefulBatch {
             options: &self.options.state,
             states: &mut self.states,
@@ -80,8 +99,15 @@ impl MicroBatchQuery {
             version: entry.batch_id,
             time,
             store: &*self.store,
+            parallelism: self.options.parallelism,
         };
-        let (parts, rejected, per_task) = tasks.run_stateful(inputs, sb)?;
+        let (mut parts, mut rejected, per_task) = tasks.run_stateful(groups, sb)?;
+        for (i, b, reasons) in unkeyed {
+            let mut out = reject_all(&b, RejectKind::BadRecord, &reasons);
+            let name = self.sources[i].description();
+            rejected += check_rejected(&self.options.error_policy, &name, &b, &mut out)?;
+            parts.push((b, out));
+        }
         let mut total = TaskStats::default();
         for s in per_task.values() {
             total.merge(s);
@@ -94,4 +120,38 @@ impl MicroBatchQuery {
         );
         Ok((parts, per_source, rejected, (ops, per_task, event)))
     }
+}
+
+/// Records whose state key could not be read: (source, records, why).
+type Unkeyed = Vec<(usize, RecordBatch, Vec<String>)>;
+
+/// The exchange inside a batch: every input batch (read tasks in parallel)
+/// split by state key into the state partitions' groups, each group in
+/// input order (source, then partition, then offset).
+fn exchange(
+    sources: &[Box<dyn Source>],
+    partitioning: &Partitioning,
+    inputs: Vec<(usize, RecordBatch)>,
+    parallelism: usize,
+) -> Result<(Groups, Unkeyed), EngineError> {
+    let routed =
+        crate::engine::parallel::map(inputs, parallelism, |(i, b)| (i, partitioning.route(b)));
+    let mut groups = Groups::new();
+    let mut unkeyed = Vec::new();
+    for (i, r) in routed {
+        let r = r.map_err(|m| EngineError::NotPartitionedByKey {
+            source_name: sources[i].description(),
+            partition: m.partition,
+            offset: m.offset,
+            belongs: m.belongs,
+            partitions: partitioning.partitions,
+        })?;
+        for (q, b) in r.parts {
+            groups.entry((0, q)).or_default().push((i, b));
+        }
+        if let Some((b, why)) = r.unreadable {
+            unkeyed.push((i, b, why));
+        }
+    }
+    Ok((groups, unkeyed))
 }

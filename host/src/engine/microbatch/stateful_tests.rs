@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::microbatch_tests::{MemSink, VecSource};
+use super::tests::{MemSink, VecSource};
 use crate::engine::checkpoint::LocalCheckpointStore;
+use crate::engine::exchange::{Partitioning, StateKey};
 use crate::engine::state::{
     EventTimeOptions, FiredTimers, LatePolicy, StateContext, StatefulOptions, TimeDomain,
 };
@@ -105,7 +106,13 @@ fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQ
             delay: Duration::from_millis(5),
             late: LatePolicy::Drop,
             idle_timeout: None,
+            rule: Default::default(),
         }),
+        partitioning: Partitioning {
+            key: StateKey::Field(vec!["k".into()]),
+            partitions: 3,
+            exchange: true,
+        },
         ..Default::default()
     };
     MicroBatchQuery::new(

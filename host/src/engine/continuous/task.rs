@@ -6,17 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::batch::RecordBatch;
-use super::checkpoint::CheckpointStore;
-use super::connector::PartitionReader;
-use super::options::{EngineError, ErrorPolicy};
-use super::output::TransformOutput;
-use super::progress::now_ms;
-use super::query::TaskTime;
-use super::state::run::{StepError, TaskRun};
-use super::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
-use super::tasks::check_rejected;
-use super::transform::Transform;
+use crate::engine::batch::RecordBatch;
+use crate::engine::checkpoint::CheckpointStore;
+use crate::engine::connector::PartitionReader;
+use crate::engine::options::{EngineError, ErrorPolicy};
+use crate::engine::output::TransformOutput;
+use crate::engine::progress::now_ms;
+use crate::engine::query::TaskTime;
+use crate::engine::state::run::{StepError, TaskRun};
+use crate::engine::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
+use crate::engine::tasks::check_rejected;
+use crate::engine::transform::Transform;
 
 /// No watermark yet, in the shared watermark cell.
 pub(crate) const NO_WATERMARK: i64 = i64::MIN;
@@ -32,7 +32,7 @@ pub(crate) struct TaskState {
 }
 
 impl TaskState {
-    fn now(&self) -> BatchTime {
+    pub(crate) fn now(&self) -> BatchTime {
         let w = self.watermark.load(Ordering::SeqCst);
         BatchTime {
             watermark: (w != NO_WATERMARK).then_some(w),
@@ -65,11 +65,13 @@ pub(crate) fn stateful_step(
         stats: std::mem::take(stats),
     };
     let r = match input {
-        Some(b) => run.process(t, b, parts),
+        Some(b) => run.process(t, 0, b, parts),
         None => run.finish(t, &*ts.store, parts),
     };
     *stats = run.stats;
+    let stateful = ts.options.stateful;
     r.map_err(|e| match e {
+        StepError::Transform(err) if stateful => EngineError::StatePartition { partition, err },
         StepError::Transform(err) => EngineError::Transform {
             source_name: source_name.to_string(),
             partition,
@@ -89,8 +91,12 @@ pub(crate) type Parts = Vec<(RecordBatch, TransformOutput)>;
 /// What a task sends the coordinator when it passes an epoch marker.
 pub(crate) struct Report {
     pub epoch: u64,
-    pub partition: u32,
-    pub end: u64,
+    /// The source partition whose epoch end this reports, and its position
+    /// (readers and per-partition tasks).
+    pub end: Option<(u32, u64)>,
+    /// The task whose clocks and state statistics this carries (state
+    /// partitions and per-partition tasks).
+    pub task: Option<u32>,
     pub parts: Parts,
     pub rejected: u64,
     /// The clocks the task ran the epoch with (queries with event time or state).
@@ -107,7 +113,7 @@ pub(crate) struct Task {
     pub(crate) transform: Box<dyn Transform>,
     pub(crate) current: Arc<AtomicU64>,
     pub(crate) halt: Arc<AtomicBool>,
-    pub(crate) tx: mpsc::Sender<Result<Report, EngineError>>,
+    pub(crate) tx: mpsc::SyncSender<Result<Report, EngineError>>,
     pub(crate) max_chunk: usize,
     pub(crate) policy: ErrorPolicy,
     pub(crate) source_name: String,
@@ -116,9 +122,9 @@ pub(crate) struct Task {
 
 impl Task {
     pub(crate) fn run(mut self) {
-        if let Err(e) = self.run_inner() {
-            let _ = self.tx.send(Err(e));
-        }
+        let tx = self.tx.clone();
+        let name = format!("partition {} of `{}`", self.partition, self.source_name);
+        run_guarded(&tx, name, || self.run_inner());
     }
 
     fn run_inner(&mut self) -> Result<(), EngineError> {
@@ -147,8 +153,8 @@ impl Task {
                 }
                 let report = Report {
                     epoch: self.epoch,
-                    partition: self.partition,
-                    end: self.position,
+                    end: Some((self.partition, self.position)),
+                    task: Some(self.partition),
                     parts: std::mem::take(&mut buffer),
                     rejected: std::mem::take(&mut rejected),
                     time: time.map(|t| TaskTime {
@@ -215,4 +221,27 @@ impl Task {
         }
         Ok(())
     }
+}
+
+/// Run a task thread's body; its error, or a panic, reaches the coordinator
+/// as the query's error instead of leaving it waiting for a report.
+pub(crate) fn run_guarded(
+    tx: &mpsc::SyncSender<Result<Report, EngineError>>,
+    task: String,
+    body: impl FnOnce() -> Result<(), EngineError>,
+) {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    let err = match outcome {
+        Ok(Ok(())) => return,
+        Ok(Err(e)) => e,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panicked".into());
+            EngineError::TaskPanicked { task, message }
+        }
+    };
+    let _ = tx.send(Err(err));
 }

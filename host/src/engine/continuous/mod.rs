@@ -20,12 +20,13 @@ use std::time::Instant;
 
 use super::checkpoint::CheckpointStore;
 use super::connector::{ContinuousSource, Sink};
-use super::continuous_task::{NO_WATERMARK, Parts, Report, Task};
+use super::identity::Settings;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
 use super::progress::Progress;
 use super::query::{self, Resume, TaskTime};
 use super::state::{TaskStats, Watermark};
 use super::transform::Transform;
+use task::{NO_WATERMARK, Parts, Report, Task};
 
 /// A finished epoch, ready to commit.
 struct Epoch<'a> {
@@ -54,6 +55,7 @@ pub struct ContinuousQuery {
     watermark: Watermark,
     /// The watermark as tasks read it at each epoch start.
     watermark_cell: Arc<AtomicI64>,
+    _lock: crate::engine::checkpoint::CheckpointLock,
 }
 
 fn source_err(name: &str) -> impl Fn(super::connector::ConnectorError) -> EngineError + '_ {
@@ -71,8 +73,26 @@ impl ContinuousQuery {
         mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
         options: ContinuousOptions,
     ) -> Result<Self, EngineError> {
-        let meta =
-            query::load_or_create_metadata(&*store, "continuous", vec![source.description()])?;
+        let lock = store.lock()?;
+        let settings = Settings::of(options.component.clone(), &options.state);
+        let meta = query::load_or_create_metadata(
+            &*store,
+            "continuous",
+            vec![source.description()],
+            settings,
+            options.upgrade,
+        )?;
+        let p = &options.state.partitioning;
+        if options.state.stateful && !p.exchange && p.partitions != source.partition_count() {
+            return Err(EngineError::Checkpoint(
+                crate::engine::checkpoint::CheckpointError::Mismatch(format!(
+                    "state.exchange = false keeps source partition p as state partition p, but `{}` has {} partitions and state.partitions is {}",
+                    source.description(),
+                    source.partition_count(),
+                    p.partitions
+                )),
+            ));
+        }
         for (_, sink) in sinks.iter_mut() {
             sink.open(&meta.id).map_err(|err| EngineError::Sink {
                 name: sink.description(),
@@ -90,6 +110,7 @@ impl ContinuousQuery {
             stop: Arc::new(AtomicBool::new(false)),
             watermark: Watermark::default(),
             watermark_cell: Arc::new(AtomicI64::new(NO_WATERMARK)),
+            _lock: lock,
         })
     }
 
@@ -105,6 +126,12 @@ impl ContinuousQuery {
                 partition,
                 err,
             })
+    }
+
+    fn state_transform(&self, partition: u32) -> Result<Box<dyn Transform>, EngineError> {
+        self.factory
+            .create(0, partition)
+            .map_err(|err| EngineError::StatePartition { partition, err })
     }
 
     /// Run until stopped (or idle, with `exit_when_idle`).
@@ -166,17 +193,58 @@ impl ContinuousQuery {
         self.publish_watermark();
         let current = Arc::new(AtomicU64::new(epoch));
         let halt = Arc::new(AtomicBool::new(false));
-        let (tx, rx) = mpsc::channel::<Result<Report, EngineError>>();
+        let state_tasks = if self.options.state.stateful {
+            self.options.state.partitioning.partitions
+        } else {
+            0
+        };
+        let expected = (partitions + state_tasks) as usize;
+        // Bounded: a coordinator busy committing holds the tasks back.
+        let (tx, rx) = mpsc::sync_channel::<Result<Report, EngineError>>(expected * 4);
+        let spawned = if self.options.state.stateful {
+            self.spawn_exchange(epoch, &positions, &current, &halt, &tx)
+        } else {
+            self.spawn_tasks(epoch, &positions, &current, &halt, &tx)
+        };
+        drop(tx);
+        let result = spawned.and_then(|handles| {
+            let r = self.coordinate(
+                rx,
+                &current,
+                &mut epoch,
+                &mut positions,
+                expected,
+                &mut summary,
+                on_progress,
+            );
+            halt.store(true, Ordering::Relaxed);
+            for h in handles {
+                let _ = h.join();
+            }
+            r
+        });
+        halt.store(true, Ordering::Relaxed);
+        result.map(|()| summary)
+    }
+
+    /// One task per source partition (stateless, or event time only).
+    fn spawn_tasks(
+        &self,
+        epoch: u64,
+        positions: &[u64],
+        current: &Arc<AtomicU64>,
+        halt: &Arc<AtomicBool>,
+        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
+    ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
+        let name = self.source.description();
         let mut handles = Vec::new();
-        for p in 0..partitions {
-            let reader = self.source.reader(p).map_err(source_err(&name))?;
-            let transform = self.transform(p)?;
+        for p in 0..self.source.partition_count() {
             let task = Task {
                 partition: p,
                 position: positions[p as usize],
                 epoch,
-                reader,
-                transform,
+                reader: self.source.reader(p).map_err(source_err(&name))?,
+                transform: self.transform(p)?,
                 current: current.clone(),
                 halt: halt.clone(),
                 tx: tx.clone(),
@@ -189,38 +257,88 @@ impl ContinuousQuery {
                     None
                 },
             };
-            handles.push(
-                std::thread::Builder::new()
-                    .name(format!("weir-task-{p}"))
-                    .spawn(move || task.run())
-                    .expect("spawning a task thread"),
-            );
+            handles.push(spawn(format!("weir-task-{p}"), move || task.run()));
         }
-        drop(tx);
-        let result = self.coordinate(
-            &rx,
-            &current,
-            &mut epoch,
-            &mut positions,
-            partitions,
-            &mut summary,
-            on_progress,
-        );
-        halt.store(true, Ordering::Relaxed);
-        for h in handles {
-            let _ = h.join();
+        Ok(handles)
+    }
+
+    /// Stateful queries: partition readers, the key exchange, and one task
+    /// per state partition (see [`exchange`]).
+    fn spawn_exchange(
+        &self,
+        epoch: u64,
+        positions: &[u64],
+        current: &Arc<AtomicU64>,
+        halt: &Arc<AtomicBool>,
+        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
+    ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
+        let name = self.source.description();
+        let readers = self.source.partition_count() as usize;
+        let states = self.options.state.partitioning.partitions as usize;
+        // channels[q][r]: reader r to state partition q.
+        let mut outs: Vec<Vec<mpsc::SyncSender<exchange::Msg>>> = vec![Vec::new(); readers];
+        let mut ins = Vec::with_capacity(states);
+        for _ in 0..states {
+            let mut row = Vec::with_capacity(readers);
+            for out in outs.iter_mut() {
+                let (s, r) = mpsc::sync_channel(exchange::CHANNEL_DEPTH);
+                out.push(s);
+                row.push(r);
+            }
+            ins.push(row);
         }
-        result.map(|()| summary)
+        let mut tasks = Vec::with_capacity(states);
+        for (q, ins) in ins.into_iter().enumerate() {
+            let q = q as u32;
+            tasks.push(exchange::StateTask {
+                partition: q,
+                epoch,
+                transform: self.state_transform(q)?,
+                ins,
+                state: self.task_state(q, epoch)?,
+                halt: halt.clone(),
+                tx: tx.clone(),
+                policy: self.options.error_policy.clone(),
+                source_name: name.clone(),
+            });
+        }
+        let mut readers_ = Vec::with_capacity(readers);
+        for (p, outs) in outs.into_iter().enumerate() {
+            readers_.push(exchange::Reader {
+                partition: p as u32,
+                position: positions[p],
+                epoch,
+                reader: self.source.reader(p as u32).map_err(source_err(&name))?,
+                partitioning: self.options.state.partitioning.clone(),
+                outs,
+                current: current.clone(),
+                halt: halt.clone(),
+                tx: tx.clone(),
+                max_chunk: self.options.max_chunk,
+                policy: self.options.error_policy.clone(),
+                source_name: name.clone(),
+            });
+        }
+        let mut handles = Vec::new();
+        for t in tasks {
+            let q = t.partition;
+            handles.push(spawn(format!("weir-state-{q}"), move || t.run()));
+        }
+        for r in readers_ {
+            let p = r.partition;
+            handles.push(spawn(format!("weir-reader-{p}"), move || r.run()));
+        }
+        Ok(handles)
     }
 
     #[allow(clippy::too_many_arguments)]
     fn coordinate(
         &mut self,
-        rx: &mpsc::Receiver<Result<Report, EngineError>>,
+        rx: mpsc::Receiver<Result<Report, EngineError>>,
         current: &AtomicU64,
         epoch: &mut u64,
         positions: &mut Vec<u64>,
-        partitions: u32,
+        expected: usize,
         summary: &mut RunSummary,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<(), EngineError> {
@@ -229,6 +347,8 @@ impl ContinuousQuery {
         let mut pending: BTreeMap<u64, Vec<Report>> = BTreeMap::new();
         let mut last_activity = Instant::now();
         let mut epoch_started = Instant::now();
+        // The watermark the last finished epoch's tasks ran with.
+        let mut ran_with: Option<Option<i64>> = None;
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -245,26 +365,29 @@ impl ContinuousQuery {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             }
-            while pending
-                .get(epoch)
-                .is_some_and(|r| r.len() == partitions as usize)
-            {
+            while pending.get(epoch).is_some_and(|r| r.len() == expected) {
                 let mut reports = pending.remove(epoch).expect("checked");
-                reports.sort_by_key(|r| r.partition);
+                // Readers by partition, then state partitions.
+                reports.sort_by_key(|r| (r.end.map_or(u32::MAX, |e| e.0), r.task));
                 let mut end = positions.clone();
                 let mut parts = Vec::new();
                 let mut rejected = 0;
                 let mut times = BTreeMap::new();
                 let mut stats = Vec::new();
                 for r in reports {
-                    end[r.partition as usize] = r.end;
+                    if let Some((p, e)) = r.end {
+                        end[p as usize] = e;
+                    }
                     rejected += r.rejected;
                     parts.extend(r.parts);
-                    if let Some(t) = r.time {
-                        times.insert(r.partition, t);
+                    if let Some(task) = r.task {
+                        if let Some(t) = r.time {
+                            times.insert(task, t);
+                        }
+                        stats.push((task, r.stats));
                     }
-                    stats.push((r.partition, r.stats));
                 }
+                ran_with = times.values().next().map(|t| t.watermark_ms);
                 // An epoch without input still commits when timers fired
                 // in it (their output must reach the sinks).
                 if end != *positions || !parts.is_empty() {
@@ -286,8 +409,14 @@ impl ContinuousQuery {
                 *epoch += 1;
                 epoch_started = Instant::now();
             }
+            // Timers the final watermark makes due must have fired: the
+            // tasks must have run an epoch with it.
+            let fired = self.options.state.event_time.is_none()
+                || !self.options.state.stateful
+                || ran_with.is_none_or(|w| w == self.watermark.watermark_ms);
             if let Some(idle) = self.options.exit_when_idle
                 && pending.is_empty()
+                && fired
                 && last_activity.elapsed() >= idle
             {
                 // Idle and caught up: a source that can tell its end must
@@ -305,15 +434,20 @@ impl ContinuousQuery {
     }
 }
 
-#[path = "continuous_commit.rs"]
 mod commit;
+mod exchange;
+mod task;
 
-#[path = "continuous_replay.rs"]
 mod replay;
 
-#[path = "continuous_state.rs"]
 mod state;
 
 #[cfg(test)]
-#[path = "continuous_tests.rs"]
 mod tests;
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .expect("spawning a task thread")
+}

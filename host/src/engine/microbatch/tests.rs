@@ -116,6 +116,7 @@ fn once_runs_one_batch_with_everything_ignoring_the_rate_limit() {
     let s = q.run(&mut |_| {}).unwrap();
     assert_eq!((s.batches, s.input_rows), (1, 25));
     assert_eq!(sink.0.lock().unwrap()[0].1.len(), 25);
+    drop(q); // releases the checkpoint's lock
     // A second Once finds nothing new and stops without a batch.
     let (mut q, _) = query(dir.path(), 25, Some(10), Trigger::Once, Duration::ZERO);
     assert_eq!(q.run(&mut |_| {}).unwrap().batches, 0);
@@ -212,6 +213,7 @@ fn uncommitted_batch_is_rerun_over_the_same_range() {
         Duration::ZERO,
     );
     q.run(&mut |_| {}).unwrap();
+    drop(q);
     // Forget batch 1's commit, as if the process died before writing it.
     std::fs::remove_file(dir.path().join("commits/1")).unwrap();
     sink.0.lock().unwrap().retain(|(b, _)| *b == 0);

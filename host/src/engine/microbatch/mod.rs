@@ -12,6 +12,7 @@ use super::backpressure::PidRateEstimator;
 use super::checkpoint::{CheckpointStore, encode_entry};
 use super::connector::{ConnectorError, Sink, Source, SourceCheckpoint};
 use super::faults;
+use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::query::{
@@ -38,6 +39,7 @@ pub struct MicroBatchQuery {
     states: HashMap<(usize, u32), StatePartition>,
     known: std::collections::BTreeSet<(usize, u32)>,
     watermark: Watermark,
+    _lock: super::checkpoint::CheckpointLock,
 }
 
 /// ProcessingTime: time left until the next trigger, measured from this
@@ -62,8 +64,16 @@ impl MicroBatchQuery {
     ) -> Result<Self, EngineError> {
         // State stays loadable for as many batches as the logs keep.
         options.state.files.keep_versions = options.keep_batches;
+        let lock = store.lock()?;
         let descriptions = sources.iter().map(|s| s.description()).collect();
-        let meta = query::load_or_create_metadata(&*store, "micro-batch", descriptions)?;
+        let settings = Settings::of(options.component.clone(), &options.state);
+        let meta = query::load_or_create_metadata(
+            &*store,
+            "micro-batch",
+            descriptions,
+            settings,
+            options.upgrade,
+        )?;
         for (i, s) in sources.iter_mut().enumerate() {
             let checkpoint = SourceCheckpoint {
                 store: store.clone(),
@@ -99,6 +109,7 @@ impl MicroBatchQuery {
             states: HashMap::new(),
             watermark: Watermark::default(),
             options,
+            _lock: lock,
         })
     }
 
@@ -154,8 +165,10 @@ impl MicroBatchQuery {
                 (entry.batch_id, start, Some(entry))
             }
         };
+        // Once and AvailableNow take what is there at start; after it, they
+        // run the batches without data that the final watermark calls for.
         let snapshot = match self.options.trigger {
-            Trigger::AvailableNow => Some(self.latest()?),
+            Trigger::AvailableNow | Trigger::Once => Some(self.latest()?),
             _ => None,
         };
         let mut last_trigger: Option<Instant> = None;
@@ -242,15 +255,15 @@ impl MicroBatchQuery {
             let commit_started = Instant::now();
             last_watermark = self.watermark.watermark_ms;
             if let Some(et) = &self.options.state.event_time {
-                for ((i, task), st) in &state_stats.1 {
-                    if st.event.count > 0 {
-                        self.watermark.observe(
-                            format!("{i}/{task}"),
-                            st.event.max,
-                            entry.timestamp_ms,
-                        );
+                let mut maxima = std::collections::BTreeMap::new();
+                for st in state_stats.1.values() {
+                    for (k, &m) in &st.event_max {
+                        let e = maxima.entry(*k).or_insert(m);
+                        *e = (*e).max(m);
                     }
                 }
+                self.watermark
+                    .observe_all(et.rule, &maxima, entry.timestamp_ms);
                 self.watermark
                     .advance(et.delay, et.idle_timeout, entry.timestamp_ms);
             }
@@ -325,28 +338,20 @@ impl MicroBatchQuery {
             summary.output_rows += output_rows;
             start = entry.sources.into_iter().map(|r| r.end).collect();
             batch_id += 1;
-            match self.options.trigger {
-                Trigger::Once => break,
-                Trigger::ProcessingTime(i) => {
-                    std::thread::sleep(next_wait(trigger_start.elapsed(), i))
-                }
-                Trigger::Default | Trigger::AvailableNow => {}
+            if let Trigger::ProcessingTime(i) = self.options.trigger {
+                std::thread::sleep(next_wait(trigger_start.elapsed(), i))
             }
         }
         Ok(summary)
     }
 }
 
-#[path = "microbatch_process.rs"]
 mod process;
 
-#[path = "microbatch_sources.rs"]
 mod sources;
 
 #[cfg(test)]
-#[path = "microbatch_tests.rs"]
-mod microbatch_tests;
+mod tests;
 
 #[cfg(test)]
-#[path = "stateful_tests.rs"]
 mod stateful_tests;

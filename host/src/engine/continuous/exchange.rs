@@ -1,0 +1,222 @@
+//! Continuous mode with keyed state. Partition readers route each chunk by
+//! state key into bounded channels, one per (reader, state partition); the
+//! task of each state partition drains its channels in reader order, epoch
+//! by epoch: reader 0's records up to its epoch marker, then reader 1's,
+//! and so on. Markers are thereby aligned (an epoch's state and output hold
+//! exactly the records before every reader's marker), a full channel holds
+//! its reader back instead of growing, and the order of records within an
+//! epoch is fixed, so a re-run epoch feeds each state partition exactly
+//! what the live run did. The minimum (epoch, reader) position among state
+//! tasks can always advance, so the alignment never deadlocks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
+use std::time::Duration;
+
+use super::task::{Parts, Report, TaskState, run_guarded, stateful_step};
+use crate::engine::batch::RecordBatch;
+use crate::engine::connector::PartitionReader;
+use crate::engine::exchange::Partitioning;
+use crate::engine::options::{EngineError, ErrorPolicy};
+use crate::engine::output::RejectKind;
+use crate::engine::query::TaskTime;
+use crate::engine::state::TaskStats;
+use crate::engine::state::run::reject_all;
+use crate::engine::tasks::check_rejected;
+use crate::engine::transform::Transform;
+
+/// Messages in flight per (reader, state partition) channel.
+pub(crate) const CHANNEL_DEPTH: usize = 8;
+
+/// How often a waiting task looks at the halt flag.
+const HALT_POLL: Duration = Duration::from_millis(50);
+
+pub(crate) enum Msg {
+    Records(RecordBatch),
+    /// The reader passed the end of the current epoch.
+    Marker,
+}
+
+/// Reads one source partition and routes its records to state partitions.
+pub(crate) struct Reader {
+    pub partition: u32,
+    pub position: u64,
+    pub epoch: u64,
+    pub reader: Box<dyn PartitionReader>,
+    pub partitioning: Partitioning,
+    /// One channel per state partition.
+    pub outs: Vec<SyncSender<Msg>>,
+    pub current: Arc<AtomicU64>,
+    pub halt: Arc<AtomicBool>,
+    pub tx: SyncSender<Result<Report, EngineError>>,
+    pub max_chunk: usize,
+    pub policy: ErrorPolicy,
+    pub source_name: String,
+}
+
+impl Reader {
+    pub(crate) fn run(mut self) {
+        let tx = self.tx.clone();
+        let name = format!(
+            "reader of partition {} of `{}`",
+            self.partition, self.source_name
+        );
+        run_guarded(&tx, name, || self.run_inner());
+    }
+
+    fn run_inner(&mut self) -> Result<(), EngineError> {
+        let mut parts: Parts = Vec::new();
+        let mut rejected = 0;
+        let mut idle_polls = 0u32;
+        while !self.halt.load(Ordering::Relaxed) {
+            while self.epoch < self.current.load(Ordering::SeqCst) {
+                for o in &self.outs {
+                    if o.send(Msg::Marker).is_err() {
+                        return Ok(());
+                    }
+                }
+                let report = Report {
+                    epoch: self.epoch,
+                    end: Some((self.partition, self.position)),
+                    task: None,
+                    parts: std::mem::take(&mut parts),
+                    rejected: std::mem::take(&mut rejected),
+                    time: None,
+                    stats: TaskStats::default(),
+                };
+                if self.tx.send(Ok(report)).is_err() {
+                    return Ok(());
+                }
+                self.epoch += 1;
+            }
+            let mut batch = RecordBatch::new(self.partition);
+            let next = self
+                .reader
+                .read(self.position, u64::MAX, self.max_chunk, &mut batch)
+                .map_err(|err| EngineError::Source {
+                    name: self.source_name.clone(),
+                    err,
+                })?;
+            if batch.is_empty() {
+                self.position = next;
+                idle_polls = idle_polls.saturating_add(1);
+                if idle_polls > 50 {
+                    std::thread::sleep(Duration::from_micros(200));
+                } else {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            idle_polls = 0;
+            let routed =
+                self.partitioning
+                    .route(batch)
+                    .map_err(|m| EngineError::NotPartitionedByKey {
+                        source_name: self.source_name.clone(),
+                        partition: m.partition,
+                        offset: m.offset,
+                        belongs: m.belongs,
+                        partitions: self.partitioning.partitions,
+                    })?;
+            for (q, b) in routed.parts {
+                if self.outs[q as usize].send(Msg::Records(b)).is_err() {
+                    return Ok(());
+                }
+            }
+            if let Some((b, why)) = routed.unreadable {
+                let mut out = reject_all(&b, RejectKind::BadRecord, &why);
+                rejected += check_rejected(&self.policy, &self.source_name, &b, &mut out)?;
+                parts.push((b, out));
+            }
+            self.position = next;
+        }
+        Ok(())
+    }
+}
+
+/// One state partition's long-running task.
+pub(crate) struct StateTask {
+    pub partition: u32,
+    pub epoch: u64,
+    pub transform: Box<dyn Transform>,
+    /// One channel per reader, in reader order.
+    pub ins: Vec<Receiver<Msg>>,
+    pub state: TaskState,
+    pub halt: Arc<AtomicBool>,
+    pub tx: SyncSender<Result<Report, EngineError>>,
+    pub policy: ErrorPolicy,
+    pub source_name: String,
+}
+
+impl StateTask {
+    pub(crate) fn run(mut self) {
+        let tx = self.tx.clone();
+        let name = format!("state partition {}", self.partition);
+        run_guarded(&tx, name, || self.run_inner());
+    }
+
+    fn run_inner(&mut self) -> Result<(), EngineError> {
+        loop {
+            let time = self.state.now();
+            let mut parts: Parts = Vec::new();
+            let mut rejected = 0;
+            let mut stats = TaskStats::default();
+            for r in 0..self.ins.len() {
+                loop {
+                    match self.ins[r].recv_timeout(HALT_POLL) {
+                        Ok(Msg::Records(b)) => {
+                            rejected += self.step(time, &mut stats, Some(b), &mut parts)?;
+                        }
+                        Ok(Msg::Marker) => break,
+                        Err(RecvTimeoutError::Timeout) => {
+                            if self.halt.load(Ordering::Relaxed) {
+                                return Ok(());
+                            }
+                        }
+                        Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                    }
+                }
+            }
+            // Every reader passed the marker: timers fire and the state is
+            // checkpointed as the next version.
+            rejected += self.step(time, &mut stats, None, &mut parts)?;
+            let report = Report {
+                epoch: self.epoch,
+                end: None,
+                task: Some(self.partition),
+                parts,
+                rejected,
+                time: Some(TaskTime {
+                    watermark_ms: time.watermark,
+                    processing_time_ms: time.processing_time,
+                }),
+                stats,
+            };
+            if self.tx.send(Ok(report)).is_err() {
+                return Ok(());
+            }
+            self.epoch += 1;
+        }
+    }
+
+    fn step(
+        &mut self,
+        time: crate::engine::state::BatchTime,
+        stats: &mut TaskStats,
+        input: Option<RecordBatch>,
+        parts: &mut Parts,
+    ) -> Result<u64, EngineError> {
+        stateful_step(
+            &mut self.state,
+            &mut *self.transform,
+            self.partition,
+            time,
+            stats,
+            input,
+            parts,
+            &self.policy,
+            &self.source_name,
+        )
+    }
+}

@@ -1,0 +1,176 @@
+//! Re-running an uncommitted epoch after a crash: the recorded ranges are
+//! read again exactly and transformed, so the epoch's output is the same.
+
+use std::time::{Duration, Instant};
+
+use super::task::{Parts, stateful_step};
+use super::{ContinuousQuery, source_err};
+use crate::engine::batch::RecordBatch;
+use crate::engine::options::EngineError;
+use crate::engine::output::RejectKind;
+use crate::engine::progress::now_ms;
+use crate::engine::query::OffsetEntry;
+use crate::engine::state::run::reject_all;
+use crate::engine::state::{BatchTime, TaskStats};
+use crate::engine::tasks::check_rejected;
+
+/// How long a replay waits for recorded records that do not arrive (a
+/// broker restarting) before it fails.
+const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
+
+/// A replayed epoch: its parts, rejected count and per-task state stats.
+type Replayed = (Parts, u64, Vec<(u32, TaskStats)>);
+
+impl ContinuousQuery {
+    /// Re-read an uncommitted epoch's exact ranges and transform them; a
+    /// stateful query runs each task from the epoch's state version with
+    /// the clocks recorded for it, then fires its timers and checkpoints
+    /// the next version, as the original run did.
+    pub(super) fn replay(
+        &mut self,
+        entry: &OffsetEntry,
+        start: &[u64],
+        end: &[u64],
+    ) -> Result<Replayed, EngineError> {
+        if self.options.state.stateful {
+            return self.replay_exchanged(entry, start, end);
+        }
+        let name = self.source.description();
+        let mut parts = Vec::new();
+        let mut rejected = 0;
+        let mut stats = Vec::new();
+        let active = self.options.state.active();
+        let policy = self.options.error_policy.clone();
+        for (p, (s, e)) in start.iter().zip(end).enumerate() {
+            if e <= s && !active {
+                continue;
+            }
+            let batch = self.read_range(p as u32, *s, *e)?;
+            let mut t = self.transform(p as u32)?;
+            if active {
+                let p = p as u32;
+                let time = self.recorded_time(entry, p);
+                let mut ts = self.task_state(p, entry.batch_id)?;
+                let mut st = TaskStats::default();
+                let input = (!batch.is_empty()).then_some(batch);
+                if input.is_some() {
+                    rejected += stateful_step(
+                        &mut ts, &mut *t, p, time, &mut st, input, &mut parts, &policy, &name,
+                    )?;
+                }
+                rejected += stateful_step(
+                    &mut ts, &mut *t, p, time, &mut st, None, &mut parts, &policy, &name,
+                )?;
+                stats.push((p, st));
+                continue;
+            }
+            let mut out = t
+                .process_batch(&batch)
+                .map_err(|err| EngineError::Transform {
+                    source_name: name.clone(),
+                    partition: p as u32,
+                    err,
+                })?;
+            rejected += check_rejected(&policy, &name, &batch, &mut out)?;
+            parts.push((batch, out));
+        }
+        Ok((parts, rejected, stats))
+    }
+
+    /// A stateful epoch again: every reader's range routed by key, then
+    /// each state partition fed reader by reader, in the order the live
+    /// run's aligned channels fed it.
+    fn replay_exchanged(
+        &mut self,
+        entry: &OffsetEntry,
+        start: &[u64],
+        end: &[u64],
+    ) -> Result<Replayed, EngineError> {
+        let name = self.source.description();
+        let policy = self.options.error_policy.clone();
+        let partitioning = self.options.state.partitioning.clone();
+        let mut parts = Vec::new();
+        let mut rejected = 0;
+        let mut inputs: Vec<Vec<RecordBatch>> =
+            (0..partitioning.partitions).map(|_| Vec::new()).collect();
+        for (p, (s, e)) in start.iter().zip(end).enumerate() {
+            if e <= s {
+                continue;
+            }
+            let batch = self.read_range(p as u32, *s, *e)?;
+            let routed =
+                partitioning
+                    .route(batch)
+                    .map_err(|m| EngineError::NotPartitionedByKey {
+                        source_name: name.clone(),
+                        partition: m.partition,
+                        offset: m.offset,
+                        belongs: m.belongs,
+                        partitions: partitioning.partitions,
+                    })?;
+            for (q, b) in routed.parts {
+                inputs[q as usize].push(b);
+            }
+            if let Some((b, why)) = routed.unreadable {
+                let mut out = reject_all(&b, RejectKind::BadRecord, &why);
+                rejected += check_rejected(&policy, &name, &b, &mut out)?;
+                parts.push((b, out));
+            }
+        }
+        let mut stats = Vec::new();
+        for (q, batches) in inputs.into_iter().enumerate() {
+            let q = q as u32;
+            let mut t = self.state_transform(q)?;
+            let time = self.recorded_time(entry, q);
+            let mut ts = self.task_state(q, entry.batch_id)?;
+            let mut st = TaskStats::default();
+            for b in batches.into_iter().map(Some).chain([None]) {
+                rejected += stateful_step(
+                    &mut ts, &mut *t, q, time, &mut st, b, &mut parts, &policy, &name,
+                )?;
+            }
+            stats.push((q, st));
+        }
+        Ok((parts, rejected, stats))
+    }
+
+    /// The clocks task `task` ran the epoch with.
+    fn recorded_time(&self, entry: &OffsetEntry, task: u32) -> BatchTime {
+        entry.task_times.get(&task).map_or(
+            BatchTime {
+                watermark: None,
+                processing_time: now_ms(),
+            },
+            |t| BatchTime {
+                watermark: t.watermark_ms,
+                processing_time: t.processing_time_ms,
+            },
+        )
+    }
+
+    /// Partition `p`'s records in `[s, e)`, waiting for them if needed.
+    fn read_range(&self, p: u32, s: u64, e: u64) -> Result<RecordBatch, EngineError> {
+        let name = self.source.description();
+        let mut reader = self.source.reader(p).map_err(source_err(&name))?;
+        let mut batch = RecordBatch::new(p);
+        let mut pos = s;
+        let mut stalled = Instant::now();
+        while pos < e {
+            let next = reader
+                .read(pos, e, usize::MAX, &mut batch)
+                .map_err(source_err(&name))?;
+            if next > pos {
+                stalled = Instant::now();
+            } else if stalled.elapsed() > REPLAY_PATIENCE {
+                return Err(EngineError::Source {
+                    name: name.clone(),
+                    err: crate::engine::connector::ConnectorError(format!(
+                        "partition {p}: offsets up to {e} were recorded but only {pos} are readable"
+                    )),
+                });
+            }
+            pos = next;
+        }
+        Ok(batch)
+    }
+}

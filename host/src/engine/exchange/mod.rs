@@ -1,0 +1,233 @@
+//! The key exchange in front of a stateful transform, Spark's shuffle before
+//! a stateful operator and Flink's `keyBy`: every record is routed by its
+//! state key to one of a fixed number of state partitions, so each key's
+//! state lives in exactly one place whatever the input's layout (files,
+//! source partitions, batch sizes, cores).
+//!
+//! The route is Kafka's default partitioner, `toPositive(murmur2(key)) %
+//! partitions`, over the key's bytes. A topic written by a Kafka producer
+//! with default settings, by weir's log or Kafka sinks, or by `weir log
+//! append --key-field`, is therefore already partitioned by its record key:
+//! such a source may skip the exchange (`exchange = false`), and weir checks
+//! every record's place instead of trusting the claim.
+
+pub mod key_field;
+pub mod murmur2;
+
+use std::borrow::Cow;
+
+use super::batch::{RecordBatch, RecordRef};
+
+/// State partitions when the pipeline does not say.
+pub const DEFAULT_STATE_PARTITIONS: u32 = 8;
+
+/// Where a record's state key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateKey {
+    /// The record's key (records without one are refused).
+    RecordKey,
+    /// A JSON field of the value, by path (`["user", "id"]` for `user.id`).
+    Field(Vec<String>),
+}
+
+impl StateKey {
+    /// As written in the pipeline and recorded in the checkpoint.
+    pub fn describe(&self) -> String {
+        match self {
+            StateKey::RecordKey => "record-key".into(),
+            StateKey::Field(p) => format!("field {}", p.join(".")),
+        }
+    }
+
+    /// The state key of `rec`, or why it has none.
+    pub fn of<'a>(&self, rec: &RecordRef<'a>) -> Result<Cow<'a, [u8]>, String> {
+        match self {
+            StateKey::RecordKey => rec.key.map(Cow::Borrowed).ok_or_else(|| {
+                "record has no key (state.key = \"record-key\" keys state by the record key)".into()
+            }),
+            StateKey::Field(path) => key_field::extract(rec.value, path),
+        }
+    }
+}
+
+/// How a stateful query's records are spread over state partitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Partitioning {
+    pub key: StateKey,
+    /// Fixed for the life of a checkpoint.
+    pub partitions: u32,
+    /// Route records by key; `false`: the (single) source is already
+    /// partitioned by the key, so source partition p is state partition p,
+    /// checked record by record.
+    pub exchange: bool,
+}
+
+impl Default for Partitioning {
+    fn default() -> Self {
+        Partitioning {
+            key: StateKey::RecordKey,
+            partitions: DEFAULT_STATE_PARTITIONS,
+            exchange: true,
+        }
+    }
+}
+
+/// One input batch routed to state partitions.
+#[derive(Debug, Default)]
+pub struct Routed {
+    /// (state partition, its records) for each partition that got any, in
+    /// ascending order. Each batch keeps the input's source partition and
+    /// offsets, so errors and dead letters still name where a record came
+    /// from, and the records keep their input order.
+    pub parts: Vec<(u32, RecordBatch)>,
+    /// Records whose key could not be read, with why.
+    pub unreadable: Option<(RecordBatch, Vec<String>)>,
+}
+
+/// A record found outside the state partition its key belongs to, in a
+/// source that was declared partitioned by key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Misplaced {
+    pub partition: u32,
+    pub offset: i64,
+    pub belongs: u32,
+}
+
+impl Partitioning {
+    /// The state partition of `key`.
+    pub fn partition_of(&self, key: &[u8]) -> u32 {
+        murmur2::partition_of(key, self.partitions)
+    }
+
+    /// Route one batch (see [`Routed`]).
+    pub fn route(&self, batch: RecordBatch) -> Result<Routed, Misplaced> {
+        let mut targets = Vec::with_capacity(batch.len());
+        let mut bad: Vec<(usize, String)> = Vec::new();
+        for i in 0..batch.len() {
+            match self.key.of(&batch.get(i)) {
+                Ok(k) => targets.push(self.partition_of(&k)),
+                Err(why) => {
+                    targets.push(u32::MAX);
+                    bad.push((i, why));
+                }
+            }
+        }
+        if !self.exchange {
+            let p = batch.partition;
+            if let Some(i) = targets.iter().position(|&t| t != p && t != u32::MAX) {
+                return Err(Misplaced {
+                    partition: p,
+                    offset: batch.offsets[i],
+                    belongs: targets[i],
+                });
+            }
+        }
+        let mut routed = Routed::default();
+        let first = targets.first().copied();
+        // The common cases (a keyed source, a small batch) move the batch whole.
+        if bad.is_empty() && first.is_some_and(|f| targets.iter().all(|&t| t == f)) {
+            routed.parts.push((first.expect("non-empty"), batch));
+            return Ok(routed);
+        }
+        let mut per: Vec<RecordBatch> = (0..self.partitions)
+            .map(|_| RecordBatch::new(batch.partition))
+            .collect();
+        let mut unreadable = RecordBatch::new(batch.partition);
+        for (i, &t) in targets.iter().enumerate() {
+            let r = batch.get(i);
+            let to = if t == u32::MAX {
+                &mut unreadable
+            } else {
+                &mut per[t as usize]
+            };
+            to.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
+        }
+        routed.parts = per
+            .into_iter()
+            .enumerate()
+            .filter(|(_, b)| !b.is_empty())
+            .map(|(q, b)| (q as u32, b))
+            .collect();
+        if !bad.is_empty() {
+            routed.unreadable = Some((unreadable, bad.into_iter().map(|(_, w)| w).collect()));
+        }
+        Ok(routed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(partition: u32, keys: &[&str]) -> RecordBatch {
+        let mut b = RecordBatch::new(partition);
+        for (i, k) in keys.iter().enumerate() {
+            let v = format!(r#"{{"k":"{k}"}}"#);
+            b.push(Some(k.as_bytes()), v.as_bytes(), i as i64, 100 + i as i64);
+        }
+        b
+    }
+
+    #[test]
+    fn records_go_to_their_keys_partition_in_order() {
+        let p = Partitioning {
+            key: StateKey::Field(vec!["k".into()]),
+            partitions: 4,
+            exchange: true,
+        };
+        let keys: Vec<String> = (0..40).map(|i| format!("user-{}", i % 7)).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let r = p.route(batch(3, &keys)).unwrap();
+        let mut seen = 0;
+        for (q, b) in &r.parts {
+            assert_eq!(b.partition, 3, "records keep their source partition");
+            assert!(
+                b.offsets.windows(2).all(|w| w[0] < w[1]),
+                "input order kept"
+            );
+            for i in 0..b.len() {
+                assert_eq!(p.partition_of(b.get(i).key.unwrap()), *q);
+            }
+            seen += b.len();
+        }
+        assert_eq!(seen, 40);
+        // The same key goes to the same partition from any input batch.
+        let again = p.route(batch(0, &["user-3"])).unwrap();
+        let q = again.parts[0].0;
+        assert!(r.parts.iter().any(|(x, b)| *x == q
+            && (0..b.len()).any(|i| b.get(i).key == Some(&b"user-3"[..]))));
+    }
+
+    #[test]
+    fn unreadable_keys_are_set_aside_with_why() {
+        let p = Partitioning::default();
+        let mut b = batch(0, &["a"]);
+        b.push(None, b"{}", 0, 7);
+        let r = p.route(b).unwrap();
+        let (bad, why) = r.unreadable.unwrap();
+        assert_eq!(bad.offsets, vec![7]);
+        assert!(why[0].contains("record has no key"), "{}", why[0]);
+        assert_eq!(r.parts.iter().map(|(_, b)| b.len()).sum::<usize>(), 1);
+    }
+
+    #[test]
+    fn a_source_declared_keyed_is_checked() {
+        let p = Partitioning {
+            exchange: false,
+            partitions: 2,
+            ..Partitioning::default()
+        };
+        let home = p.partition_of(b"x");
+        let r = p.route(batch(home, &["x", "x"])).unwrap();
+        assert_eq!(r.parts.len(), 1);
+        let err = p.route(batch(1 - home, &["x"])).unwrap_err();
+        assert_eq!(
+            err,
+            Misplaced {
+                partition: 1 - home,
+                offset: 100,
+                belongs: home
+            }
+        );
+    }
+}
