@@ -14,7 +14,8 @@ use crate::{BatchOutput, Config, RecordError, Transform};
 
 thread_local! {
     /// The one transform instance of this component instance (a component
-    /// instance serves exactly one partition task).
+    /// instance serves exactly one task: a state partition, or a source
+    /// partition of a stateless query).
     static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
     static SCRATCH: RefCell<Emitter> = RefCell::new(Emitter::default());
 }

@@ -1,6 +1,7 @@
 //! Keyed state, timers and the batch context of a stateful transform.
 //!
-//! State belongs to the partition task the instance serves and is
+//! State belongs to the state partition the instance serves (the host
+//! routes each record there by its state key) and is
 //! checkpointed by the host with every batch, so it survives crashes and
 //! restarts exactly. Using any of these functions makes the component
 //! stateful: the host then runs it with state and fires its timers through

@@ -111,9 +111,10 @@ impl Config {
     }
 }
 
-/// A transform with state kept across records and batches of one partition.
+/// A transform with state kept across records and batches of one state
+/// partition (all records of a key reach the same one).
 ///
-/// One instance exists per partition task; it is created by [`Transform::init`]
+/// One instance exists per state partition; it is created by [`Transform::init`]
 /// and reused for every batch, so expensive setup belongs in `init`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a weir transform",

@@ -1,15 +1,20 @@
-//! W2 (issue 6): the W1 input (1 M JSON records, 1,000 keys,
+//! W2 (issues 6 and 12): the W1 input (1 M JSON records, 1,000 keys,
 //! `{"id","key":"user-<i%1000>","value":<100 chars>,"ts"}`), windowed count
 //! per key over 10-second tumbling windows on `ts` with a 1-second
 //! watermark delay, append mode, through the `window_count` guest with the
-//! engine's guard, as `weir run` wires it. Both modes read the same
-//! embedded-log topic (4 partitions, keyed by `key`: state is per
-//! partition) and write to an embedded-log topic. In the same run, the
-//! stateless `uppercase` guest over the same records gives the baseline, so
-//! the printed ratio is the cost of state and event time.
+//! engine's guard, as `weir run` wires it, into 4 state partitions. Each
+//! mode runs, side by side in one run:
+//! - the key exchange over an unkeyed topic (4 partitions, round-robin;
+//!   `key-field = "key"`);
+//! - the same query over a topic keyed by `key` (weir's murmur2, 4
+//!   partitions) without the exchange (`key = "record-key"`,
+//!   `exchange = false`: records are only checked, not moved);
+//! - the stateless `uppercase` guest over the unkeyed topic, the baseline.
 //!
-//! Reports records/s, output windows, and peak state memory (the largest
-//! `memoryUsedBytes` in progress, summed over partitions).
+//! Reports records/s, output windows, peak state memory (the largest
+//! `memoryUsedBytes` in progress, summed over state partitions) and state
+//! bytes per state row at that moment (a row is a key-window's count or a
+//! timer).
 //!
 //! Last, the micro-batch W2 with state in memory and on disk (redb), side
 //! by side.
@@ -24,6 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
+use weir::engine::exchange::{Partitioning, StateKey};
 use weir::engine::state::{
     EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions,
 };
@@ -58,8 +64,9 @@ fn factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn TransformFacto
     )
 }
 
-/// The W1 records in topic `in`, partitioned by key.
-fn input(log: &std::path::Path) {
+/// The W1 records in topic `in`: keyed by `key` (and partitioned by it),
+/// or without keys, round-robin.
+fn input(log: &std::path::Path, keyed: bool) {
     let mut t = Topic::create(log, "in", PARTITIONS).unwrap();
     Topic::create(log, "out", PARTITIONS).unwrap();
     let value: String = (0..100).map(|i| (b'a' + (i % 26) as u8) as char).collect();
@@ -74,13 +81,19 @@ fn input(log: &std::path::Path) {
             let ts = now + i as i64;
             let v =
                 format!(r#"{{"id": {i}, "key": "user-{key}", "value": "{value}", "ts": {ts}}}"#);
-            parts[key % PARTITIONS as usize].push(None, v.as_bytes(), ts, 0);
+            let k = format!("user-{key}");
+            if keyed {
+                let p = t.partition_for(k.as_bytes()) as usize;
+                parts[p].push(Some(k.as_bytes()), v.as_bytes(), ts, 0);
+            } else {
+                parts[i % PARTITIONS as usize].push(None, v.as_bytes(), ts, 0);
+            }
         }
         t.append(None, &parts, || {}).unwrap();
     }
 }
 
-fn state_options(stateful: bool, disk: bool) -> StatefulOptions {
+fn state_options(stateful: bool, keyed: bool, disk: bool) -> StatefulOptions {
     let mut files = StateFileOptions::default();
     if disk {
         files.backend = StateBackend::Disk;
@@ -93,7 +106,21 @@ fn state_options(stateful: bool, disk: bool) -> StatefulOptions {
             delay: Duration::from_secs(1),
             late: LatePolicy::Drop,
             idle_timeout: None,
+            rule: Default::default(),
         }),
+        partitioning: if keyed {
+            Partitioning {
+                key: StateKey::RecordKey,
+                partitions: PARTITIONS,
+                exchange: false,
+            }
+        } else {
+            Partitioning {
+                key: StateKey::Field(vec!["key".into()]),
+                partitions: PARTITIONS,
+                exchange: true,
+            }
+        },
         ..StatefulOptions::default()
     }
 }
@@ -102,12 +129,13 @@ struct Outcome {
     seconds: f64,
     output: u64,
     peak_state: u64,
+    rows_at_peak: u64,
 }
 
-fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
+fn run(continuous: bool, stateful: bool, keyed: bool, disk: bool) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    input(&log);
+    input(&log, keyed);
     let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
         None,
         Box::new(LogSink::open(log.clone(), "out", "default", None).unwrap()),
@@ -118,10 +146,13 @@ fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
     } else {
         factory("uppercase", vec![])
     };
-    let mut peak_state = 0;
+    let (mut peak_state, mut rows_at_peak) = (0, 0);
     let mut on_progress = |p: &Progress| {
-        if let Some(op) = p.state_operators.first() {
-            peak_state = peak_state.max(op.memory_used_bytes);
+        if let Some(op) = p.state_operators.first()
+            && op.memory_used_bytes > peak_state
+        {
+            peak_state = op.memory_used_bytes;
+            rows_at_peak = op.num_rows_total;
         }
     };
     let started = Instant::now();
@@ -132,7 +163,7 @@ fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
             checkpoint_interval: Duration::from_millis(100),
             max_chunk: 4096,
             exit_when_idle: Some(Duration::from_millis(300)),
-            state: state_options(stateful, disk),
+            state: state_options(stateful, keyed, disk),
             ..ContinuousOptions::default()
         };
         let mut q = ContinuousQuery::new(store, source, f, sinks, options).unwrap();
@@ -143,7 +174,7 @@ fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
         )];
         let options = QueryOptions {
             trigger: Trigger::AvailableNow,
-            state: state_options(stateful, disk),
+            state: state_options(stateful, keyed, disk),
             ..QueryOptions::default()
         };
         let mut q = MicroBatchQuery::new(store, sources, f, sinks, options).unwrap();
@@ -159,6 +190,7 @@ fn run(continuous: bool, stateful: bool, disk: bool) -> Outcome {
         seconds,
         output: summary.output_rows,
         peak_state,
+        rows_at_peak,
     }
 }
 
@@ -169,22 +201,36 @@ fn main() {
         } else {
             "micro-batch (200 k batches)"
         };
-        let base = run(continuous, false, false);
-        let w2 = run(continuous, true, false);
+        let base = run(continuous, false, false, false);
+        let exchanged = run(continuous, true, false, false);
+        let keyed = run(continuous, true, true, false);
+        let rate = |o: &Outcome| RECORDS as f64 / o.seconds;
+        for (what, o) in [
+            ("exchange, unkeyed topic", &exchanged),
+            ("keyed topic, no exchange", &keyed),
+        ] {
+            println!(
+                "W2 {mode}, {what}: {:.0} rec/s ({:.2} s), {} windows out, peak state {:.1} KiB over {} rows ({:.0} B/row); W2 / stateless = {:.0}%",
+                rate(o),
+                o.seconds,
+                o.output,
+                o.peak_state as f64 / 1024.0,
+                o.rows_at_peak,
+                o.peak_state as f64 / o.rows_at_peak.max(1) as f64,
+                100.0 * base.seconds / o.seconds
+            );
+        }
         println!(
-            "W2 {mode}: {:.0} rec/s ({:.2} s), {} windows out, peak state {:.1} KiB; stateless uppercase on the same input {:.0} rec/s; W2 / stateless = {:.0}%",
-            RECORDS as f64 / w2.seconds,
-            w2.seconds,
-            w2.output,
-            w2.peak_state as f64 / 1024.0,
-            RECORDS as f64 / base.seconds,
-            100.0 * base.seconds / w2.seconds
+            "W2 {mode}: stateless uppercase on the same input {:.0} rec/s; exchange / keyed = {:.0}% (the exchange costs {:.0}%)",
+            rate(&base),
+            100.0 * keyed.seconds / exchanged.seconds,
+            100.0 * (exchanged.seconds / keyed.seconds - 1.0)
         );
     }
-    let memory = run(false, true, false);
-    let disk = run(false, true, true);
+    let memory = run(false, true, false, false);
+    let disk = run(false, true, false, true);
     println!(
-        "W2 micro-batch, state backend: memory {:.0} rec/s, disk (redb) {:.0} rec/s; disk / memory = {:.0}%",
+        "W2 micro-batch with the exchange, state backend: memory {:.0} rec/s, disk (redb) {:.0} rec/s; disk / memory = {:.0}%",
         RECORDS as f64 / memory.seconds,
         RECORDS as f64 / disk.seconds,
         100.0 * memory.seconds / disk.seconds

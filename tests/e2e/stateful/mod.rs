@@ -5,6 +5,8 @@
 
 mod examples;
 mod failures;
+mod identity;
+mod layout;
 mod pipelines;
 
 use std::path::Path;

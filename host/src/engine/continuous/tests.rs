@@ -208,3 +208,42 @@ fn a_slow_partition_does_not_stall_others_but_holds_back_the_commit() {
     assert_eq!(epoch, 0);
     assert!(rows.iter().any(|r| r.starts_with("p0-")) && rows.iter().any(|r| r.starts_with("p1-")));
 }
+
+#[test]
+fn a_panicking_task_stops_the_query_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
+    let factory = |_: usize, p: u32| -> Result<Box<dyn Transform>, TransformError> {
+        Ok(Box::new(FnTransform(
+            move |input: &RecordBatch, out: &mut OutputBatch| {
+                if p == 1 {
+                    panic!("partition one gave up");
+                }
+                for r in input.iter() {
+                    out.values.extend_from_slice(r.value);
+                    out.value_ends.push(out.values.len() as u32);
+                }
+                Ok(())
+            },
+        )))
+    };
+    let mut q = ContinuousQuery::new(
+        store,
+        Box::new(MemSource(data(500))),
+        Box::new(factory),
+        vec![(None, Box::new(Committed::default()))],
+        ContinuousOptions {
+            checkpoint_interval: Duration::from_millis(5),
+            ..ContinuousOptions::default()
+        },
+    )
+    .unwrap();
+    // Without the report the coordinator would wait for partition 1 forever.
+    let started = Instant::now();
+    let err = q.run(&mut |_| {}).unwrap_err().to_string();
+    assert!(
+        err.contains("task thread for partition 1 of `mem` stopped: partition one gave up"),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+}
