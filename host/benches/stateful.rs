@@ -31,7 +31,7 @@ use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::exchange::{Partitioning, StateKey};
 use weir::engine::state::{
-    EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions,
+    EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions, WatermarkRule,
 };
 use weir::engine::{
     ContinuousOptions, ContinuousQuery, Guarded, LocalCheckpointStore, MicroBatchQuery, Progress,
@@ -93,7 +93,7 @@ fn input(log: &std::path::Path, keyed: bool) {
     }
 }
 
-fn state_options(stateful: bool, keyed: bool, disk: bool) -> StatefulOptions {
+fn state_options(stateful: bool, keyed: bool, disk: bool, continuous: bool) -> StatefulOptions {
     let mut files = StateFileOptions::default();
     if disk {
         files.backend = StateBackend::Disk;
@@ -106,7 +106,12 @@ fn state_options(stateful: bool, keyed: bool, disk: bool) -> StatefulOptions {
             delay: Duration::from_secs(1),
             late: LatePolicy::Drop,
             idle_timeout: None,
-            rule: Default::default(),
+            // The pipeline defaults of each mode.
+            rule: if continuous {
+                WatermarkRule::SlowestPartition
+            } else {
+                WatermarkRule::MaxEventTime
+            },
         }),
         partitioning: if keyed {
             Partitioning {
@@ -163,7 +168,7 @@ fn run(continuous: bool, stateful: bool, keyed: bool, disk: bool) -> Outcome {
             checkpoint_interval: Duration::from_millis(100),
             max_chunk: 4096,
             exit_when_idle: Some(Duration::from_millis(300)),
-            state: state_options(stateful, keyed, disk),
+            state: state_options(stateful, keyed, disk, continuous),
             ..ContinuousOptions::default()
         };
         let mut q = ContinuousQuery::new(store, source, f, sinks, options).unwrap();
@@ -174,7 +179,7 @@ fn run(continuous: bool, stateful: bool, keyed: bool, disk: bool) -> Outcome {
         )];
         let options = QueryOptions {
             trigger: Trigger::AvailableNow,
-            state: state_options(stateful, keyed, disk),
+            state: state_options(stateful, keyed, disk, continuous),
             ..QueryOptions::default()
         };
         let mut q = MicroBatchQuery::new(store, sources, f, sinks, options).unwrap();

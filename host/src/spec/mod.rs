@@ -264,7 +264,12 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         .map(|b| backpressure(b, trigger))
         .transpose()?
         .flatten();
-    let (state, state_key) = state::options(raw.output_mode, raw.event_time, raw.state)?;
+    let (state, state_key) = state::options(
+        raw.output_mode,
+        raw.event_time,
+        raw.state,
+        matches!(mode, Mode::Continuous { .. }),
+    )?;
     if let Some(p) = &state_key
         && !p.exchange
         && sources.len() != 1

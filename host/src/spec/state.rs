@@ -18,7 +18,16 @@ pub(super) fn options(
     output_mode: Option<String>,
     event_time: Option<RawEventTime>,
     state: Option<RawState>,
+    continuous: bool,
 ) -> Result<(StatefulOptions, Option<Partitioning>), String> {
+    // Micro-batch takes Spark's rule: each batch takes every partition's
+    // share. Continuous readers run independently and drift apart, so
+    // there the slowest partition leads unless the pipeline says otherwise.
+    let default_rule = if continuous {
+        "slowest-partition"
+    } else {
+        "max-event-time"
+    };
     let output_mode = match output_mode.as_deref().unwrap_or("append") {
         "append" => OutputMode::Append,
         "update" => OutputMode::Update,
@@ -44,7 +53,7 @@ pub(super) fn options(
                     .map(parse_duration)
                     .transpose()
                     .map_err(|err| format!("event-time.idle-timeout: {err}"))?,
-                rule: match e.watermark.as_deref().unwrap_or("max-event-time") {
+                rule: match e.watermark.as_deref().unwrap_or(default_rule) {
                     "max-event-time" => WatermarkRule::MaxEventTime,
                     "slowest-partition" => WatermarkRule::SlowestPartition,
                     w => {

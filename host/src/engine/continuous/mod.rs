@@ -26,7 +26,7 @@ use super::progress::Progress;
 use super::query::{self, Resume, TaskTime};
 use super::state::{TaskStats, Watermark};
 use super::transform::Transform;
-use task::{NO_WATERMARK, Parts, Report, Task};
+use task::{NO_WATERMARK, Parts, Report};
 
 /// A finished epoch, ready to commit.
 struct Epoch<'a> {
@@ -227,110 +227,6 @@ impl ContinuousQuery {
         result.map(|()| summary)
     }
 
-    /// One task per source partition (stateless, or event time only).
-    fn spawn_tasks(
-        &self,
-        epoch: u64,
-        positions: &[u64],
-        current: &Arc<AtomicU64>,
-        halt: &Arc<AtomicBool>,
-        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
-    ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
-        let name = self.source.description();
-        let mut handles = Vec::new();
-        for p in 0..self.source.partition_count() {
-            let task = Task {
-                partition: p,
-                position: positions[p as usize],
-                epoch,
-                reader: self.source.reader(p).map_err(source_err(&name))?,
-                transform: self.transform(p)?,
-                current: current.clone(),
-                halt: halt.clone(),
-                tx: tx.clone(),
-                max_chunk: self.options.max_chunk,
-                policy: self.options.error_policy.clone(),
-                source_name: name.clone(),
-                state: if self.options.state.active() {
-                    Some(self.task_state(p, epoch)?)
-                } else {
-                    None
-                },
-            };
-            handles.push(spawn(format!("weir-task-{p}"), move || task.run()));
-        }
-        Ok(handles)
-    }
-
-    /// Stateful queries: partition readers, the key exchange, and one task
-    /// per state partition (see [`exchange`]).
-    fn spawn_exchange(
-        &self,
-        epoch: u64,
-        positions: &[u64],
-        current: &Arc<AtomicU64>,
-        halt: &Arc<AtomicBool>,
-        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
-    ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
-        let name = self.source.description();
-        let readers = self.source.partition_count() as usize;
-        let states = self.options.state.partitioning.partitions as usize;
-        // channels[q][r]: reader r to state partition q.
-        let mut outs: Vec<Vec<mpsc::SyncSender<exchange::Msg>>> = vec![Vec::new(); readers];
-        let mut ins = Vec::with_capacity(states);
-        for _ in 0..states {
-            let mut row = Vec::with_capacity(readers);
-            for out in outs.iter_mut() {
-                let (s, r) = mpsc::sync_channel(exchange::CHANNEL_DEPTH);
-                out.push(s);
-                row.push(r);
-            }
-            ins.push(row);
-        }
-        let mut tasks = Vec::with_capacity(states);
-        for (q, ins) in ins.into_iter().enumerate() {
-            let q = q as u32;
-            tasks.push(exchange::StateTask {
-                partition: q,
-                epoch,
-                transform: self.state_transform(q)?,
-                ins,
-                state: self.task_state(q, epoch)?,
-                halt: halt.clone(),
-                tx: tx.clone(),
-                policy: self.options.error_policy.clone(),
-                source_name: name.clone(),
-            });
-        }
-        let mut readers_ = Vec::with_capacity(readers);
-        for (p, outs) in outs.into_iter().enumerate() {
-            readers_.push(exchange::Reader {
-                partition: p as u32,
-                position: positions[p],
-                epoch,
-                reader: self.source.reader(p as u32).map_err(source_err(&name))?,
-                partitioning: self.options.state.partitioning.clone(),
-                outs,
-                current: current.clone(),
-                halt: halt.clone(),
-                tx: tx.clone(),
-                max_chunk: self.options.max_chunk,
-                policy: self.options.error_policy.clone(),
-                source_name: name.clone(),
-            });
-        }
-        let mut handles = Vec::new();
-        for t in tasks {
-            let q = t.partition;
-            handles.push(spawn(format!("weir-state-{q}"), move || t.run()));
-        }
-        for r in readers_ {
-            let p = r.partition;
-            handles.push(spawn(format!("weir-reader-{p}"), move || r.run()));
-        }
-        Ok(handles)
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn coordinate(
         &mut self,
@@ -436,6 +332,7 @@ impl ContinuousQuery {
 
 mod commit;
 mod exchange;
+mod spawn;
 mod task;
 
 mod replay;
@@ -444,10 +341,3 @@ mod state;
 
 #[cfg(test)]
 mod tests;
-
-fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> std::thread::JoinHandle<()> {
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(f)
-        .expect("spawning a task thread")
-}

@@ -14,12 +14,14 @@ pub mod files;
 pub mod keyed;
 mod map;
 pub(crate) mod run;
+pub mod watermark;
 
-pub use event_time::{EventStats, EventTimeOptions, LatePolicy, Watermark, WatermarkRule};
+pub use event_time::{EventStats, EventTimeOptions, LatePolicy};
 pub use files::{StateFileOptions, StatePartition};
 pub use keyed::{KeyedState, TimeDomain, Timer};
 pub use map::StateBackend;
 pub use run::{BatchTime, StatefulOptions, TaskStats};
+pub use watermark::{Watermark, WatermarkRule};
 
 use super::batch::RecordBatch;
 
