@@ -143,12 +143,17 @@ fn factory(
     runtime: &Runtime,
     spec: &Pipeline,
     tenant: Option<Arc<Tenant>>,
-) -> anyhow::Result<(Box<dyn TransformFactory>, ErrorPolicy, bool, Option<String>)> {
+) -> anyhow::Result<Guest> {
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(identity)))
         };
-        return Ok((Box::new(identity), ErrorPolicy::Skip, false, None));
+        return Ok(Guest {
+            factory: Box::new(identity),
+            policy: ErrorPolicy::Skip,
+            stateful: false,
+            component: None,
+        });
     };
     let mut component = if t.limits.fuel.is_some() {
         runtime.load_metered(&t.component, &t.grants)?
@@ -199,7 +204,22 @@ fn factory(
         let guest = WasmTransform::new(&component, t.config.clone(), t.limits, &label, t.call)?;
         Ok(Box::new(Guarded::new(Box::new(guest), t.record_limits)))
     };
-    Ok((Box::new(factory), policy, stateful, Some(id)))
+    Ok(Guest {
+        factory: Box::new(factory),
+        policy,
+        stateful,
+        component: Some(id),
+    })
+}
+
+/// A pipeline's transform as the engine takes it.
+struct Guest {
+    factory: Box<dyn TransformFactory>,
+    policy: ErrorPolicy,
+    /// The component keeps keyed state.
+    stateful: bool,
+    /// `sha256:<hex>` of the component, recorded in the checkpoint.
+    component: Option<String>,
 }
 
 /// Either execution mode, behind one interface for the CLI.
@@ -241,7 +261,12 @@ pub(crate) fn build_query(
         .iter()
         .map(|(route, s)| Ok((route.clone(), build_sink(route, s)?)))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let (factory, error_policy, stateful, component) = factory(runtime, spec, tenant)?;
+    let Guest {
+        factory,
+        policy: error_policy,
+        stateful,
+        component,
+    } = factory(runtime, spec, tenant)?;
     let state = StatefulOptions {
         stateful,
         ..spec.state.clone()

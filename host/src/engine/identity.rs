@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn a_changed_setting_is_named_and_refused() {
         let old = stateful();
-        assert_eq!(check("c", Some(&old), &old, false, false).unwrap(), false);
+        assert!(!check("c", Some(&old), &old, false, false).unwrap());
         let mut new = old.clone();
         new.component = Some("sha256:bb".into());
         let err = check("c", Some(&old), &new, false, false)

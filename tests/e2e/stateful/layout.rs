@@ -89,6 +89,20 @@ enum Input {
 fn pipeline(n: u64, keys: u64, input: &Input, extra_state: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let (source, mode, trigger, watermark, sink) = match input {
+        // per_trigger 0: trigger "once", everything in one batch.
+        Input::Files {
+            files,
+            per_trigger: 0,
+        } => {
+            write_files(&dir.path().join("in"), n, keys, *files);
+            (
+                "type = \"files\"\npath = \"in\"".to_string(),
+                "",
+                "[trigger]\ntype = \"once\"",
+                "",
+                "type = \"files\"\npath = \"out\"",
+            )
+        }
         Input::Files { files, per_trigger } => {
             write_files(&dir.path().join("in"), n, keys, *files);
             (
@@ -229,15 +243,24 @@ fn a_million_events_in_eight_files_give_every_window_once() {
     assert!(got == expected, "after {kills} SIGKILLs");
 }
 
-/// The same records over 1, 3 and 8 files, and over a log topic of 1 and 4
-/// partitions in both modes, on 1 and 2 cores and 3 or 8 state partitions:
-/// one answer, the reference's.
+/// The same records over 1, 3 and 8 files (with `once`, whose batches
+/// without data close the last windows, and `available-now`), and over a
+/// log topic of 1 and 4 partitions in both modes, on 1 and 2 cores and 3 or
+/// 8 state partitions: one answer, the reference's.
 #[test]
 fn the_answer_does_not_depend_on_files_partitions_modes_or_cores() {
     let (n, keys) = (100_000, 100);
     let expected = reference(n, keys);
     assert_eq!(expected.len(), 900);
     let cases = [
+        (
+            Input::Files {
+                files: 3,
+                per_trigger: 0,
+            },
+            "2",
+            "",
+        ),
         (
             Input::Files {
                 files: 1,

@@ -32,6 +32,9 @@ pub(crate) const CHANNEL_DEPTH: usize = 8;
 /// How often a waiting task looks at the halt flag.
 const HALT_POLL: Duration = Duration::from_millis(50);
 
+// Records are nearly every message: boxing them would allocate per message
+// to shrink the rare marker.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Msg {
     Records(RecordBatch),
     /// The reader passed the end of the current epoch.
