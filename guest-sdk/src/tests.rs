@@ -102,3 +102,15 @@ fn metrics_are_recorded_off_wasm() {
     assert_eq!(testing::counter("seen"), 5);
     assert_eq!(testing::gauge("lag"), Some(1.5));
 }
+
+#[test]
+fn config_durations_refuse_overflow_by_key() {
+    let c = crate::Config::new(vec![
+        ("gap".into(), "5m".into()),
+        ("ttl".into(), "99999999999999999d".into()),
+    ]);
+    let d = std::time::Duration::from_secs(1);
+    assert_eq!(c.duration("gap", d).unwrap(), std::time::Duration::from_secs(300));
+    let err = c.duration("ttl", d).unwrap_err();
+    assert_eq!(err, "config `ttl`: `99999999999999999d` is too long");
+}

@@ -92,18 +92,21 @@ impl Config {
         let n: u64 = n
             .parse()
             .map_err(|_| format!("config `{key}`: `{v}` is not a duration like \"10s\""))?;
-        let ms = match unit.trim() {
-            "ms" => n,
-            "s" => n * 1000,
-            "m" => n * 60_000,
-            "h" => n * 3_600_000,
-            "d" => n * 86_400_000,
+        let per = match unit.trim() {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
             _ => {
                 return Err(format!(
                     "config `{key}`: unknown unit in `{v}` (use ms, s, m, h or d)"
                 ));
             }
         };
+        let ms = n
+            .checked_mul(per)
+            .ok_or_else(|| format!("config `{key}`: `{v}` is too long"))?;
         if ms == 0 {
             return Err(format!("config `{key}` must be longer than zero"));
         }

@@ -1,8 +1,15 @@
 //! weir: a WebAssembly-hosted stream transform runtime.
 //!
-//! - [`engine`]: batches, the transform seam, and (later) sources, sinks and
-//!   checkpoints; it knows nothing about WebAssembly or Kafka.
-//! - [`runtime`]: runs WASM components as engine transforms.
+//! - [`engine`]: batches and the Transform / Source / Sink / checkpoint
+//!   seams, micro-batch and continuous execution, the write-ahead logs,
+//!   keyed state, event time and the key exchange; it imports neither
+//!   wasmtime, a connector library nor an HTTP stack.
+//! - [`runtime`]: runs WASM components (wasmtime) as engine transforms, with
+//!   limits, sandboxing and tenants.
+//! - [`connectors`]: sources and sinks (embedded log, files, rate, console,
+//!   Kafka).
+//! - [`log`]: the embedded log.
+//! - [`spec`]: pipeline and host files, parsed and validated.
 
 pub mod connectors;
 pub mod engine;

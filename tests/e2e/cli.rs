@@ -254,6 +254,25 @@ fn run_rejects_a_misspelled_pipeline_key_with_its_line() {
 }
 
 #[test]
+fn exit_when_idle_is_refused_in_micro_batch_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p.toml");
+    std::fs::write(&p, "checkpoint = \"c\"\n[[source]]\ntype = \"rate\"\nrows-per-second = 5\n[sink.default]\ntype = \"console\"\n").unwrap();
+    let out = weir()
+        .arg("run")
+        .arg(&p)
+        .args(["--exit-when-idle", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("--exit-when-idle applies to continuous mode"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn every_example_pipeline_file_is_valid() {
     let dir = crate::testkit::repo_root().join("examples/pipelines");
     let mut n = 0;

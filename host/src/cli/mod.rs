@@ -61,7 +61,9 @@ pub fn init_logging() {
     use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::prelude::*;
     use tracing_subscriber::{EnvFilter, fmt};
-    let filter = EnvFilter::try_from_env("WEIR_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let filter = EnvFilter::try_from_env("WEIR_LOG")
+        // Guests' own logs and prints are for their authors to see.
+        .unwrap_or_else(|_| EnvFilter::new("warn,weir::guest=info"));
     tracing_subscriber::registry()
         .with(
             fmt::layer()

@@ -326,6 +326,11 @@ pub(crate) fn build_query(
 
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
     let spec = Pipeline::load(&args.pipeline)?;
+    if args.exit_when_idle.is_some() && spec.mode == Mode::MicroBatch {
+        anyhow::bail!(
+            "--exit-when-idle applies to continuous mode; a micro-batch pipeline stops by itself with [trigger] type = \"available-now\" or \"once\""
+        );
+    }
     let mut query = build_query(runtime, &spec, None, args.exit_when_idle, args.upgrade)
         .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
     let stop = query.stop_handle();

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use weir::engine::checkpoint::read_entry;
-use weir::engine::query::{self, Metadata, Resume};
+use weir::engine::wal::{self, Metadata, Resume};
 use weir::engine::{LocalCheckpointStore, Progress};
 
 pub fn status(dir: PathBuf) -> anyhow::Result<()> {
@@ -19,7 +19,7 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
     println!("query id:   {}", meta.id);
     println!("mode:       {}", meta.mode);
     println!("sources:    {}", meta.sources.join(", "));
-    match query::resume(&store)? {
+    match wal::resume(&store)? {
         Resume::Fresh => println!("position:   no batch yet"),
         Resume::Continue {
             next_batch,

@@ -2,6 +2,9 @@
 //! same layout as the WIT `batch`/`output-batch` records. Batches stay in this
 //! form from source to sink, so the hot path never allocates per record.
 
+/// The timestamp of a record that has none (Kafka's `NO_TIMESTAMP`).
+pub const NO_TIMESTAMP: i64 = -1;
+
 /// A record header as a borrowed `(name, value)` pair.
 pub type HeaderRef<'a> = (&'a str, &'a [u8]);
 

@@ -1,6 +1,7 @@
 //! The engine core: batches, the Transform / Source / Sink / checkpoint
-//! seams, and micro-batch execution. It imports neither wasmtime nor any
-//! connector library, so it runs native transforms as well as WASM ones.
+//! seams, micro-batch and continuous execution. It imports neither wasmtime
+//! nor any connector library, so it runs native transforms as well as WASM
+//! ones.
 
 pub mod backpressure;
 pub mod batch;
@@ -11,12 +12,13 @@ pub mod exchange;
 pub mod faults;
 pub mod guard;
 pub mod identity;
+pub mod log_budget;
 pub mod microbatch;
 pub mod options;
 pub mod output;
 mod parallel;
 pub mod progress;
-pub mod query;
+pub mod wal;
 pub mod state;
 mod stateful_tasks;
 mod tasks;

@@ -6,6 +6,10 @@ use super::batch::{
     check_optional_column, malformed, push_headers, push_key, span,
 };
 
+/// Input batches, each with what the transform made of it: a batch's (or
+/// epoch's) output as the sinks take it.
+pub type Parts = Vec<(RecordBatch, TransformOutput)>;
+
 /// Output records of one batch. Optional columns follow the WIT rules: an
 /// empty `timestamps` keeps the input timestamps, an empty `origins` means one
 /// output per input in order, an empty `routes` sends all to the default output.

@@ -116,7 +116,7 @@ impl Progress {
     /// with a latency) show it, since latency is what that mode is for.
     pub fn status_line(&self) -> String {
         let lag = self.lag.map_or("?".to_string(), |l| l.to_string());
-        match &self.latency_ms {
+        let mut line = match &self.latency_ms {
             Some(l) => format!(
                 "epoch {}: {} rows, {} out, latency p50 {} ms p99 {} ms max {} ms, commit {} ms, lag {}",
                 self.batch_id,
@@ -138,7 +138,20 @@ impl Progress {
                 self.sink.num_output_rows,
                 lag
             ),
+        };
+        // Records that did not become output, where users look first.
+        let late: u64 = self
+            .state_operators
+            .iter()
+            .map(|o| o.num_rows_dropped_by_watermark)
+            .sum();
+        if self.num_rejected_rows > 0 {
+            line.push_str(&format!(", {} rejected", self.num_rejected_rows));
         }
+        if late > 0 {
+            line.push_str(&format!(", {late} dropped as late"));
+        }
+        line
     }
 }
 
@@ -188,5 +201,17 @@ mod tests {
         let epoch = progress(Some(l)).status_line();
         assert!(epoch.starts_with("epoch 7: 10 rows"), "{epoch}");
         assert!(epoch.contains("p50 2 ms p99 9 ms max 11 ms"), "{epoch}");
+    }
+
+    #[test]
+    fn status_line_counts_rejected_and_late_records() {
+        let mut p = progress(None);
+        p.num_rejected_rows = 4;
+        p.state_operators = vec![StateOperatorProgress {
+            num_rows_dropped_by_watermark: 9,
+            ..StateOperatorProgress::default()
+        }];
+        let line = p.status_line();
+        assert!(line.ends_with("lag 3, 4 rejected, 9 dropped as late"), "{line}");
     }
 }

@@ -140,6 +140,9 @@ pub(crate) fn write_sinks(
     Ok(rows)
 }
 
+/// Rejected records logged per second (all are counted in progress).
+static REJECTED_LOG: super::log_budget::SharedLogBudget = super::log_budget::SharedLogBudget::new(10);
+
 /// Apply the error policy to a transform's rejected records: `fail` turns
 /// the first into an error naming its position, `skip` logs and counts them,
 /// `dead-letter` also appends each to the `dead-letter` output.
@@ -159,19 +162,28 @@ pub(crate) fn check_rejected(
                 reason: format!("{} ({})", r.reason, r.kind.as_str()),
             });
         }
-        tracing::warn!(
-            source = source_name,
-            partition = input.partition,
-            offset,
-            kind = r.kind.as_str(),
-            "{}: {}",
-            if matches!(policy, ErrorPolicy::Skip) {
-                "skipping record"
-            } else {
-                "dead-lettering record"
-            },
-            r.reason
-        );
+        let a = REJECTED_LOG.admit();
+        if a.suppressed_before > 0 {
+            tracing::warn!(
+                "{} more rejected records not logged (rate limit); progress numRejectedRows counts them all",
+                a.suppressed_before
+            );
+        }
+        if a.admit {
+            tracing::warn!(
+                source = source_name,
+                partition = input.partition,
+                offset,
+                kind = r.kind.as_str(),
+                "{}: {}",
+                if matches!(policy, ErrorPolicy::Skip) {
+                    "skipping record"
+                } else {
+                    "dead-lettering record"
+                },
+                r.reason
+            );
+        }
     }
     if let ErrorPolicy::DeadLetter { component } = policy {
         let rejected = std::mem::take(&mut out.rejected);

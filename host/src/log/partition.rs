@@ -242,7 +242,18 @@ impl Partition {
             && self.segments.last().unwrap().base > 0
         {
             let seg = self.segments.pop().unwrap();
-            let _ = std::fs::remove_file(&seg.path);
+            // A segment of uncommitted records left in place would be read
+            // again after the next append: failing to remove it is an error.
+            match std::fs::remove_file(&seg.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    return Err(LogError::Io {
+                        path: seg.path.clone(),
+                        err,
+                    });
+                }
+            }
         }
         let seg = self.segments.last_mut().unwrap();
         // Find the byte position of `committed` inside the last segment.
@@ -256,11 +267,19 @@ impl Partition {
             }
             pos = p + q as u64;
         }
-        if let Ok(f) = OpenOptions::new().write(true).open(&seg.path) {
-            f.set_len(pos).map_err(|err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            })?;
+        // The next append must land right after the committed records, so
+        // the cut has to happen (and be durable) or the truncation fails.
+        let io = |err| LogError::Io {
+            path: seg.path.clone(),
+            err,
+        };
+        match OpenOptions::new().write(true).open(&seg.path) {
+            Ok(f) => {
+                f.set_len(pos).map_err(io)?;
+                f.sync_all().map_err(io)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && pos == 0 => {}
+            Err(err) => return Err(io(err)),
         }
         seg.len = pos;
         seg.end = committed;

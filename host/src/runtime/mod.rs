@@ -13,8 +13,8 @@ mod inspect;
 mod instance;
 mod output_pipe;
 mod sandbox;
-mod state;
-mod state_host;
+mod store_data;
+mod state_imports;
 pub mod tenant;
 mod ticker;
 
@@ -30,12 +30,12 @@ pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
 pub use sandbox::Sandbox;
-pub use state::GuestMetrics;
+pub use store_data::GuestMetrics;
 
 use bindings::{
     GuestIndices, STATEFUL_IMPORTS, StatefulTransformer, TIMER_INTERFACE, TimerIndices,
 };
-use state::HostState;
+use store_data::StoreData;
 
 /// Per-instance resource limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +100,7 @@ pub struct Runtime {
 /// An engine with its linker and epoch ticker.
 struct Engines {
     engine: Engine,
-    linker: Arc<Linker<HostState>>,
+    linker: Arc<Linker<StoreData>>,
     ticker: Arc<ticker::Ticker>,
 }
 
@@ -116,7 +116,7 @@ impl Engines {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
-        let mut linker = Linker::<HostState>::new(&engine);
+        let mut linker = Linker::<StoreData>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
         StatefulTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
@@ -286,7 +286,7 @@ pub struct TransformComponent {
 }
 
 struct ComponentInner {
-    pre: InstancePre<HostState>,
+    pre: InstancePre<StoreData>,
     indices: GuestIndices,
     /// Present when the component exports `timer-handler`.
     timer_indices: Option<TimerIndices>,

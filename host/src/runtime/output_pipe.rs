@@ -12,7 +12,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 
 const TAIL_BYTES: usize = 4096;
 /// Lines forwarded to the log per second per stream; the rest are counted.
-const LINES_PER_SECOND: u32 = 100;
+pub(crate) const LINES_PER_SECOND: u32 = 100;
 
 #[derive(Clone)]
 pub(crate) struct GuestOutput {

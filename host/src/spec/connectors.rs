@@ -97,7 +97,7 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
                 }
             },
         },
-        RawSink::Console => SinkSpec::Console,
+        RawSink::Console {} => SinkSpec::Console,
         RawSink::Kafka(k) => SinkSpec::Kafka(k.validate(&format!("sink.{name}"))?),
     })
 }

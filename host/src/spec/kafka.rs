@@ -112,6 +112,10 @@ const MANAGED: &[(&str, &str)] = &[
         "weir derives it from the query and the sink",
     ),
     ("enable.idempotence", "use delivery"),
+    (
+        "isolation.level",
+        "weir reads committed records only (read_committed), which exactly-once needs",
+    ),
     ("bootstrap.servers", "use bootstrap-servers"),
 ];
 

@@ -94,6 +94,11 @@ fn kafka_mistakes_are_explained() {
             "source 0.properties: `enable.auto.commit` is managed by weir",
         ),
         (
+            "\"security.protocol\" = \"plaintext\"",
+            "\"isolation.level\" = \"read_uncommitted\"",
+            "source 0.properties: `isolation.level` is managed by weir (weir reads committed records only",
+        ),
+        (
             "topics = [\"in\"]",
             "topics = [\"in\"]\ntopic-pattern = \"in.*\"",
             "give either topics or topic-pattern",

@@ -348,5 +348,4 @@ fn backpressure(b: RawBackpressure, trigger: Trigger) -> Result<Option<PidConfig
 mod tests;
 
 #[cfg(test)]
-#[path = "kafka_tests.rs"]
 mod kafka_tests;

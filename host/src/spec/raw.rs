@@ -153,7 +153,8 @@ pub enum RawSink {
         #[serde(default)]
         format: Option<String>,
     },
-    Console,
+    /// Empty, so that a misplaced key is refused rather than ignored.
+    Console {},
     Kafka(super::kafka::RawKafkaSink),
 }
 

@@ -84,6 +84,15 @@ fn a_misspelled_key_is_named_with_its_line() {
     let err = parse(&text).unwrap_err();
     assert!(err.starts_with("p.toml:13:1: unknown field `cal`"), "{err}");
     assert!(!err.contains('\n'));
+    // A console sink takes no keys: a stray one is not silently ignored.
+    let text = GOOD.replacen(
+        "[sink.default]\ntype = \"files\"\npath = \"out\"",
+        "[sink.default]\ntype = \"console\"\npath = \"out\"",
+        1,
+    );
+    assert_ne!(text, GOOD);
+    let err = parse(&text).unwrap_err();
+    assert!(err.contains("unknown field `path`"), "{err}");
 }
 
 #[test]
@@ -107,6 +116,12 @@ fn sizes_and_durations() {
     assert_eq!(parse_size("2GB").unwrap(), 2_000_000_000);
     assert_eq!(parse_size("100").unwrap(), 100);
     assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+    // An absurd size is refused with the key, never wrapped to a small one.
+    let err = parse(&GOOD.replace("\"64MiB\"", "\"99999999999999GiB\"")).unwrap_err();
+    assert!(
+        err.contains("transform.limits.memory: `99999999999999GiB` is too large"),
+        "{err}"
+    );
 }
 
 #[test]

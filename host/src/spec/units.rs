@@ -25,7 +25,8 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
             ));
         }
     };
-    Ok(n * mult)
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("`{s}` is too large (at most {} bytes)", usize::MAX))
 }
 
 /// Parse a readable duration such as `250ms` or `10s`.

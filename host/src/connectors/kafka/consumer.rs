@@ -186,7 +186,10 @@ impl PartitionConsumer {
                             encode_header(&mut self.headers, h.key, h.value.unwrap_or_default());
                         }
                     }
-                    let ts = m.timestamp().to_millis().unwrap_or(0);
+                    let ts = m
+                        .timestamp()
+                        .to_millis()
+                        .unwrap_or(crate::engine::batch::NO_TIMESTAMP);
                     if o >= until {
                         self.stash = Some(Stashed {
                             offset: o,

@@ -10,7 +10,7 @@ use crate::engine::options::{EngineError, RunSummary};
 use crate::engine::progress::{
     DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms,
 };
-use crate::engine::query::{
+use crate::engine::wal::{
     self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path,
 };
 use crate::engine::state::FiredTimers;
@@ -70,7 +70,7 @@ impl ContinuousQuery {
         )?;
         faults::point("after-commit-write", id);
         self.publish_watermark();
-        query::prune(&*self.store, id, self.options.keep_batches)?;
+        wal::prune(&*self.store, id, self.options.keep_batches)?;
         let visible_ms = now_ms();
         // Fired timers travel as parts too; they are not input records.
         let records = || parts.iter().filter(|(b, _)| !FiredTimers::is_fired(b));

@@ -20,7 +20,7 @@ use crate::engine::connector::PartitionReader;
 use crate::engine::exchange::Partitioning;
 use crate::engine::options::{EngineError, ErrorPolicy};
 use crate::engine::output::RejectKind;
-use crate::engine::query::TaskTime;
+use crate::engine::wal::TaskTime;
 use crate::engine::state::TaskStats;
 use crate::engine::state::run::reject_all;
 use crate::engine::tasks::check_rejected;

@@ -23,7 +23,7 @@ use super::connector::{ContinuousSource, Sink};
 use super::identity::Settings;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
 use super::progress::Progress;
-use super::query::{self, Resume, TaskTime};
+use super::wal::{self, Resume, TaskTime};
 use super::state::{TaskStats, Watermark};
 use super::transform::Transform;
 use task::{NO_WATERMARK, Parts, Report};
@@ -75,7 +75,7 @@ impl ContinuousQuery {
     ) -> Result<Self, EngineError> {
         let lock = store.lock()?;
         let settings = Settings::of(options.component.clone(), &options.state);
-        let meta = query::load_or_create_metadata(
+        let meta = wal::load_or_create_metadata(
             &*store,
             "continuous",
             vec![source.description()],
@@ -141,10 +141,10 @@ impl ContinuousQuery {
     ) -> Result<RunSummary, EngineError> {
         let name = self.source.description();
         let mut summary = RunSummary::default();
-        let (mut epoch, mut positions) = match query::resume(&*self.store)? {
+        let (mut epoch, mut positions) = match wal::resume(&*self.store)? {
             Resume::Fresh => {
                 let source = &mut self.source;
-                let o = query::initial_offset(&*self.store, 0, || {
+                let o = wal::initial_offset(&*self.store, 0, || {
                     let p = source.initial_positions().map_err(source_err(&name))?;
                     Ok(source.to_offset(&p))
                 })?;

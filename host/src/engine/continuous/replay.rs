@@ -9,7 +9,7 @@ use crate::engine::batch::RecordBatch;
 use crate::engine::options::EngineError;
 use crate::engine::output::RejectKind;
 use crate::engine::progress::now_ms;
-use crate::engine::query::OffsetEntry;
+use crate::engine::wal::OffsetEntry;
 use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::tasks::check_rejected;

@@ -10,9 +10,9 @@ use crate::engine::batch::RecordBatch;
 use crate::engine::checkpoint::CheckpointStore;
 use crate::engine::connector::PartitionReader;
 use crate::engine::options::{EngineError, ErrorPolicy};
-use crate::engine::output::TransformOutput;
+pub(crate) use crate::engine::output::Parts;
 use crate::engine::progress::now_ms;
-use crate::engine::query::TaskTime;
+use crate::engine::wal::TaskTime;
 use crate::engine::state::run::{StepError, TaskRun};
 use crate::engine::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
 use crate::engine::tasks::check_rejected;
@@ -86,7 +86,6 @@ pub(crate) fn stateful_step(
     Ok(rejected)
 }
 
-pub(crate) type Parts = Vec<(RecordBatch, TransformOutput)>;
 
 /// What a task sends the coordinator when it passes an epoch marker.
 pub(crate) struct Report {

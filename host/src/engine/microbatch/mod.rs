@@ -15,7 +15,7 @@ use super::faults;
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
-use super::query::{
+use super::wal::{
     self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
 };
 use super::tasks::{sinks_description, write_sinks};
@@ -67,7 +67,7 @@ impl MicroBatchQuery {
         let lock = store.lock()?;
         let descriptions = sources.iter().map(|s| s.description()).collect();
         let settings = Settings::of(options.component.clone(), &options.state);
-        let meta = query::load_or_create_metadata(
+        let meta = wal::load_or_create_metadata(
             &*store,
             "micro-batch",
             descriptions,
@@ -136,12 +136,12 @@ impl MicroBatchQuery {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunSummary, EngineError> {
         let mut summary = RunSummary::default();
-        let (mut batch_id, mut start, mut pending) = match query::resume(&*self.store)? {
+        let (mut batch_id, mut start, mut pending) = match wal::resume(&*self.store)? {
             Resume::Fresh => {
                 let mut start = Vec::new();
                 for i in 0..self.sources.len() {
                     let source = &mut self.sources[i];
-                    let o = query::initial_offset(&*self.store, i, || {
+                    let o = wal::initial_offset(&*self.store, i, || {
                         source.initial_offset().map_err(|err| EngineError::Source {
                             name: source.description(),
                             err,
@@ -283,7 +283,7 @@ impl MicroBatchQuery {
             for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
                 s.committed(&r.end);
             }
-            query::prune(&*self.store, batch_id, self.options.keep_batches)?;
+            wal::prune(&*self.store, batch_id, self.options.keep_batches)?;
             let commit_time = commit_started.elapsed();
 
             let input_rows: u64 = per_source_rows.iter().sum();

@@ -10,7 +10,7 @@ use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
 use crate::engine::output::RejectKind;
 use crate::engine::output::TransformOutput;
-use crate::engine::query::OffsetEntry;
+use crate::engine::wal::OffsetEntry;
 use crate::engine::state::run::progress_fields;
 use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};

@@ -8,7 +8,7 @@ use super::MicroBatchQuery;
 use crate::engine::connector::Offset;
 use crate::engine::options::{EngineError, Trigger};
 use crate::engine::progress::now_ms;
-use crate::engine::query::OffsetEntry;
+use crate::engine::wal::OffsetEntry;
 
 impl MicroBatchQuery {
     /// Backpressure: bound the next batch by the estimated processing rate

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-use crate::engine::batch::RecordBatch;
+use crate::engine::batch::{NO_TIMESTAMP, RecordBatch};
 
 /// What happens to a record older than the watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,11 +87,24 @@ pub struct Split {
 /// nothing late or unreadable, moves the batch without copying it.
 pub fn split(mut batch: RecordBatch, options: &EventTimeOptions, watermark: Option<i64>) -> Split {
     let mut bad: Vec<(usize, String)> = Vec::new();
-    if let Some(field) = &options.field {
-        for i in 0..batch.len() {
-            match extract(batch.get(i).value, field) {
-                Ok(t) => batch.timestamps[i] = t,
-                Err(why) => bad.push((i, why)),
+    match &options.field {
+        Some(field) => {
+            for i in 0..batch.len() {
+                match extract(batch.get(i).value, field) {
+                    Ok(t) => batch.timestamps[i] = t,
+                    Err(why) => bad.push((i, why)),
+                }
+            }
+        }
+        // Event time 0 would make such a record late forever, silently.
+        None => {
+            for (i, &t) in batch.timestamps.iter().enumerate() {
+                if t == NO_TIMESTAMP {
+                    bad.push((
+                        i,
+                        "record has no timestamp to take its event time from (set event-time.field to read it from the value)".into(),
+                    ));
+                }
             }
         }
     }
@@ -287,7 +300,16 @@ mod tests {
         assert_eq!(s.late.offsets, vec![1]);
         assert_eq!(s.unreadable.offsets, vec![2]);
         assert_eq!((s.stats.min, s.stats.max, s.stats.count), (1, 9, 3));
-        let s = split(b.clone(), &EventTimeOptions { field: None, ..o }, None);
+        let no_field = EventTimeOptions { field: None, ..o };
+        let s = split(b.clone(), &no_field, None);
         assert_eq!(s.on_time, b);
+        // A record without a timestamp is not given event time 0.
+        let mut b = RecordBatch::new(0);
+        b.push_raw(None, b"x", &[], NO_TIMESTAMP, 5);
+        b.push_raw(None, b"y", &[], 7, 6);
+        let s = split(b, &no_field, Some(1));
+        assert_eq!(s.on_time.offsets, vec![6]);
+        assert_eq!(s.unreadable.offsets, vec![5]);
+        assert!(s.unreadable_reasons[0].contains("record has no timestamp"));
     }
 }

@@ -18,6 +18,10 @@ use crate::engine::transform::{Transform, TransformError};
 /// re-registering due timers must not spin forever).
 const MAX_TIMER_ROUNDS: usize = 16;
 
+/// Late-drop lines logged per second (every drop is counted in progress).
+static LATE_LOG: crate::engine::log_budget::SharedLogBudget =
+    crate::engine::log_budget::SharedLogBudget::new(1);
+
 /// How a query handles event time and state.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatefulOptions {
@@ -75,7 +79,7 @@ impl TaskStats {
     }
 }
 
-pub(crate) type Parts = Vec<(RecordBatch, TransformOutput)>;
+pub(crate) use crate::engine::output::Parts;
 
 /// Why a task step failed.
 #[derive(Debug, thiserror::Error)]
@@ -190,7 +194,24 @@ impl TaskRun<'_> {
         }
         if !s.late.is_empty() {
             match et.late {
-                LatePolicy::Drop => self.stats.dropped_late += s.late.len() as u64,
+                LatePolicy::Drop => {
+                    self.stats.dropped_late += s.late.len() as u64;
+                    let a = LATE_LOG.admit();
+                    if a.admit {
+                        tracing::warn!(
+                            partition = s.late.partition,
+                            watermark = self.time.watermark.unwrap_or_default(),
+                            first_offset = s.late.offsets[0],
+                            "dropped {} record(s) older than the watermark (event-time.late = \"drop\"; counted in numRowsDroppedByWatermark{})",
+                            s.late.len(),
+                            if a.suppressed_before > 0 {
+                                format!("; {} earlier drop line(s) not logged", a.suppressed_before)
+                            } else {
+                                String::new()
+                            }
+                        );
+                    }
+                }
                 LatePolicy::Reject => {
                     let wm = self.time.watermark.unwrap_or_default();
                     let reasons: Vec<String> = s

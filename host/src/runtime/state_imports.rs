@@ -5,7 +5,7 @@
 //! [`StateContext`]: crate::engine::state::StateContext
 
 use super::bindings::{ContextHost, Entry, StateHost, TimersHost, WitOutputMode, WitTimeDomain};
-use super::state::HostState;
+use super::store_data::StoreData;
 use crate::engine::state::{OutputMode, TimeDomain};
 
 /// Longest key accepted, in bytes: keys are compared and copied often.
@@ -26,7 +26,7 @@ fn entries(v: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Entry> {
         .collect()
 }
 
-impl HostState {
+impl StoreData {
     /// Refuse a write that would take the state past its limit (or a key
     /// past its size limit); the call then fails as out of memory.
     fn admit(&mut self, key: &[u8], value_len: usize) -> bool {
@@ -40,7 +40,7 @@ impl HostState {
     }
 }
 
-impl StateHost for HostState {
+impl StateHost for StoreData {
     fn get(&mut self, key: Vec<u8>) -> Option<Vec<u8>> {
         self.ctx.state.get(&key).map(|v| v.into_owned())
     }
@@ -75,7 +75,7 @@ impl StateHost for HostState {
     }
 }
 
-impl TimersHost for HostState {
+impl TimersHost for StoreData {
     fn register(&mut self, d: WitTimeDomain, key: Vec<u8>, at: i64) {
         if self.admit(&key, 0) {
             self.ctx.state.register_timer(domain(d), &key, at);
@@ -87,7 +87,7 @@ impl TimersHost for HostState {
     }
 }
 
-impl ContextHost for HostState {
+impl ContextHost for StoreData {
     fn watermark(&mut self) -> Option<i64> {
         self.ctx.watermark
     }

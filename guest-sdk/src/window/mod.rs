@@ -373,10 +373,8 @@ impl<A: Aggregate> Windowed<A> {
     }
 }
 
-#[path = "window_state.rs"]
-mod window_state;
-use window_state::{Cache, decode_acc, decode_sessions, encode_sessions, fixed_key, parse_fixed};
+mod storage;
+use storage::{Cache, decode_acc, decode_sessions, encode_sessions, fixed_key, parse_fixed};
 
 #[cfg(test)]
-#[path = "window_tests.rs"]
 mod tests;

@@ -221,29 +221,80 @@ impl Transform for Guarded {
         self.guarded(input, Some(ctx))
     }
 
-    /// Timers cannot be skipped or dead-lettered without losing results, so
-    /// a failing timer handler stops the query (its state changes undone);
-    /// a restart retries the batch.
+    /// Fired timers get the records' isolation: when the handler traps,
+    /// overruns or breaks an output limit, each timer is retried alone and
+    /// the ones that still fail are rejected (their state changes undone),
+    /// so the pipeline's error policy decides (fail, skip, dead-letter)
+    /// instead of a restart that would hit the same timer again.
     fn on_timers(
         &mut self,
         fired: &FiredTimers,
         ctx: &mut StateContext,
     ) -> Result<TransformOutput, TransformError> {
-        ctx.state.begin_call();
-        let r = self.inner.on_timers(fired, ctx).and_then(|out| {
-            self.checked(out)
-                .map_err(|why| TransformError::Fatal(format!("timer handler: {why}")))
-        });
-        match &r {
-            Ok(_) => ctx.state.end_call(),
-            Err(e) => {
-                ctx.state.rollback_call();
-                if e.poisons_instance() {
-                    self.record_failure(e)?;
-                }
+        match self.timer_call(fired, ctx) {
+            Ok(Ok(out)) => Ok(out),
+            Ok(Err(_)) => self.isolate_timers(fired, ctx),
+            Err(e) if e.poisons_instance() => {
+                self.record_failure(&e)?;
+                self.isolate_timers(fired, ctx)
             }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl Guarded {
+    /// One timer-handler call, checked like [`Guarded::call`].
+    fn timer_call(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<Result<TransformOutput, String>, TransformError> {
+        ctx.state.begin_call();
+        let r = self
+            .inner
+            .on_timers(fired, ctx)
+            .map(|out| self.checked(out));
+        if matches!(r, Ok(Ok(_))) {
+            ctx.state.end_call();
+        } else {
+            ctx.state.rollback_call();
         }
         r
+    }
+
+    fn isolate_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let mut merged = TransformOutput::default();
+        for i in 0..fired.len() {
+            let t = fired.batch.get(i);
+            let mut one = FiredTimers {
+                batch: RecordBatch::new(fired.batch.partition),
+                domains: vec![fired.domains[i]],
+            };
+            one.batch
+                .push_raw(t.key, t.value, t.headers, t.timestamp, t.offset);
+            let reject = |kind, reason| Rejected {
+                index: i as u32,
+                kind,
+                reason: format!("timer handler: {reason}"),
+            };
+            match self.timer_call(&one, ctx) {
+                Ok(Ok(out)) => append(&mut merged, &out, &one.batch, i as u32),
+                Ok(Err(why)) => merged
+                    .rejected
+                    .push(reject(RejectKind::OutputLimit, why)),
+                Err(e) if e.poisons_instance() => {
+                    self.record_failure(&e)?;
+                    merged.rejected.push(reject(RejectKind::of(&e), e.to_string()));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(merged)
     }
 }
 
@@ -266,5 +317,4 @@ fn append(merged: &mut TransformOutput, out: &TransformOutput, single: &RecordBa
 }
 
 #[cfg(test)]
-#[path = "guard_tests.rs"]
 mod tests;

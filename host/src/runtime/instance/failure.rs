@@ -3,12 +3,12 @@
 use wasmtime::{Store, Trap};
 
 use crate::engine::transform::TransformError;
-use crate::runtime::state::HostState;
+use crate::runtime::store_data::StoreData;
 use crate::runtime::{Limits, one_line};
 
 /// Arm a store for one call: its CPU deadline (counted down a tick at a
 /// time by the epoch callback) and, when metered, its fuel.
-pub(super) fn arm(store: &mut Store<HostState>, ticks: u64, fuel: Option<u64>) {
+pub(super) fn arm(store: &mut Store<StoreData>, ticks: u64, fuel: Option<u64>) {
     store.data_mut().ticks_left = ticks;
     store.set_epoch_deadline(1);
     if let Some(f) = fuel {
@@ -21,7 +21,7 @@ pub(super) fn arm(store: &mut Store<HostState>, ticks: u64, fuel: Option<u64>) {
 /// to stderr (e.g. a panic message) when there is any.
 pub(super) fn classify(
     e: &wasmtime::Error,
-    store: &Store<HostState>,
+    store: &Store<StoreData>,
     limits: &Limits,
 ) -> TransformError {
     let state = store.data();

@@ -177,3 +177,59 @@ fn state_changes_of_a_failed_call_are_rolled_back() {
     assert_eq!(ctx.state.get(b"boom"), None);
     assert_eq!(ctx.state.rows(), 2);
 }
+
+/// Fires timers as records of their keys; traps on the timer keyed "bad".
+struct Timers;
+
+impl Transform for Timers {
+    fn process_batch(&mut self, _: &RecordBatch) -> Result<TransformOutput, TransformError> {
+        Ok(TransformOutput::default())
+    }
+
+    fn on_timers(
+        &mut self,
+        fired: &FiredTimers,
+        ctx: &mut StateContext,
+    ) -> Result<TransformOutput, TransformError> {
+        let mut out = TransformOutput::default();
+        for (i, t) in fired.batch.iter().enumerate() {
+            ctx.state.put(t.key.unwrap(), b"fired".to_vec());
+            if t.key == Some(&b"bad"[..]) {
+                return Err(TransformError::Trap {
+                    message: "timer trapped".into(),
+                });
+            }
+            out.batch.push(i as u32, None, None, t.key.unwrap(), &[], t.timestamp);
+        }
+        Ok(out)
+    }
+}
+
+#[test]
+fn a_trapping_timer_is_isolated_and_goes_to_the_error_policy() {
+    use crate::engine::state::{TimeDomain, Timer};
+    let mut g = Guarded::new(Box::new(Timers), RecordLimits::default());
+    let timers: Vec<Timer> = ["a", "bad", "c"]
+        .iter()
+        .map(|k| Timer {
+            domain: TimeDomain::EventTime,
+            key: k.as_bytes().to_vec(),
+            time: 5,
+        })
+        .collect();
+    let fired = FiredTimers::new(2, &timers);
+    let mut ctx = StateContext::default();
+    let mut out = g.on_timers(&fired, &mut ctx).unwrap();
+    assert_eq!(values(&out, &fired.batch), ["a", "c"]);
+    assert_eq!(out.rejected.len(), 1);
+    assert_eq!((out.rejected[0].index, out.rejected[0].kind), (1, RejectKind::Trap));
+    assert!(out.rejected[0].reason.contains("timer handler: "), "{}", out.rejected[0].reason);
+    // The failing timer's state change was undone; the others' kept.
+    assert_eq!(ctx.state.get(b"a").as_deref(), Some(&b"fired"[..]));
+    assert_eq!(ctx.state.get(b"bad"), None);
+    // The policy decides: skip counts it, fail names it.
+    let skipped = check_rejected(&ErrorPolicy::Skip, "timers", &fired.batch, &mut out).unwrap();
+    assert_eq!(skipped, 1);
+    let err = check_rejected(&ErrorPolicy::Fail, "timers", &fired.batch, &mut out).unwrap_err();
+    assert!(matches!(err, EngineError::BadRecord { .. }), "{err}");
+}

@@ -78,7 +78,7 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-pub(crate) struct HostState {
+pub(crate) struct StoreData {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: Limiter,
@@ -92,9 +92,11 @@ pub(crate) struct HostState {
     /// Most bytes of keyed state; a put past it is refused and fails the call.
     pub(crate) max_state: usize,
     pub(crate) state_exceeded: bool,
+    /// The guest's `log` calls, on the same budget as its stdout/stderr.
+    pub(crate) log_budget: crate::engine::log_budget::LogBudget,
 }
 
-impl HostState {
+impl StoreData {
     pub(crate) fn new(
         label: Arc<str>,
         limits: &super::Limits,
@@ -114,7 +116,7 @@ impl HostState {
             .allow_udp(false);
         sandbox.apply(&mut b)?;
         let wasi = b.build();
-        Ok(HostState {
+        Ok(StoreData {
             wasi,
             table: ResourceTable::new(),
             limiter: Limiter {
@@ -131,11 +133,14 @@ impl HostState {
             ticks_left: 0,
             max_state: limits.max_state,
             state_exceeded: false,
+            log_budget: crate::engine::log_budget::LogBudget::new(
+                super::output_pipe::LINES_PER_SECOND,
+            ),
         })
     }
 }
 
-impl WasiView for HostState {
+impl WasiView for StoreData {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {
             ctx: &mut self.wasi,
@@ -155,9 +160,17 @@ fn clip(s: &str) -> &str {
     &s[..end]
 }
 
-impl LogHost for HostState {
+impl LogHost for StoreData {
     fn log(&mut self, level: Level, message: String) {
         let (label, msg) = (&*self.label, clip(&message));
+        let a = self.log_budget.admit();
+        if a.suppressed_before > 0 {
+            tracing::warn!(target: "weir::guest", guest = label,
+                "{} guest log lines suppressed by the rate limit", a.suppressed_before);
+        }
+        if !a.admit {
+            return;
+        }
         match level {
             Level::Trace => tracing::trace!(target: "weir::guest", guest = label, "{msg}"),
             Level::Debug => tracing::debug!(target: "weir::guest", guest = label, "{msg}"),
@@ -168,7 +181,7 @@ impl LogHost for HostState {
     }
 }
 
-impl MetricsHost for HostState {
+impl MetricsHost for StoreData {
     fn counter_add(&mut self, name: String, delta: u64) {
         let m = &mut self.metrics;
         if let Some(c) = m.counters.get_mut(&name) {
@@ -192,4 +205,4 @@ impl MetricsHost for HostState {
     }
 }
 
-impl TypesHost for HostState {}
+impl TypesHost for StoreData {}

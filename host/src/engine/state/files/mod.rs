@@ -283,5 +283,4 @@ fn read_into(
 }
 
 #[cfg(test)]
-#[path = "files_tests.rs"]
 mod tests;

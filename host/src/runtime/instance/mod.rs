@@ -10,7 +10,7 @@ use super::bindings::{
     EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, TimerGuest,
 };
 use super::convert::{BatchRef, fill_record, from_wit};
-use super::state::{GuestMetrics, HostState};
+use super::store_data::{GuestMetrics, StoreData};
 use super::{Limits, TransformComponent};
 use crate::engine::batch::RecordBatch;
 use crate::engine::output::{RejectKind, Rejected, TransformOutput};
@@ -27,7 +27,7 @@ pub enum CallMode {
 }
 
 struct Live {
-    store: Store<HostState>,
+    store: Store<StoreData>,
     bindings: Guest,
     /// The `timer-handler` export, for stateful components.
     timers: Option<TimerGuest>,
@@ -115,7 +115,7 @@ impl WasmTransform {
 
     fn instantiate(&mut self) -> Result<Live, TransformError> {
         let inner = &self.component.inner;
-        let state = HostState::new(
+        let state = StoreData::new(
             self.label.clone(),
             &self.limits,
             self.component.sandbox(),
@@ -354,9 +354,7 @@ impl Transform for WasmTransform {
     }
 }
 
-#[path = "timers.rs"]
 mod timers;
 
-#[path = "failure.rs"]
 mod failure;
 use failure::{arm, classify};
