@@ -161,6 +161,7 @@ fn factory(
         runtime.load(&t.component, &t.grants)?
     }
     .with_sandbox(t.sandbox.clone());
+    weir::runtime::check_sandbox(&t.sandbox, runtime.cache_dir()).map_err(anyhow::Error::msg)?;
     // Guest logs carry the tenant first, so they can be routed per tenant.
     let mut name = spec.name.clone();
     if let Some(tenant) = tenant {

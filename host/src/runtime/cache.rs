@@ -2,6 +2,15 @@
 //! component's SHA-256 and the engine's compatibility hash, so a second start
 //! loads machine code (milliseconds) instead of compiling (seconds
 //! for a Python or JavaScript guest).
+//!
+//! The cache is a trust boundary: its files are native code that weir maps
+//! and runs for every pipeline and tenant, so whoever can write them can run
+//! code in the host. weir therefore uses a cache directory only when it is
+//! owned by the user weir runs as and writable by nobody else (it creates it
+//! with mode 0700), loads only artifacts that are owned likewise and end
+//! with the SHA-256 of their contents (a truncated or altered file is
+//! discarded and recompiled), and refuses to grant a guest a directory that
+//! contains the cache or lies inside it (see `Runtime::check_sandbox`).
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -50,13 +59,19 @@ pub(crate) fn load_or_compile(
         let c = Component::new(engine, bytes)?;
         return Ok((c, CacheOutcome::Disabled, start.elapsed()));
     };
+    if let Err(why) = private_dir(dir) {
+        warn_untrusted(dir, &why);
+        let c = Component::new(engine, bytes)?;
+        return Ok((c, CacheOutcome::Disabled, start.elapsed()));
+    }
     let path = artifact_path(dir, content_hash, engine);
     // Read into memory rather than mmap: a cache file replaced or truncated
     // while weir runs must not crash the process (SIGBUS on a mapped page).
-    if let Ok(artifact) = std::fs::read(&path) {
-        // SAFETY: the bytes come from `serialize` below, stored in weir's own
-        // cache directory under a name derived from the content hash and the
-        // engine settings; wasmtime re-checks the header and compatibility.
+    if let Some(artifact) = read_verified(&path) {
+        // SAFETY: the bytes were written by `store` below into a directory
+        // only this user can write, the file is this user's and not
+        // writable by others, and its trailing SHA-256 matches its
+        // contents; wasmtime re-checks the header and compatibility.
         match unsafe { Component::deserialize(engine, &artifact) } {
             Ok(c) => return Ok((c, CacheOutcome::Hit, start.elapsed())),
             Err(e) => {
@@ -72,8 +87,73 @@ pub(crate) fn load_or_compile(
     Ok((component, CacheOutcome::Miss, start.elapsed()))
 }
 
+/// Length of the SHA-256 that ends every artifact file.
+const DIGEST: usize = 32;
+
+/// A cached artifact's bytes, if the file is this user's, writable by no
+/// one else, and its trailing SHA-256 matches.
+fn read_verified(path: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me || meta.mode() & 0o022 != 0 {
+        tracing::warn!(path = %path.display(), "ignoring a cached artifact not owned by this user or writable by others");
+        return None;
+    }
+    let mut data = std::fs::read(path).ok()?;
+    if data.len() < DIGEST {
+        return None;
+    }
+    let (artifact, digest) = data.split_at(data.len() - DIGEST);
+    if Sha256::digest(artifact).as_slice() != digest {
+        tracing::warn!(path = %path.display(), "discarding a cached artifact whose checksum does not match");
+        return None;
+    }
+    data.truncate(data.len() - DIGEST);
+    Some(data)
+}
+
+/// Whether `dir` is fit to hold native code: this user's and writable by
+/// nobody else. Created (mode 0700) when missing.
+fn private_dir(dir: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if !dir.exists() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("cannot create it: {e}"))?;
+    }
+    let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(format!("it is owned by uid {}, not {me}", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "it is writable by others (mode {:o}); chmod go-w it",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// Say once per directory that the cache is not used, and why.
+fn warn_untrusted(dir: &Path, why: &str) {
+    static WARNED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if !warned.iter().any(|d| d == dir) {
+        warned.push(dir.to_path_buf());
+        tracing::warn!(dir = %dir.display(), "not using the compile cache: {why}");
+    }
+}
+
 fn store(dir: &Path, path: &Path, component: &Component) -> Result<(), String> {
-    let bytes = component.serialize().map_err(|e| format!("{e:#}"))?;
+    let mut bytes = component.serialize().map_err(|e| format!("{e:#}"))?;
+    let digest = Sha256::digest(&bytes);
+    bytes.extend_from_slice(&digest);
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -94,4 +174,38 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
     Some(base.join("weir").join("components"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn load(engine: &Engine, dir: &Path) -> CacheOutcome {
+        let bytes = wat::parse_str("(component)").unwrap();
+        let hash = sha256_hex(&bytes);
+        load_or_compile(engine, &bytes, &hash, Some(dir)).unwrap().1
+    }
+
+    #[test]
+    fn artifacts_are_verified_and_a_shared_cache_is_not_used() {
+        let engine = Engine::default();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("cache");
+        assert_eq!(load(&engine, &dir), CacheOutcome::Miss);
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "created private");
+        assert_eq!(load(&engine, &dir), CacheOutcome::Hit);
+        // An altered artifact (same length) is discarded and recompiled.
+        let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        let mut bytes = std::fs::read(&file).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0xff;
+        std::fs::write(&file, &bytes).unwrap();
+        assert_eq!(load(&engine, &dir), CacheOutcome::Miss);
+        assert_eq!(load(&engine, &dir), CacheOutcome::Hit);
+        // A cache others can write to is not trusted at all.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert_eq!(load(&engine, &dir), CacheOutcome::Disabled);
+    }
 }

@@ -29,7 +29,7 @@ pub use bindings::{EXPORT_INTERFACE, PACKAGE, WORLD};
 pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
-pub use sandbox::Sandbox;
+pub use sandbox::{Sandbox, check_sandbox};
 pub use store_data::GuestMetrics;
 
 use bindings::{
@@ -95,6 +95,13 @@ pub struct Runtime {
     /// pipelines that set a fuel budget pay for it.
     metered: std::sync::OnceLock<Result<Engines, String>>,
     options: RuntimeOptions,
+}
+
+impl Runtime {
+    /// Where compiled components are cached, if anywhere.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.options.cache_dir.as_deref()
+    }
 }
 
 /// An engine with its linker and epoch ticker.
@@ -357,3 +364,4 @@ pub(crate) fn one_line(e: &wasmtime::Error) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+

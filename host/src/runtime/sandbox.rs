@@ -47,3 +47,46 @@ impl Sandbox {
         Ok(())
     }
 }
+
+/// Whether granting a guest the host directories of `sandbox` would expose
+/// the compile cache at `cache` (native code every pipeline runs): refused
+/// when a granted directory contains the cache or lies inside it.
+pub fn check_sandbox(sandbox: &Sandbox, cache: Option<&std::path::Path>) -> Result<(), String> {
+    let Some(cache) = cache else {
+        return Ok(());
+    };
+    let real = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let cache = real(cache);
+    for (host, guest) in &sandbox.dirs {
+        let host = real(host);
+        if cache.starts_with(&host) || host.starts_with(&cache) {
+            return Err(format!(
+                "transform.sandbox.dirs: {} (as {guest}) would give the guest the compile cache {}, which holds the native code every pipeline runs; grant another directory",
+                host.display(),
+                cache.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod cache_grant_tests {
+    #[test]
+    fn the_compile_cache_is_never_granted_to_a_guest() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = root.path().join("cache");
+        std::fs::create_dir_all(cache.join("x")).unwrap();
+        let with = |dir: std::path::PathBuf| super::Sandbox {
+            dirs: vec![(dir, "/data".into())],
+            ..Default::default()
+        };
+        for granted in [root.path().to_path_buf(), cache.clone(), cache.join("x")] {
+            let err = super::check_sandbox(&with(granted), Some(&cache)).unwrap_err();
+            assert!(err.contains("would give the guest the compile cache"), "{err}");
+        }
+        let other = root.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        super::check_sandbox(&with(other), Some(&cache)).unwrap();
+    }
+}
