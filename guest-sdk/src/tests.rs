@@ -110,7 +110,10 @@ fn config_durations_refuse_overflow_by_key() {
         ("ttl".into(), "99999999999999999d".into()),
     ]);
     let d = std::time::Duration::from_secs(1);
-    assert_eq!(c.duration("gap", d).unwrap(), std::time::Duration::from_secs(300));
+    assert_eq!(
+        c.duration("gap", d).unwrap(),
+        std::time::Duration::from_secs(300)
+    );
     let err = c.duration("ttl", d).unwrap_err();
     assert_eq!(err, "config `ttl`: `99999999999999999d` is too long");
 }

@@ -8,6 +8,7 @@ mod bad_components;
 mod cli;
 mod continuous;
 mod examples;
+#[cfg(feature = "kafka")]
 mod kafka;
 mod microbatch;
 mod misbehaving_guests;

@@ -77,6 +77,11 @@ pub fn init_logging() {
 
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    if std::env::var_os("WEIR_FAULT").is_some() && !weir::engine::faults::ENABLED {
+        tracing::warn!(
+            "WEIR_FAULT is ignored: this weir was built without the fault-injection feature"
+        );
+    }
     let mut options = RuntimeOptions::default();
     if let Some(dir) = cli.cache_dir {
         options.cache_dir = Some(dir);

@@ -54,6 +54,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 fn build_source(s: &SourceSpec, trigger: Trigger) -> anyhow::Result<Box<dyn Source>> {
+    #[cfg(not(feature = "kafka"))]
+    let _ = trigger;
     Ok(match s {
         SourceSpec::Log {
             root,

@@ -7,16 +7,24 @@
 //! Points: `after-offsets-write`, `mid-sink`, `after-sink-commit`,
 //! `after-commit-write`, and `after-state-write` (a stateful task wrote its
 //! state version for the batch, before the sinks).
+//!
+//! Compiled in only with the `fault-injection` cargo feature (the test
+//! suite turns it on); otherwise every point is an empty function, so a
+//! release weir cannot be told to kill itself.
 
+#[cfg(feature = "fault-injection")]
 use std::sync::OnceLock;
+#[cfg(feature = "fault-injection")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(feature = "fault-injection")]
 enum When {
     Always,
     Batch(u64),
     Nth(u64),
 }
 
+#[cfg(feature = "fault-injection")]
 fn configured() -> Option<&'static (String, When)> {
     static FAULT: OnceLock<Option<(String, When)>> = OnceLock::new();
     FAULT
@@ -34,6 +42,7 @@ fn configured() -> Option<&'static (String, When)> {
 }
 
 /// Die here if the fault configuration says so.
+#[cfg(feature = "fault-injection")]
 pub fn point(name: &str, batch: u64) {
     static SEEN: AtomicU64 = AtomicU64::new(0);
     let Some((p, when)) = configured() else {
@@ -55,3 +64,11 @@ pub fn point(name: &str, batch: u64) {
         }
     }
 }
+
+/// Without the `fault-injection` feature there are no faults.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub fn point(_name: &str, _batch: u64) {}
+
+/// Whether this build can inject faults (`WEIR_FAULT` is ignored otherwise).
+pub const ENABLED: bool = cfg!(feature = "fault-injection");

@@ -92,6 +92,10 @@ mod tests {
                 suppressed_before: 3
             }
         );
-        assert_eq!(b.admit_at(t0 + Duration::from_millis(2500)).suppressed_before, 0);
+        assert_eq!(
+            b.admit_at(t0 + Duration::from_millis(2500))
+                .suppressed_before,
+            0
+        );
     }
 }

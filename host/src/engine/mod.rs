@@ -18,11 +18,11 @@ pub mod options;
 pub mod output;
 mod parallel;
 pub mod progress;
-pub mod wal;
 pub mod state;
 mod stateful_tasks;
 mod tasks;
 pub mod transform;
+pub mod wal;
 
 pub use backpressure::{PidConfig, PidRateEstimator};
 pub use batch::{EncodingError, RecordBatch, RecordRef};

@@ -212,6 +212,9 @@ mod tests {
             ..StateOperatorProgress::default()
         }];
         let line = p.status_line();
-        assert!(line.ends_with("lag 3, 4 rejected, 9 dropped as late"), "{line}");
+        assert!(
+            line.ends_with("lag 3, 4 rejected, 9 dropped as late"),
+            "{line}"
+        );
     }
 }

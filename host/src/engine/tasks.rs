@@ -141,7 +141,8 @@ pub(crate) fn write_sinks(
 }
 
 /// Rejected records logged per second (all are counted in progress).
-static REJECTED_LOG: super::log_budget::SharedLogBudget = super::log_budget::SharedLogBudget::new(10);
+static REJECTED_LOG: super::log_budget::SharedLogBudget =
+    super::log_budget::SharedLogBudget::new(10);
 
 /// Apply the error policy to a transform's rejected records: `fail` turns
 /// the first into an error naming its position, `skip` logs and counts them,

@@ -197,7 +197,12 @@ mod tests {
         assert_eq!(mode & 0o777, 0o700, "created private");
         assert_eq!(load(&engine, &dir), CacheOutcome::Hit);
         // An altered artifact (same length) is discarded and recompiled.
-        let file = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        let file = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let mut bytes = std::fs::read(&file).unwrap();
         let mid = bytes.len() / 2;
         bytes[mid] ^= 0xff;

@@ -13,8 +13,8 @@ mod inspect;
 mod instance;
 mod output_pipe;
 mod sandbox;
-mod store_data;
 mod state_imports;
+mod store_data;
 pub mod tenant;
 mod ticker;
 
@@ -364,4 +364,3 @@ pub(crate) fn one_line(e: &wasmtime::Error) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
-

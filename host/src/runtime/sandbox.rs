@@ -83,7 +83,10 @@ mod cache_grant_tests {
         };
         for granted in [root.path().to_path_buf(), cache.clone(), cache.join("x")] {
             let err = super::check_sandbox(&with(granted), Some(&cache)).unwrap_err();
-            assert!(err.contains("would give the guest the compile cache"), "{err}");
+            assert!(
+                err.contains("would give the guest the compile cache"),
+                "{err}"
+            );
         }
         let other = root.path().join("other");
         std::fs::create_dir_all(&other).unwrap();

@@ -10,11 +10,9 @@ use crate::engine::options::{EngineError, RunSummary};
 use crate::engine::progress::{
     DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms,
 };
-use crate::engine::wal::{
-    self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path,
-};
 use crate::engine::state::FiredTimers;
 use crate::engine::tasks::{sinks_description, write_sinks};
+use crate::engine::wal::{self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path};
 
 impl ContinuousQuery {
     /// Make an epoch durable: ranges ahead, sinks, then the commit.

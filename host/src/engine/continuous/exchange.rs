@@ -20,11 +20,11 @@ use crate::engine::connector::PartitionReader;
 use crate::engine::exchange::Partitioning;
 use crate::engine::options::{EngineError, ErrorPolicy};
 use crate::engine::output::RejectKind;
-use crate::engine::wal::TaskTime;
 use crate::engine::state::TaskStats;
 use crate::engine::state::run::reject_all;
 use crate::engine::tasks::check_rejected;
 use crate::engine::transform::Transform;
+use crate::engine::wal::TaskTime;
 
 /// Messages in flight per (reader, state partition) channel.
 pub(crate) const CHANNEL_DEPTH: usize = 8;

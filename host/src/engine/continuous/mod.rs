@@ -23,9 +23,9 @@ use super::connector::{ContinuousSource, Sink};
 use super::identity::Settings;
 use super::options::{ContinuousOptions, EngineError, RunSummary, TransformFactory};
 use super::progress::Progress;
-use super::wal::{self, Resume, TaskTime};
 use super::state::{TaskStats, Watermark};
 use super::transform::Transform;
+use super::wal::{self, Resume, TaskTime};
 use task::{NO_WATERMARK, Parts, Report};
 
 /// A finished epoch, ready to commit.

@@ -9,10 +9,10 @@ use crate::engine::batch::RecordBatch;
 use crate::engine::options::EngineError;
 use crate::engine::output::RejectKind;
 use crate::engine::progress::now_ms;
-use crate::engine::wal::OffsetEntry;
 use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::tasks::check_rejected;
+use crate::engine::wal::OffsetEntry;
 
 /// How long a replay waits for recorded records that do not arrive (a
 /// broker restarting) before it fails.

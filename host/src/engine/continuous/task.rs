@@ -12,11 +12,11 @@ use crate::engine::connector::PartitionReader;
 use crate::engine::options::{EngineError, ErrorPolicy};
 pub(crate) use crate::engine::output::Parts;
 use crate::engine::progress::now_ms;
-use crate::engine::wal::TaskTime;
 use crate::engine::state::run::{StepError, TaskRun};
 use crate::engine::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
 use crate::engine::tasks::check_rejected;
 use crate::engine::transform::Transform;
+use crate::engine::wal::TaskTime;
 
 /// No watermark yet, in the shared watermark cell.
 pub(crate) const NO_WATERMARK: i64 = i64::MIN;
@@ -85,7 +85,6 @@ pub(crate) fn stateful_step(
     }
     Ok(rejected)
 }
-
 
 /// What a task sends the coordinator when it passes an epoch marker.
 pub(crate) struct Report {

@@ -284,12 +284,12 @@ impl Guarded {
             };
             match self.timer_call(&one, ctx) {
                 Ok(Ok(out)) => append(&mut merged, &out, &one.batch, i as u32),
-                Ok(Err(why)) => merged
-                    .rejected
-                    .push(reject(RejectKind::OutputLimit, why)),
+                Ok(Err(why)) => merged.rejected.push(reject(RejectKind::OutputLimit, why)),
                 Err(e) if e.poisons_instance() => {
                     self.record_failure(&e)?;
-                    merged.rejected.push(reject(RejectKind::of(&e), e.to_string()));
+                    merged
+                        .rejected
+                        .push(reject(RejectKind::of(&e), e.to_string()));
                 }
                 Err(e) => return Err(e),
             }

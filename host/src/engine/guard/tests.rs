@@ -199,7 +199,8 @@ impl Transform for Timers {
                     message: "timer trapped".into(),
                 });
             }
-            out.batch.push(i as u32, None, None, t.key.unwrap(), &[], t.timestamp);
+            out.batch
+                .push(i as u32, None, None, t.key.unwrap(), &[], t.timestamp);
         }
         Ok(out)
     }
@@ -222,8 +223,15 @@ fn a_trapping_timer_is_isolated_and_goes_to_the_error_policy() {
     let mut out = g.on_timers(&fired, &mut ctx).unwrap();
     assert_eq!(values(&out, &fired.batch), ["a", "c"]);
     assert_eq!(out.rejected.len(), 1);
-    assert_eq!((out.rejected[0].index, out.rejected[0].kind), (1, RejectKind::Trap));
-    assert!(out.rejected[0].reason.contains("timer handler: "), "{}", out.rejected[0].reason);
+    assert_eq!(
+        (out.rejected[0].index, out.rejected[0].kind),
+        (1, RejectKind::Trap)
+    );
+    assert!(
+        out.rejected[0].reason.contains("timer handler: "),
+        "{}",
+        out.rejected[0].reason
+    );
     // The failing timer's state change was undone; the others' kept.
     assert_eq!(ctx.state.get(b"a").as_deref(), Some(&b"fired"[..]));
     assert_eq!(ctx.state.get(b"bad"), None);

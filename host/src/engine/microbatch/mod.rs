@@ -15,10 +15,8 @@ use super::faults;
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
-use super::wal::{
-    self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path,
-};
 use super::tasks::{sinks_description, write_sinks};
+use super::wal::{self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path};
 
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;

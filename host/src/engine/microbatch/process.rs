@@ -10,12 +10,12 @@ use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
 use crate::engine::output::RejectKind;
 use crate::engine::output::TransformOutput;
-use crate::engine::wal::OffsetEntry;
 use crate::engine::state::run::progress_fields;
 use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
 use crate::engine::tasks::{Tasks, check_rejected};
+use crate::engine::wal::OffsetEntry;
 
 /// A batch's state statistics: progress `stateOperators`, per-task stats
 /// (for the watermark) and progress `eventTime`.
