@@ -276,3 +276,43 @@ fn a_tenant_memory_quota_spans_its_instances() {
     drop((a, b));
     assert_eq!(acme.memory_used(), 0);
 }
+
+/// Through `weir run`: the guest's log lines are visible by default but on
+/// a budget (100 a second), and its metrics reach the progress report.
+#[test]
+fn guest_logs_are_visible_but_rate_limited_and_metrics_reach_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut t = weir::log::Topic::create(&log, "in", 1).unwrap();
+    let mut b = weir::engine::RecordBatch::new(0);
+    for i in 0..300 {
+        b.push(None, b"log", i, 0);
+    }
+    t.append(None, &[b], || {}).unwrap();
+    let spec = format!(
+        "checkpoint = \"ckpt\"\n[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"{}\"\n[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\n[trigger]\ntype = \"once\"\n",
+        guest("misbehave").display()
+    );
+    std::fs::write(dir.path().join("p.toml"), spec).unwrap();
+    let out = crate::testkit::weir()
+        .arg("run")
+        .arg(dir.path().join("p.toml"))
+        .args(["--progress", "json"])
+        .env_remove("WEIR_LOG")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let seen = stderr.matches("log record seen").count();
+    assert_eq!(seen, 100, "{stderr}");
+    let progress: serde_json::Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    assert_eq!(
+        progress["transformMetrics"]["counters"]["logged"], 300,
+        "{progress}"
+    );
+}

@@ -62,3 +62,38 @@ fn python_guest_runs_through_the_host() {
 fn javascript_guest_runs_through_the_host() {
     check("uppercase-js.wasm", &[]);
 }
+
+#[test]
+fn weir_transform_takes_grants_for_a_python_guest() {
+    use std::io::Write;
+    let file = polyglot_guest("uppercase-py.wasm");
+    let run = |grant: bool| {
+        let mut c = crate::testkit::weir();
+        c.arg("transform").arg(&file);
+        if grant {
+            c.args(["--grant", "wasi:sockets"]);
+        }
+        let mut child = c
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"abc\n").unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let refused = run(false);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("wasi:sockets/"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let out = run(true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ABC");
+}

@@ -25,10 +25,14 @@ pub struct Args {
     /// Call the guest once per record instead of once per batch.
     #[arg(long)]
     per_record: bool,
+    /// Allow an extra imported interface, e.g. wasi:sockets (repeatable), as
+    /// a pipeline's `grants` does; the sandbox stays closed.
+    #[arg(long = "grant", value_name = "INTERFACE")]
+    grants: Vec<String>,
 }
 
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
-    let component = runtime.load(&args.file, &[])?;
+    let component = runtime.load(&args.file, &args.grants)?;
     let mode = if args.per_record {
         CallMode::PerRecord
     } else {

@@ -93,6 +93,38 @@ pub struct Progress {
     /// times and the `watermark` it ran with (RFC 3339, as Spark prints them).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub event_time: std::collections::BTreeMap<String, String>,
+    /// What the transform reported through its `metrics` import, over all
+    /// its instances since the query started in this process.
+    #[serde(default, skip_serializing_if = "TransformMetrics::is_empty")]
+    pub transform_metrics: TransformMetrics,
+}
+
+/// Counters and gauges a transform reports (the WIT `metrics` interface).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TransformMetrics {
+    /// Summed over the instances.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// Each instance's last value, summed over the instances.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub gauges: std::collections::BTreeMap<String, f64>,
+}
+
+impl TransformMetrics {
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.gauges.is_empty()
+    }
+
+    /// Add another instance's figures.
+    pub fn add(&mut self, o: &TransformMetrics) {
+        for (k, v) in &o.counters {
+            let c = self.counters.entry(k.clone()).or_default();
+            *c = c.saturating_add(*v);
+        }
+        for (k, v) in &o.gauges {
+            *self.gauges.entry(k.clone()).or_default() += v;
+        }
+    }
 }
 
 /// Spark's StateOperatorProgress for one stateful operator.
@@ -176,6 +208,7 @@ mod tests {
             latency_ms,
             state_operators: vec![],
             event_time: Default::default(),
+            transform_metrics: Default::default(),
         }
     }
 

@@ -89,6 +89,12 @@ pub trait Transform: Send {
         let _ = (fired, ctx);
         Ok(TransformOutput::default())
     }
+
+    /// What the transform reported through its metrics, since it was
+    /// created (the query shows them in progress).
+    fn reported_metrics(&self) -> super::progress::TransformMetrics {
+        Default::default()
+    }
 }
 
 /// A native transform from a closure over the engine's own batches: the

@@ -117,6 +117,13 @@ impl ContinuousQuery {
             latency_ms: (input > 0).then_some(latency),
             state_operators,
             event_time: event_time_progress,
+            transform_metrics: self.transform_metrics.values().fold(
+                Default::default(),
+                |mut m, t| {
+                    m.add(t);
+                    m
+                },
+            ),
         };
         self.store.write("progress", &encode_entry(&progress))?;
         on_progress(&progress);

@@ -87,6 +87,7 @@ impl Reader {
                     rejected: std::mem::take(&mut rejected),
                     time: None,
                     stats: TaskStats::default(),
+                    metrics: Default::default(),
                 };
                 if self.tx.send(Ok(report)).is_err() {
                     return Ok(());
@@ -195,6 +196,7 @@ impl StateTask {
                     processing_time_ms: time.processing_time,
                 }),
                 stats,
+                metrics: self.transform.reported_metrics(),
             };
             if self.tx.send(Ok(report)).is_err() {
                 return Ok(());

@@ -56,6 +56,8 @@ pub struct ContinuousQuery {
     /// The watermark as tasks read it at each epoch start.
     watermark_cell: Arc<AtomicI64>,
     _lock: crate::engine::checkpoint::CheckpointLock,
+    /// Each task's latest transform metrics, for progress.
+    transform_metrics: BTreeMap<u32, crate::engine::progress::TransformMetrics>,
 }
 
 fn source_err(name: &str) -> impl Fn(super::connector::ConnectorError) -> EngineError + '_ {
@@ -111,6 +113,7 @@ impl ContinuousQuery {
             watermark: Watermark::default(),
             watermark_cell: Arc::new(AtomicI64::new(NO_WATERMARK)),
             _lock: lock,
+            transform_metrics: BTreeMap::new(),
         })
     }
 
@@ -281,6 +284,7 @@ impl ContinuousQuery {
                             times.insert(task, t);
                         }
                         stats.push((task, r.stats));
+                        self.transform_metrics.insert(task, r.metrics);
                     }
                 }
                 ran_with = times.values().next().map(|t| t.watermark_ms);

@@ -100,6 +100,8 @@ pub(crate) struct Report {
     /// The clocks the task ran the epoch with (queries with event time or state).
     pub time: Option<TaskTime>,
     pub stats: TaskStats,
+    /// The task's transform metrics so far (tasks with a transform).
+    pub metrics: crate::engine::progress::TransformMetrics,
 }
 
 /// One partition's long-running task.
@@ -160,6 +162,7 @@ impl Task {
                         processing_time_ms: t.processing_time,
                     }),
                     stats: std::mem::take(&mut stats),
+                    metrics: self.transform.reported_metrics(),
                 };
                 if self.tx.send(Ok(report)).is_err() {
                     return Ok(());

@@ -221,6 +221,10 @@ impl Transform for Guarded {
         self.guarded(input, Some(ctx))
     }
 
+    fn reported_metrics(&self) -> crate::engine::progress::TransformMetrics {
+        self.inner.reported_metrics()
+    }
+
     /// Fired timers get the records' isolation: when the handler traps,
     /// overruns or breaks an output limit, each timer is retried alone and
     /// the ones that still fail are rejected (their state changes undone),

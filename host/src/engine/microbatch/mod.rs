@@ -327,6 +327,13 @@ impl MicroBatchQuery {
                 latency_ms: None,
                 state_operators: state_stats.0,
                 event_time: state_stats.2,
+                transform_metrics: self
+                    .transforms
+                    .values()
+                    .fold(Default::default(), |mut m, t| {
+                        m.add(&t.reported_metrics());
+                        m
+                    }),
             };
             self.store.write("progress", &encode_entry(&progress))?;
             on_progress(&progress);

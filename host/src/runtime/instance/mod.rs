@@ -332,6 +332,14 @@ impl WasmTransform {
 }
 
 impl Transform for WasmTransform {
+    fn reported_metrics(&self) -> crate::engine::progress::TransformMetrics {
+        let m = self.metrics();
+        crate::engine::progress::TransformMetrics {
+            counters: m.counters,
+            gauges: m.gauges,
+        }
+    }
+
     fn process_batch(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
         self.run(input, None)
     }
