@@ -23,8 +23,9 @@ use weir::connectors::file_source::{FileSource, LineFormat};
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::{
-    ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions,
-    RecordBatch, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
+    ContinuousOptions, ContinuousQuery, Guarded, LocalCheckpointStore, MicroBatchQuery,
+    QueryOptions, RecordBatch, RecordLimits, Sink, Source, Transform, TransformError,
+    TransformFactory, Trigger,
 };
 use weir::log::Topic;
 use weir::runtime::{CallMode, Limits, WasmTransform};
@@ -34,13 +35,18 @@ fn wasm_factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn Transform
     let component = rt.load(&testkit::guest(guest), &[]).expect("load guest");
     Box::new(
         move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-            Ok(Box::new(WasmTransform::new(
+            let guest = WasmTransform::new(
                 &component,
                 config.clone(),
                 Limits::default(),
                 &format!("task-{task}"),
                 CallMode::Batch,
-            )?))
+            )?;
+            // Behind the guard, as `weir run` runs every guest.
+            Ok(Box::new(Guarded::new(
+                Box::new(guest),
+                RecordLimits::default(),
+            )))
         },
     )
 }
