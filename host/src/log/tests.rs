@@ -108,3 +108,18 @@ fn missing_topic_and_duplicate_create_are_clear() {
         "{err}"
     );
 }
+
+#[test]
+fn a_leftover_segment_that_cannot_be_removed_fails_the_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("0");
+    let mut part = Partition::open(p.clone(), 1 << 20).unwrap();
+    part.append(&batch(&["a", "b"])).unwrap();
+    // A later segment past the commit (a crashed writer's roll-over) that
+    // cannot be removed: a non-empty directory under its name. Ignoring
+    // the failure would let the next append land before stale bytes.
+    std::fs::create_dir_all(p.join(format!("{:020}.log", 2)).join("x")).unwrap();
+    let mut part = Partition::open(p, 1 << 20).unwrap();
+    let err = part.truncate_to(2).unwrap_err().to_string();
+    assert!(err.contains("00000000000000000002.log"), "{err}");
+}
