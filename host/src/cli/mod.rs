@@ -77,7 +77,7 @@ pub fn init_logging() {
 
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
-    if std::env::var_os("WEIR_FAULT").is_some() && !weir::engine::faults::ENABLED {
+    if std::env::var_os("WEIR_FAULT").is_some() && !weir::engine::FAULT_INJECTION {
         tracing::warn!(
             "WEIR_FAULT is ignored: this weir was built without the fault-injection feature"
         );

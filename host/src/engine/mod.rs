@@ -9,7 +9,7 @@ pub mod checkpoint;
 pub mod connector;
 pub mod continuous;
 pub mod exchange;
-pub mod faults;
+pub(crate) mod faults;
 pub mod guard;
 pub mod identity;
 pub mod log_budget;
@@ -29,6 +29,8 @@ pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointLock, CheckpointStore, LocalCheckpointStore};
 pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
 pub use continuous::ContinuousQuery;
+/// Whether this build honours `WEIR_FAULT` (the `fault-injection` feature).
+pub const FAULT_INJECTION: bool = faults::ENABLED;
 pub use guard::{Guarded, RecordLimits};
 pub use microbatch::MicroBatchQuery;
 pub use options::{
