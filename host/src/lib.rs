@@ -10,9 +10,12 @@
 //!   Kafka).
 //! - [`log`]: the embedded log.
 //! - [`spec`]: pipeline and host files, parsed and validated.
+//! - [`pipeline`]: a runnable query built from a spec (what `weir run`,
+//!   `weir host` and `weir serve` start).
 
 pub mod connectors;
 pub mod engine;
 pub mod log;
+pub mod pipeline;
 pub mod runtime;
 pub mod spec;

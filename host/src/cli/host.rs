@@ -17,8 +17,8 @@ use weir::runtime::Runtime;
 use weir::runtime::tenant::{Scheduler, Tenant};
 use weir::spec::HostSpec;
 
-use super::run::build_query;
 use super::tenant_log;
+use weir::pipeline::build_query;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -11,13 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::checkpoint::write_atomic;
 use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileFormat {
-    /// One output value per line, as is.
-    Values,
-    /// One JSON object per line: key, value, headers, timestamp.
-    Records,
-}
+pub use crate::spec::FileFormat;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {

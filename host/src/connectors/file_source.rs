@@ -16,13 +16,7 @@ use serde_json::json;
 use crate::engine::checkpoint::{encode_entry, read_entry};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineFormat {
-    /// JSON lines: blank lines are skipped.
-    Json,
-    /// Every line is a record, blank ones included.
-    Raw,
-}
+pub use crate::spec::LineFormat;
 
 pub struct FileSource {
     dir: PathBuf,

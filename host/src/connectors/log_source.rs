@@ -9,11 +9,7 @@ use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::log::Topic;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartingOffsets {
-    Earliest,
-    Latest,
-}
+pub use crate::spec::StartingOffsets;
 
 pub struct LogSource {
     root: PathBuf,

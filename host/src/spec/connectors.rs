@@ -3,10 +3,8 @@
 use std::path::Path;
 
 use super::raw::{RawSink, RawSource};
+use super::{FileFormat, LineFormat, StartingOffsets};
 use super::{SinkSpec, SourceSpec};
-use crate::connectors::file_sink::FileFormat;
-use crate::connectors::file_source::LineFormat;
-use crate::connectors::log_source::StartingOffsets;
 
 pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, String> {
     let path = |p: &str| base.join(p);

@@ -13,9 +13,6 @@ mod units;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::connectors::file_sink::FileFormat;
-use crate::connectors::file_source::LineFormat;
-use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{PidConfig, RecordLimits, Trigger};
 use crate::runtime::{CallMode, Limits, Sandbox};
 pub use host::{HostSpec, TenantSpec};
@@ -30,6 +27,31 @@ pub struct SpecError {
     pub file: String,
     pub location: Option<(usize, usize)>,
     pub message: String,
+}
+
+/// How a file sink writes records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    /// One output value per line, as is.
+    Values,
+    /// One JSON object per line: key, value, headers, timestamp.
+    Records,
+}
+
+/// How a file source reads lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineFormat {
+    /// JSON lines: blank lines are skipped.
+    Json,
+    /// Every line is a record, blank ones included.
+    Raw,
+}
+
+/// Where a new query starts reading an embedded-log topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingOffsets {
+    Earliest,
+    Latest,
 }
 
 #[derive(Debug, Clone, PartialEq)]
