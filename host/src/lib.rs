@@ -18,4 +18,5 @@ pub mod engine;
 pub mod log;
 pub mod pipeline;
 pub mod runtime;
+pub mod serve;
 pub mod spec;

@@ -13,5 +13,6 @@ mod kafka;
 mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
+mod serve;
 mod stateful;
 mod tenants;

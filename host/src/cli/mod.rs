@@ -4,6 +4,7 @@
 mod host;
 mod log;
 mod run;
+mod serve;
 mod status;
 mod tenant_log;
 mod transform;
@@ -42,6 +43,8 @@ enum Command {
     Run(run::Args),
     /// Run several tenants' pipelines in one process (quotas, CPU shares).
     Host(host::Args),
+    /// Run weir as a service: an HTTP API for tenants and components.
+    Serve(serve::Args),
     /// Create, append to and read topics of the embedded log.
     #[command(subcommand)]
     Log(log::LogCommand),
@@ -95,6 +98,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Transform(args) => transform::run(&runtime()?, args),
         Command::Run(args) => run::run(&runtime()?, args),
         Command::Host(args) => host::run(&runtime()?, args),
+        Command::Serve(args) => serve::run(runtime()?, args),
         Command::Log(cmd) => log::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Status { checkpoint } => status::status(checkpoint).map(|()| ExitCode::SUCCESS),
         Command::Files { dir } => status::files(dir).map(|()| ExitCode::SUCCESS),

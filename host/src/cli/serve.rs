@@ -1,0 +1,51 @@
+//! `weir serve`: run weir as a service (see `weir::serve`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use weir::runtime::Runtime;
+use weir::serve::{AppState, DEFAULT_MAX_COMPONENT_SIZE};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The service's data directory (its store, components, tenants' data).
+    #[arg(long, default_value = "weir-data")]
+    data: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:7600")]
+    listen: SocketAddr,
+    /// Issue a new admin token, print it once, and exit.
+    #[arg(long)]
+    init: bool,
+    /// Largest component upload, e.g. "64MiB".
+    #[arg(long, value_name = "SIZE", value_parser = weir::spec::parse_size)]
+    max_component_size: Option<usize>,
+}
+
+pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
+    let store = weir::serve::open(&args.data)?;
+    if args.init || !store.has_admin()? {
+        let token = weir::serve::new_admin_token(&store, &args.data)?;
+        // The only time the admin token exists outside the caller's hands.
+        println!("{token}");
+        eprintln!(
+            "weir serve: admin token printed above; it is stored only as a hash in {}",
+            args.data.join("weir.db").display()
+        );
+        if args.init {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+    let state = AppState {
+        store: Arc::new(store),
+        runtime: Arc::new(runtime),
+        data: args.data,
+        max_component_size: args
+            .max_component_size
+            .unwrap_or(DEFAULT_MAX_COMPONENT_SIZE),
+    };
+    weir::serve::run(state, args.listen)?;
+    Ok(ExitCode::SUCCESS)
+}

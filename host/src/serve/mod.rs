@@ -1,0 +1,132 @@
+//! `weir serve`: weir as a service. An HTTP API (axum on tokio; the engine
+//! keeps its own threads) over an embedded SQLite store in the data
+//! directory, with admin and per-tenant bearer tokens. This first part
+//! covers tenants and components; see README "Service" for what it does
+//! today.
+
+pub mod auth;
+pub mod components;
+pub mod error;
+pub mod store;
+pub mod tenants;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post};
+
+use crate::runtime::Runtime;
+use error::ApiError;
+use store::Store;
+
+/// Largest component upload unless `--max-component-size` says otherwise.
+pub const DEFAULT_MAX_COMPONENT_SIZE: usize = 64 << 20;
+
+/// Shared by every request.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Arc<Store>,
+    pub runtime: Arc<Runtime>,
+    /// The data directory: `weir.db`, `components/`, `tmp/`.
+    pub data: PathBuf,
+    pub max_component_size: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{path}: {err}")]
+    Io { path: PathBuf, err: std::io::Error },
+    #[error("{path}: the store: {err}")]
+    Store { path: PathBuf, err: rusqlite::Error },
+    #[error("cannot listen on {addr}: {err}")]
+    Listen {
+        addr: SocketAddr,
+        err: std::io::Error,
+    },
+}
+
+/// Open (creating) the data directory and its store.
+pub fn open(data: &std::path::Path) -> Result<Store, ServeError> {
+    for d in [
+        data.to_path_buf(),
+        data.join("components"),
+        data.join("tmp"),
+    ] {
+        std::fs::create_dir_all(&d).map_err(|err| ServeError::Io { path: d, err })?;
+    }
+    Store::open(data).map_err(|err| ServeError::Store {
+        path: data.join("weir.db"),
+        err,
+    })
+}
+
+/// Issue a new admin token (replacing any earlier one) and return it: the
+/// only time it is shown.
+pub fn new_admin_token(store: &Store, data: &std::path::Path) -> Result<String, ServeError> {
+    let token = auth::new_token();
+    store
+        .set_admin(&auth::hash(&token))
+        .map_err(|err| ServeError::Store {
+            path: data.join("weir.db"),
+            err,
+        })?;
+    Ok(token)
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route(
+            "/healthz",
+            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
+        )
+        .route("/v1/tenants", post(tenants::create).get(tenants::list))
+        .route("/v1/tenants/{name}", delete(tenants::delete))
+        .route("/v1/tenants/{name}/token", post(tenants::rotate))
+        .route(
+            "/v1/components",
+            post(components::upload)
+                .layer(DefaultBodyLimit::disable())
+                .get(components::list),
+        )
+        .route(
+            "/v1/components/{id}",
+            get(components::show).delete(components::delete),
+        )
+        .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
+        .with_state(state)
+}
+
+/// Serve until SIGINT or SIGTERM.
+pub fn run(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|err| ServeError::Io {
+            path: state.data.clone(),
+            err,
+        })?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|err| ServeError::Listen { addr: listen, err })?;
+        let addr = listener.local_addr().unwrap_or(listen);
+        tracing::warn!("weir serve: listening on http://{addr}");
+        eprintln!("weir serve: listening on http://{addr}");
+        axum::serve(listener, router(state))
+            .with_graceful_shutdown(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .expect("installing a SIGTERM handler");
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            })
+            .await
+            .map_err(|err| ServeError::Listen { addr: listen, err })
+    })
+}
