@@ -38,9 +38,11 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
     }
+    let runtime = Arc::new(runtime);
     let state = AppState {
         store: Arc::new(store),
-        runtime: Arc::new(runtime),
+        supervisor: Arc::new(weir::serve::supervisor::Supervisor::new(runtime.clone())),
+        runtime,
         data: args.data,
         max_component_size: args
             .max_component_size

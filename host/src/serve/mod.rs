@@ -1,13 +1,16 @@
 //! `weir serve`: weir as a service. An HTTP API (axum on tokio; the engine
 //! keeps its own threads) over an embedded SQLite store in the data
-//! directory, with admin and per-tenant bearer tokens. This first part
-//! covers tenants and components; see README "Service" for what it does
-//! today.
+//! directory, with admin and per-tenant bearer tokens: tenants, their
+//! components and their pipelines (run by [`supervisor`], confined by
+//! [`confine`]). README "Service" says what it does today.
 
 pub mod auth;
 pub mod components;
+pub mod confine;
 pub mod error;
+pub mod pipelines;
 pub mod store;
+pub mod supervisor;
 pub mod tenants;
 
 use std::net::SocketAddr;
@@ -33,6 +36,7 @@ pub struct AppState {
     /// The data directory: `weir.db`, `components/`, `tmp/`.
     pub data: PathBuf,
     pub max_component_size: usize,
+    pub supervisor: Arc<supervisor::Supervisor>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,12 +99,30 @@ pub fn router(state: AppState) -> Router {
             "/v1/components/{id}",
             get(components::show).delete(components::delete),
         )
+        .route("/v1/pipelines", get(pipelines::list))
+        .route(
+            "/v1/pipelines/{name}",
+            get(pipelines::show)
+                .put(pipelines::put)
+                .delete(pipelines::delete),
+        )
+        .route("/v1/pipelines/{name}/stop", post(pipelines::stop))
+        .route("/v1/pipelines/{name}/start", post(pipelines::start))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
         .with_state(state)
 }
 
-/// Serve until SIGINT or SIGTERM.
+/// Serve until SIGINT or SIGTERM; pipelines that should run are resumed
+/// first, and stopped after their current batch when the service stops.
 pub fn run(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
+    pipelines::resume_all(&state);
+    let supervisor = state.supervisor.clone();
+    let r = serve(state, listen);
+    supervisor.stop_all();
+    r
+}
+
+fn serve(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -1,0 +1,273 @@
+//! `/v1/pipelines`: a tenant creates or replaces a pipeline by name from
+//! its TOML (the transform named by component id), lists, shows, stops,
+//! starts and deletes it. A pipeline is confined to the tenant's data root
+//! and runs with the tenant's quotas; replacing a running one stops it after
+//! its current batch or epoch and starts the new spec from the checkpoint.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::auth::Caller;
+use super::confine;
+use super::error::{ApiError, ApiResult};
+use super::store::{PipelineRow, TenantRow};
+use crate::spec::Pipeline;
+
+fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
+    state
+        .store
+        .tenant(tenant)?
+        .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))
+}
+
+/// The pipeline TOML with its component id resolved to the stored bytes,
+/// its name set and a default checkpoint; validated and confined.
+fn resolve(
+    state: &AppState,
+    tenant: &str,
+    name: &str,
+    text: &str,
+) -> ApiResult<(Pipeline, String, String)> {
+    let mut table: toml::Table = toml::from_str(text)
+        .map_err(|e| ApiError::bad_request(format!("pipeline: {}", e.message())))?;
+    table.insert("name".into(), name.into());
+    table
+        .entry("checkpoint")
+        .or_insert_with(|| format!("checkpoints/{name}").into());
+    let component = table
+        .get("transform")
+        .and_then(|t| t.get("component"))
+        .and_then(|c| c.as_str())
+        .map(|c| c.trim_start_matches("sha256:").to_string())
+        .ok_or_else(|| {
+            ApiError::bad_request("transform.component: give the id of an uploaded component")
+        })?;
+    if !state
+        .store
+        .components(tenant)?
+        .iter()
+        .any(|c| c.id == component)
+    {
+        return Err(ApiError::bad_request(format!(
+            "transform.component: no component `{component}` (upload it to /v1/components first)"
+        )));
+    }
+    let path = state
+        .data
+        .join("components")
+        .join(format!("{component}.wasm"));
+    if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
+        t.insert("component".into(), path.display().to_string().into());
+    }
+    let text = toml::to_string(&table).map_err(ApiError::internal)?;
+    let root = confine::tenant_root(&state.data, tenant);
+    std::fs::create_dir_all(&root).map_err(ApiError::internal)?;
+    let spec =
+        Pipeline::parse(&text, "pipeline", &root).map_err(|e| ApiError::bad_request(e.message))?;
+    confine::pipeline(&spec, &root).map_err(ApiError::bad_request)?;
+    Ok((spec, text, component))
+}
+
+fn view(state: &AppState, p: &PipelineRow, progress: bool) -> Value {
+    let s = state.supervisor.status(&p.tenant, &p.name);
+    let mut v = json!({
+        "name": p.name,
+        "component": p.component,
+        "desired": p.desired,
+        "state": s.state,
+        "last-error": s.last_error,
+    });
+    if let Some(pr) = &s.progress {
+        v["input-rows-per-second"] = pr.input_rows_per_second.into();
+        v["processed-rows-per-second"] = pr.processed_rows_per_second.into();
+        v["lag"] = pr.lag.into();
+        if progress {
+            v["progress"] = serde_json::to_value(pr).unwrap_or_default();
+        }
+    }
+    v
+}
+
+fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<PipelineRow> {
+    state
+        .store
+        .pipelines(Some(tenant))?
+        .into_iter()
+        .find(|p| p.name == name)
+        .ok_or_else(|| ApiError::not_found(&format!("pipeline `{name}`")))
+}
+
+pub async fn put(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    text: String,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let tenant = caller.tenant()?.to_string();
+    if !super::tenants::valid_name(&name) {
+        return Err(ApiError::bad_request(format!(
+            "pipeline name `{name}`: use 1-63 lowercase letters, digits and dashes"
+        )));
+    }
+    let t = tenant_row(&state, &tenant)?;
+    let (spec, text, component) = resolve(&state, &tenant, &name, &text)?;
+    let existing = state.store.pipelines(Some(&tenant))?;
+    if !existing.iter().any(|p| p.name == name) && existing.len() as u64 >= t.max_pipelines {
+        return Err(ApiError::conflict(format!(
+            "tenant `{tenant}` may have {} pipeline(s); delete one first",
+            t.max_pipelines
+        )));
+    }
+    let row = PipelineRow {
+        tenant: tenant.clone(),
+        name: name.clone(),
+        spec: text,
+        component,
+        desired: "running".into(),
+    };
+    let st = state.clone();
+    let started =
+        tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &name, &spec))
+            .await
+            .map_err(ApiError::internal)?;
+    if let Err(why) = started {
+        return Err(ApiError::bad_request(why));
+    }
+    let new = state.store.put_pipeline(&row)?;
+    state.store.event(
+        Some(&tenant),
+        &row.name,
+        if new { "deployed" } else { "replaced" },
+        &row.component,
+    );
+    let status = if new {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((status, Json(view(&state, &row, false))))
+}
+
+pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
+    let rows = state.store.pipelines(Some(caller.tenant()?))?;
+    Ok(Json(rows.iter().map(|p| view(&state, p, false)).collect()))
+}
+
+pub async fn show(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let p = find(&state, caller.tenant()?, &name)?;
+    Ok(Json(view(&state, &p, true)))
+}
+
+pub async fn stop(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let tenant = caller.tenant()?.to_string();
+    let p = find(&state, &tenant, &name)?;
+    state.store.set_desired(&tenant, &name, "stopped")?;
+    let st = state.clone();
+    tokio::task::spawn_blocking(move || st.supervisor.stop(&tenant, &name))
+        .await
+        .map_err(ApiError::internal)?;
+    state
+        .store
+        .event(Some(&p.tenant), &p.name, "stopped", "by request");
+    Ok(Json(view(
+        &state,
+        &find(&state, &p.tenant, &p.name)?,
+        false,
+    )))
+}
+
+pub async fn start(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let tenant = caller.tenant()?.to_string();
+    let p = find(&state, &tenant, &name)?;
+    let t = tenant_row(&state, &tenant)?;
+    let root = confine::tenant_root(&state.data, &tenant);
+    let spec = Pipeline::parse(&p.spec, "pipeline", &root)
+        .map_err(|e| ApiError::bad_request(e.message))?;
+    let st = state.clone();
+    let n = name.clone();
+    tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &n, &spec))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::bad_request)?;
+    state.store.set_desired(&tenant, &name, "running")?;
+    state
+        .store
+        .event(Some(&tenant), &name, "started", "by request");
+    Ok(Json(view(&state, &find(&state, &tenant, &name)?, false)))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DeleteOptions {
+    /// Also remove the pipeline's checkpoint.
+    #[serde(default)]
+    purge: bool,
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Query(opts): Query<DeleteOptions>,
+) -> ApiResult<StatusCode> {
+    let tenant = caller.tenant()?.to_string();
+    let p = find(&state, &tenant, &name)?;
+    let st = state.clone();
+    let (t, n) = (tenant.clone(), name.clone());
+    tokio::task::spawn_blocking(move || st.supervisor.stop(&t, &n))
+        .await
+        .map_err(ApiError::internal)?;
+    state.store.delete_pipeline(&tenant, &name)?;
+    if opts.purge {
+        let root = confine::tenant_root(&state.data, &tenant);
+        if let Ok(spec) = Pipeline::parse(&p.spec, "pipeline", &root)
+            && confine::inside(&spec.checkpoint, &root, "checkpoint").is_ok()
+        {
+            let _ = std::fs::remove_dir_all(&spec.checkpoint);
+        }
+    }
+    state.store.event(Some(&tenant), &name, "deleted", "");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// At start: every pipeline that should run, runs again from its checkpoint.
+pub fn resume_all(state: &AppState) {
+    let rows = match state.store.pipelines(None) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("serve: listing pipelines to resume: {e}");
+            return;
+        }
+    };
+    for p in rows.into_iter().filter(|p| p.desired == "running") {
+        let root = confine::tenant_root(&state.data, &p.tenant);
+        let started = (|| -> Result<(), String> {
+            let t = state
+                .store
+                .tenant(&p.tenant)
+                .map_err(|e| e.to_string())?
+                .ok_or("no such tenant")?;
+            let spec = Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)?;
+            state.supervisor.start(&state.store, &t, &p.name, &spec)
+        })();
+        match started {
+            Ok(()) => state.store.event(Some(&p.tenant), &p.name, "resumed", ""),
+            Err(e) => state.store.event(Some(&p.tenant), &p.name, "failed", &e),
+        }
+    }
+}
