@@ -332,6 +332,22 @@ fn expected(n: u32) -> Vec<String> {
     (0..n).map(|i| format!("V{i:05}")).collect()
 }
 
+/// `PUT /v1/pipelines/{name}` with a TOML body.
+fn put(s: &Server, token: &str, name: &str, text: &str) -> (u16, Value) {
+    let url = format!("{}/v1/pipelines/{name}", s.base);
+    let mut r = s
+        .http
+        .put(&url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .send(text)
+        .unwrap();
+    let body = r.body_mut().read_to_string().unwrap_or_default();
+    (
+        r.status().as_u16(),
+        serde_json::from_str::<Value>(&body).unwrap_or(Value::Null),
+    )
+}
+
 const PIPELINE: &str = r#"
 [[source]]
 type = "log"
@@ -363,20 +379,6 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     assert_eq!(st, 201, "{c}");
     let id = c["id"].as_str().unwrap().to_string();
     let spec = PIPELINE.replace("COMPONENT", &id);
-    let put = |token: &str, name: &str, text: &str| {
-        let url = format!("{}/v1/pipelines/{name}", s.base);
-        let mut r = s
-            .http
-            .put(&url)
-            .header("Authorization", &format!("Bearer {token}"))
-            .send(text)
-            .unwrap();
-        let body = r.body_mut().read_to_string().unwrap_or_default();
-        (
-            r.status().as_u16(),
-            serde_json::from_str::<Value>(&body).unwrap_or(Value::Null),
-        )
-    };
     // Confinement: nothing outside the tenant's data, no Kafka, own components only.
     for (bad, why) in [
         (
@@ -399,16 +401,16 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
         ),
         (spec.replace(&id, "0000"), "no component `0000`"),
     ] {
-        let (st, v) = put(&acme, "up", &bad);
+        let (st, v) = put(&s, &acme, "up", &bad);
         assert_eq!(st, 400, "{v}");
         assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
     }
-    let (st, v) = put(&other, "up", &spec);
+    let (st, v) = put(&s, &other, "up", &spec);
     assert_eq!(st, 400, "another tenant's component is not theirs: {v}");
 
     let log = data.join("tenants/acme/log");
     append(&log, 0..100);
-    let (st, v) = put(&acme, "up", &spec);
+    let (st, v) = put(&s, &acme, "up", &spec);
     assert_eq!(st, 201, "{v}");
     assert_eq!(output(&log, 100), expected(100));
     let (st, v) = s.call("GET", "/v1/pipelines/up", Some(&acme), None);
@@ -465,4 +467,18 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     );
     assert!(!data.join("tenants/acme/checkpoints/up").exists());
     assert_eq!(s.call("GET", "/v1/pipelines/up", Some(&acme), None).0, 404);
+
+    // Deleting a tenant stops its running pipelines.
+    assert_eq!(put(&s, &acme, "again", &spec).0, 201);
+    assert_eq!(
+        s.call("DELETE", "/v1/tenants/acme", Some(&s.admin), None).0,
+        204
+    );
+    let before = crate::testkit::topic_values(&log, "out").unwrap().len();
+    append(&log, 2000..2100);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(
+        crate::testkit::topic_values(&log, "out").unwrap().len(),
+        before
+    );
 }

@@ -93,6 +93,21 @@ pub async fn delete(
         .into_iter()
         .map(|c| c.id)
         .collect();
+    // Its pipelines stop (after their current batch) before their rows go.
+    let names: Vec<String> = state
+        .store
+        .pipelines(Some(&name))?
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    let (st, tenant) = (state.clone(), name.clone());
+    tokio::task::spawn_blocking(move || {
+        for p in names {
+            st.supervisor.stop(&tenant, &p);
+        }
+    })
+    .await
+    .map_err(ApiError::internal)?;
     if !state.store.delete_tenant(&name)? {
         return Err(ApiError::not_found(&format!("tenant `{name}`")));
     }

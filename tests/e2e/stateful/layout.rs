@@ -198,7 +198,7 @@ fn run_with_random_kills(dir: &Path, input: &Input, seed: u64, kills: usize) -> 
     let mut landed = 0;
     while landed < kills {
         let mut child = command(dir, input).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(60 + next() % 300));
+        std::thread::sleep(Duration::from_millis(40 + next() % 200));
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run ended with {status}");
             return landed;
