@@ -156,4 +156,31 @@ fn bad_uploads_are_refused_with_their_reason_and_nothing_is_stored() {
     );
     assert!(files_under(&data.join("components")).is_empty());
     assert!(files_under(&data.join("tmp")).is_empty());
+
+    // Over the tenant's component storage quota: 507, nothing stored.
+    let (st, v) = s.call(
+        "POST",
+        "/v1/tenants",
+        Some(&s.admin),
+        Some(Body::Json(
+            json!({"name": "small", "max-component-bytes": "1KiB"}),
+        )),
+    );
+    assert_eq!(st, 201, "{v}");
+    let small = v["token"].as_str().unwrap().to_string();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/components",
+        Some(&small),
+        Some(Body::Bytes(std::fs::read(guest("uppercase")).unwrap())),
+    );
+    assert_eq!((st, v["error"].as_str()), (507, Some("quota")), "{v}");
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("may store 1024 bytes"),
+        "{v}"
+    );
+    assert!(files_under(&data.join("components")).is_empty());
 }
