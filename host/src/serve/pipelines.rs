@@ -80,6 +80,7 @@ fn view(state: &AppState, p: &PipelineRow, progress: bool) -> Value {
         "desired": p.desired,
         "state": s.state,
         "last-error": s.last_error,
+        "restarts": s.restarts,
     });
     if let Some(pr) = &s.progress {
         v["input-rows-per-second"] = pr.input_rows_per_second.into();

@@ -9,9 +9,11 @@ use std::thread::JoinHandle;
 
 use serde::Serialize;
 
+use std::time::Duration;
+
 use super::store::{Store, TenantRow};
-use crate::engine::Progress;
-use crate::pipeline::build_query;
+use crate::engine::{EngineError, Progress};
+use crate::pipeline::{BuildError, build_query};
 use crate::runtime::Runtime;
 use crate::runtime::tenant::{Scheduler, Tenant};
 use crate::spec::Pipeline;
@@ -20,15 +22,42 @@ use crate::spec::Pipeline;
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Status {
-    /// `running`, `stopped` or `failed`.
+    /// `running`, `restarting` (waiting to retry a failure), `stopped` or
+    /// `failed` (a failure a restart would only repeat).
     pub state: String,
     pub last_error: Option<String>,
+    /// Restarts after failures since it was started.
+    pub restarts: u64,
     /// Its newest progress report.
     pub progress: Option<Progress>,
 }
 
+/// First wait before restarting a failed pipeline; doubled per failure in
+/// a row, at most [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// Whether a restart would only fail the same way: the pipeline's own
+/// configuration, a record the error policy says to stop at, a guest that
+/// is broken or keeps crashing, a checkpoint that does not fit. Sources,
+/// sinks and checkpoint I/O failing is worth retrying.
+pub fn permanent(e: &EngineError) -> bool {
+    use crate::engine::CheckpointError;
+    match e {
+        EngineError::Source { .. } | EngineError::Sink { .. } => false,
+        EngineError::Checkpoint(CheckpointError::Io { .. }) => false,
+        EngineError::Transform { err, .. } | EngineError::StatePartition { err, .. } => {
+            !err.poisons_instance()
+        }
+        _ => true,
+    }
+}
+
 struct Running {
+    /// Raised to stop the pipeline for good (no more restarts).
     stop: Arc<AtomicBool>,
+    /// The stop flag of the query that runs now.
+    query_stop: Arc<Mutex<Arc<AtomicBool>>>,
     handle: Option<JoinHandle<()>>,
     status: Arc<Mutex<Status>>,
 }
@@ -76,38 +105,30 @@ impl Supervisor {
         spec: &Pipeline,
     ) -> Result<(), String> {
         self.stop(&t.name, name);
-        let mut query = build_query(&self.runtime, spec, Some(self.tenant(t)), None, false)
-            .map_err(|e| e.to_string())?;
-        let stop = query.stop_handle();
+        let runtime = self.runtime.clone();
+        let tenant_quota = self.tenant(t);
+        let build = {
+            let spec = spec.clone();
+            move || build_query(&runtime, &spec, Some(tenant_quota.clone()), None, false)
+        };
+        let query = build().map_err(|e| e.to_string())?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let query_stop = Arc::new(Mutex::new(query.stop_handle()));
         let status = Arc::new(Mutex::new(Status {
             state: "running".into(),
             ..Status::default()
         }));
-        let (st, store, tenant, pipeline) = (
-            status.clone(),
-            store.clone(),
-            t.name.clone(),
-            name.to_string(),
-        );
+        let job = Job {
+            status: status.clone(),
+            stop: stop.clone(),
+            query_stop: query_stop.clone(),
+            store: store.clone(),
+            tenant: t.name.clone(),
+            pipeline: name.to_string(),
+        };
         let handle = std::thread::Builder::new()
-            .name(format!("weir-pipeline-{tenant}-{pipeline}"))
-            .spawn(move || {
-                let result = query.run(&mut |p| {
-                    st.lock().unwrap_or_else(|e| e.into_inner()).progress = Some(p.clone());
-                });
-                let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
-                match result {
-                    Ok(_) => {
-                        s.state = "stopped".into();
-                        store.event(Some(&tenant), &pipeline, "stopped", "");
-                    }
-                    Err(e) => {
-                        s.state = "failed".into();
-                        s.last_error = Some(e.to_string());
-                        store.event(Some(&tenant), &pipeline, "failed", &e.to_string());
-                    }
-                }
-            })
+            .name(format!("weir-pipeline-{}-{name}", t.name))
+            .spawn(move || job.supervise(query, build))
             .map_err(|e| e.to_string())?;
         self.pipelines
             .lock()
@@ -116,6 +137,7 @@ impl Supervisor {
                 (t.name.clone(), name.to_string()),
                 Running {
                     stop,
+                    query_stop,
                     handle: Some(handle),
                     status,
                 },
@@ -132,6 +154,10 @@ impl Supervisor {
             .remove(&(tenant.to_string(), name.to_string()));
         if let Some(mut r) = running {
             r.stop.store(true, Ordering::Relaxed);
+            r.query_stop
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(true, Ordering::Relaxed);
             if let Some(h) = r.handle.take() {
                 let _ = h.join();
             }
@@ -161,5 +187,161 @@ impl Supervisor {
         for (t, n) in keys {
             self.stop(&t, &n);
         }
+    }
+}
+
+/// One pipeline's supervision thread.
+struct Job {
+    status: Arc<Mutex<Status>>,
+    stop: Arc<AtomicBool>,
+    query_stop: Arc<Mutex<Arc<AtomicBool>>>,
+    store: Arc<Store>,
+    tenant: String,
+    pipeline: String,
+}
+
+impl Job {
+    fn set(&self, f: impl FnOnce(&mut Status)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// Run the query; after a failure worth retrying, wait (twice as long
+    /// each time in a row) and run it again from its checkpoint.
+    fn supervise(
+        self,
+        query: crate::pipeline::Query,
+        build: impl Fn() -> Result<crate::pipeline::Query, BuildError>,
+    ) {
+        let mut backoff = FIRST_BACKOFF;
+        let mut query = query;
+        loop {
+            let started = std::time::Instant::now();
+            let run = query.run(&mut |p| {
+                let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+                s.progress = Some(p.clone());
+                if s.state == "restarting" {
+                    s.state = "running".into();
+                }
+            });
+            let err = match run {
+                Ok(_) => {
+                    self.set(|s| s.state = "stopped".into());
+                    return;
+                }
+                Err(e) => e,
+            };
+            // Release its checkpoint (and sinks) before anything restarts it.
+            drop(query);
+            let why = err.to_string();
+            // A run that lasted starts the backoff over.
+            if started.elapsed() > MAX_BACKOFF {
+                backoff = FIRST_BACKOFF;
+            }
+            if permanent(&err) || self.stop.load(Ordering::Relaxed) {
+                self.set(|s| {
+                    s.state = "failed".into();
+                    s.last_error = Some(why.clone());
+                });
+                self.store
+                    .event(Some(&self.tenant), &self.pipeline, "failed", &why);
+                return;
+            }
+            loop {
+                self.set(|s| {
+                    s.state = "restarting".into();
+                    s.last_error = Some(why.clone());
+                    s.restarts += 1;
+                });
+                self.store.event(
+                    Some(&self.tenant),
+                    &self.pipeline,
+                    "restarting",
+                    &format!("in {backoff:?} after: {why}"),
+                );
+                if !self.wait(backoff) {
+                    self.set(|s| s.state = "stopped".into());
+                    return;
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                match build() {
+                    Ok(q) => {
+                        query = q;
+                        break;
+                    }
+                    // Building refused for good (e.g. its settings no longer
+                    // match the checkpoint): stop here.
+                    Err(BuildError::Engine(e)) if permanent(&e) => {
+                        let why = e.to_string();
+                        self.set(|s| {
+                            s.state = "failed".into();
+                            s.last_error = Some(why.clone());
+                        });
+                        self.store
+                            .event(Some(&self.tenant), &self.pipeline, "failed", &why);
+                        return;
+                    }
+                    Err(e) => tracing::warn!(
+                        tenant = %self.tenant,
+                        pipeline = %self.pipeline,
+                        "restart failed: {e}"
+                    ),
+                }
+            }
+            let handle = query.stop_handle();
+            *self.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = handle.clone();
+            // A stop raised while the new query was being built.
+            if self.stop.load(Ordering::Relaxed) {
+                handle.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Sleep `d` unless stopped first; false when stopped.
+    fn wait(&self, d: Duration) -> bool {
+        let until = std::time::Instant::now() + d;
+        while std::time::Instant::now() < until {
+            if self.stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        !self.stop.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{CheckpointError, ConnectorError, TransformError};
+
+    #[test]
+    fn only_failures_a_restart_can_cure_are_retried() {
+        let io = EngineError::Sink {
+            name: "files:out".into(),
+            err: ConnectorError::new("out/_weir/manifest/3: Not a directory"),
+        };
+        assert!(!permanent(&io));
+        let trap = EngineError::Transform {
+            source_name: "log:in".into(),
+            partition: 0,
+            err: TransformError::Trap {
+                message: "x".into(),
+            },
+        };
+        assert!(!permanent(&trap));
+        let crash_loop = EngineError::Transform {
+            source_name: "log:in".into(),
+            partition: 0,
+            err: TransformError::CrashLoop {
+                failures: 10,
+                window: Duration::from_secs(60),
+                last: "x".into(),
+            },
+        };
+        assert!(permanent(&crash_loop));
+        assert!(permanent(&EngineError::Unrouted("eu".into())));
+        assert!(permanent(&EngineError::Checkpoint(
+            CheckpointError::Mismatch("m".into())
+        )));
     }
 }

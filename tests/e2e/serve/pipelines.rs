@@ -190,3 +190,96 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
         before
     );
 }
+
+/// Poll a pipeline until `pred` holds for it (or 20 s pass).
+fn wait_for(s: &Server, token: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let v = s
+            .call("GET", &format!("/v1/pipelines/{name}"), Some(token), None)
+            .1;
+        if pred(&v) || started.elapsed() > std::time::Duration::from_secs(20) {
+            return v;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start(&data, &[]);
+    let acme = s.tenant("acme");
+    let bytes = std::fs::read(guest("uppercase")).unwrap();
+    let id = s
+        .call(
+            "POST",
+            "/v1/components",
+            Some(&acme),
+            Some(Body::Bytes(bytes)),
+        )
+        .1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let spec = PIPELINE.replace("COMPONENT", &id).replace(
+        "type = \"log\"\npath = \"log\"\ntopic = \"out\"\npartitions = 2",
+        "type = \"files\"\npath = \"out\"",
+    );
+    let root = data.join("tenants/acme");
+    let log = root.join("log");
+    append(&log, 0..100);
+    assert_eq!(put(&s, &acme, "up", &spec).0, 201);
+    let committed = |n: usize| {
+        let started = std::time::Instant::now();
+        loop {
+            let got =
+                weir::connectors::file_sink::read_committed(&root.join("out")).unwrap_or_default();
+            if got.len() >= n || started.elapsed() > std::time::Duration::from_secs(20) {
+                let mut got: Vec<String> = got
+                    .into_iter()
+                    .map(|l| String::from_utf8(l).unwrap())
+                    .collect();
+                got.sort();
+                return got;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    assert_eq!(committed(100), expected(100));
+    // The sink's manifest directory becomes a file: every batch now fails.
+    let manifests = root.join("out/_weir/manifest");
+    std::fs::rename(&manifests, root.join("out/_weir/manifest.bak")).unwrap();
+    std::fs::write(&manifests, b"in the way").unwrap();
+    append(&log, 100..200);
+    let v = wait_for(&s, &acme, "up", |v| {
+        v["restarts"].as_u64().unwrap_or(0) >= 2
+    });
+    assert_eq!(v["state"], "restarting", "{v}");
+    assert!(
+        v["last-error"].as_str().unwrap().contains("manifest"),
+        "{v}"
+    );
+    // Fixed: the next restart resumes from the checkpoint, exactly once.
+    std::fs::remove_file(&manifests).unwrap();
+    std::fs::rename(root.join("out/_weir/manifest.bak"), &manifests).unwrap();
+    assert_eq!(committed(200), expected(200));
+    let v = wait_for(&s, &acme, "up", |v| v["state"] == "running");
+    assert_eq!(v["state"], "running", "{v}");
+
+    // A record the error policy says to stop at: failed for good, no restarts.
+    let failing = format!(
+        "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"{id}\"\non-error = \"fail\"\n[transform.limits]\nmax-record-size = \"4B\"\n[sink.default]\ntype = \"files\"\npath = \"out2\"\n"
+    );
+    append(&log, 200..201);
+    let (st, v) = put(&s, &acme, "strict", &failing);
+    assert_eq!(st, 201, "{v}");
+    let v = wait_for(&s, &acme, "strict", |v| v["state"] == "failed");
+    assert_eq!(v["state"], "failed", "{v}");
+    assert_eq!(v["restarts"], 0, "{v}");
+    assert!(
+        v["last-error"].as_str().unwrap().contains("bad record"),
+        "{v}"
+    );
+}
