@@ -140,6 +140,22 @@ pub(crate) fn write_sinks(
     Ok(rows)
 }
 
+/// Records whose state key could not be read (`reasons`, one each) go
+/// through the error policy as bad records, into `parts`; returns how many.
+pub(crate) fn reject_unkeyed(
+    policy: &ErrorPolicy,
+    source_name: &str,
+    batch: RecordBatch,
+    reasons: &[String],
+    parts: &mut Vec<(RecordBatch, TransformOutput)>,
+) -> Result<u64, EngineError> {
+    let mut out =
+        super::state::run::reject_all(&batch, super::output::RejectKind::BadRecord, reasons);
+    let n = check_rejected(policy, source_name, &batch, &mut out)?;
+    parts.push((batch, out));
+    Ok(n)
+}
+
 /// Rejected records logged per second (all are counted in progress).
 static REJECTED_LOG: super::log_budget::SharedLogBudget =
     super::log_budget::SharedLogBudget::new(10);

@@ -38,12 +38,7 @@ pub async fn upload(
         .map_or(0, |t| t.max_component_bytes);
     let used = state.store.component_bytes(&tenant)?;
     let id = crate::runtime::sha256_hex(&bytes);
-    let known = state
-        .store
-        .components(&tenant)?
-        .into_iter()
-        .find(|c| c.id == id);
-    if let Some(c) = known {
+    if let Some(c) = state.store.component(&tenant, &id)? {
         return Ok((StatusCode::OK, Json(c)));
     }
     if used.saturating_add(bytes.len() as u64) > quota {
@@ -116,9 +111,7 @@ pub async fn list(
 fn find(state: &AppState, tenant: &str, id: &str) -> ApiResult<ComponentRow> {
     state
         .store
-        .components(tenant)?
-        .into_iter()
-        .find(|c| c.id == id)
+        .component(tenant, id)?
         .ok_or_else(|| ApiError::not_found(&format!("component `{id}`")))
 }
 

@@ -52,6 +52,36 @@ pub enum ServeError {
     },
 }
 
+impl AppState {
+    /// Start (or restart) tenant `t`'s pipeline off the async workers:
+    /// building it loads and instantiates its component.
+    pub async fn start_pipeline(
+        &self,
+        t: store::TenantRow,
+        name: String,
+        spec: crate::spec::Pipeline,
+    ) -> error::ApiResult<()> {
+        let st = self.clone();
+        tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &name, &spec))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(ApiError::bad_request)
+    }
+
+    /// Stop pipelines after their current batch or epoch, off the async
+    /// workers (it waits for them).
+    pub async fn stop_pipelines(&self, tenant: &str, names: Vec<String>) -> error::ApiResult<()> {
+        let (st, tenant) = (self.clone(), tenant.to_string());
+        tokio::task::spawn_blocking(move || {
+            for n in names {
+                st.supervisor.stop(&tenant, &n);
+            }
+        })
+        .await
+        .map_err(ApiError::internal)
+    }
+}
+
 /// Open (creating) the data directory and its store.
 pub fn open(data: &std::path::Path) -> Result<Store, ServeError> {
     for d in [

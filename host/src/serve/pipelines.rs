@@ -46,12 +46,7 @@ fn resolve(
         .ok_or_else(|| {
             ApiError::bad_request("transform.component: give the id of an uploaded component")
         })?;
-    if !state
-        .store
-        .components(tenant)?
-        .iter()
-        .any(|c| c.id == component)
-    {
+    if state.store.component(tenant, &component)?.is_none() {
         return Err(ApiError::bad_request(format!(
             "transform.component: no component `{component}` (upload it to /v1/components first)"
         )));
@@ -130,14 +125,7 @@ pub async fn put(
         component,
         desired: "running".into(),
     };
-    let st = state.clone();
-    let started =
-        tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &name, &spec))
-            .await
-            .map_err(ApiError::internal)?;
-    if let Err(why) = started {
-        return Err(ApiError::bad_request(why));
-    }
+    state.start_pipeline(t, name, spec).await?;
     let new = state.store.put_pipeline(&row)?;
     state.store.event(
         Some(&tenant),
@@ -175,10 +163,7 @@ pub async fn stop(
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
     state.store.set_desired(&tenant, &name, "stopped")?;
-    let st = state.clone();
-    tokio::task::spawn_blocking(move || st.supervisor.stop(&tenant, &name))
-        .await
-        .map_err(ApiError::internal)?;
+    state.stop_pipelines(&tenant, vec![name]).await?;
     state
         .store
         .event(Some(&p.tenant), &p.name, "stopped", "by request");
@@ -197,15 +182,8 @@ pub async fn start(
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
     let t = tenant_row(&state, &tenant)?;
-    let root = confine::tenant_root(&state.data, &tenant);
-    let spec = Pipeline::parse(&p.spec, "pipeline", &root)
-        .map_err(|e| ApiError::bad_request(e.message))?;
-    let st = state.clone();
-    let n = name.clone();
-    tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &n, &spec))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::bad_request)?;
+    let spec = stored_spec(&state, &p).map_err(ApiError::bad_request)?;
+    state.start_pipeline(t, name.clone(), spec).await?;
     state.store.set_desired(&tenant, &name, "running")?;
     state
         .store
@@ -228,15 +206,11 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
-    let st = state.clone();
-    let (t, n) = (tenant.clone(), name.clone());
-    tokio::task::spawn_blocking(move || st.supervisor.stop(&t, &n))
-        .await
-        .map_err(ApiError::internal)?;
+    state.stop_pipelines(&tenant, vec![name.clone()]).await?;
     state.store.delete_pipeline(&tenant, &name)?;
     if opts.purge {
         let root = confine::tenant_root(&state.data, &tenant);
-        if let Ok(spec) = Pipeline::parse(&p.spec, "pipeline", &root)
+        if let Ok(spec) = stored_spec(&state, &p)
             && confine::inside(&spec.checkpoint, &root, "checkpoint").is_ok()
         {
             let _ = std::fs::remove_dir_all(&spec.checkpoint);
@@ -244,6 +218,13 @@ pub async fn delete(
     }
     state.store.event(Some(&tenant), &name, "deleted", "");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A stored pipeline's spec, read as it was validated (relative to the
+/// tenant's data root).
+fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline, String> {
+    let root = confine::tenant_root(&state.data, &p.tenant);
+    Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)
 }
 
 /// At start: every pipeline that should run, runs again from its checkpoint.
@@ -256,14 +237,13 @@ pub fn resume_all(state: &AppState) {
         }
     };
     for p in rows.into_iter().filter(|p| p.desired == "running") {
-        let root = confine::tenant_root(&state.data, &p.tenant);
         let started = (|| -> Result<(), String> {
             let t = state
                 .store
                 .tenant(&p.tenant)
                 .map_err(|e| e.to_string())?
                 .ok_or("no such tenant")?;
-            let spec = Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)?;
+            let spec = stored_spec(state, &p)?;
             state.supervisor.start(&state.store, &t, &p.name, &spec)
         })();
         match started {

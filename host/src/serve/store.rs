@@ -73,6 +73,27 @@ pub struct ComponentRow {
     pub exports: Vec<String>,
 }
 
+fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
+    Ok(TenantRow {
+        name: r.get(0)?,
+        max_pipelines: r.get::<_, i64>(1)? as u64,
+        max_memory: r.get::<_, i64>(2)? as u64,
+        cpu_weight: r.get::<_, i64>(3)? as u64,
+        max_component_bytes: r.get::<_, i64>(4)? as u64,
+    })
+}
+
+fn component_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ComponentRow> {
+    let split = |s: String| -> Vec<String> { s.lines().map(str::to_string).collect() };
+    Ok(ComponentRow {
+        id: r.get(0)?,
+        size: r.get::<_, i64>(1)? as u64,
+        world: r.get(2)?,
+        imports: split(r.get(3)?),
+        exports: split(r.get(4)?),
+    })
+}
+
 fn now_ms() -> i64 {
     crate::engine::progress::now_ms()
 }
@@ -168,20 +189,18 @@ impl Store {
         let mut q = db.prepare(
             "SELECT name, max_pipelines, max_memory, cpu_weight, max_component_bytes FROM tenants ORDER BY name",
         )?;
-        let rows = q.query_map([], |r| {
-            Ok(TenantRow {
-                name: r.get(0)?,
-                max_pipelines: r.get::<_, i64>(1)? as u64,
-                max_memory: r.get::<_, i64>(2)? as u64,
-                cpu_weight: r.get::<_, i64>(3)? as u64,
-                max_component_bytes: r.get::<_, i64>(4)? as u64,
-            })
-        })?;
+        let rows = q.query_map([], tenant_row)?;
         rows.collect()
     }
 
     pub fn tenant(&self, name: &str) -> Result<Option<TenantRow>, rusqlite::Error> {
-        Ok(self.tenants()?.into_iter().find(|t| t.name == name))
+        self.db()
+            .query_row(
+                "SELECT name, max_pipelines, max_memory, cpu_weight, max_component_bytes FROM tenants WHERE name = ?1",
+                params![name],
+                tenant_row,
+            )
+            .optional()
     }
 
     /// Delete a tenant and its rows; false if there was none.
@@ -222,17 +241,23 @@ impl Store {
         let mut q = db.prepare(
             "SELECT id, size, world, imports, exports FROM components WHERE tenant = ?1 ORDER BY created_ms, id",
         )?;
-        let split = |s: String| -> Vec<String> { s.lines().map(str::to_string).collect() };
-        let rows = q.query_map(params![tenant], |r| {
-            Ok(ComponentRow {
-                id: r.get(0)?,
-                size: r.get::<_, i64>(1)? as u64,
-                world: r.get(2)?,
-                imports: split(r.get(3)?),
-                exports: split(r.get(4)?),
-            })
-        })?;
+        let rows = q.query_map(params![tenant], component_row)?;
         rows.collect()
+    }
+
+    /// Tenant `tenant`'s component `id`, if it has one.
+    pub fn component(
+        &self,
+        tenant: &str,
+        id: &str,
+    ) -> Result<Option<ComponentRow>, rusqlite::Error> {
+        self.db()
+            .query_row(
+                "SELECT id, size, world, imports, exports FROM components WHERE tenant = ?1 AND id = ?2",
+                params![tenant, id],
+                component_row,
+            )
+            .optional()
     }
 
     /// Bytes of components a tenant has stored.

@@ -100,14 +100,7 @@ pub async fn delete(
         .into_iter()
         .map(|p| p.name)
         .collect();
-    let (st, tenant) = (state.clone(), name.clone());
-    tokio::task::spawn_blocking(move || {
-        for p in names {
-            st.supervisor.stop(&tenant, &p);
-        }
-    })
-    .await
-    .map_err(ApiError::internal)?;
+    state.stop_pipelines(&name, names).await?;
     if !state.store.delete_tenant(&name)? {
         return Err(ApiError::not_found(&format!("tenant `{name}`")));
     }

@@ -14,15 +14,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
-use super::task::{Parts, Report, TaskState, run_guarded, stateful_step};
+use super::task::{Parts, Poll, Report, TaskState, run_guarded, stateful_step};
 use crate::engine::batch::RecordBatch;
 use crate::engine::connector::PartitionReader;
 use crate::engine::exchange::Partitioning;
 use crate::engine::options::{EngineError, ErrorPolicy};
-use crate::engine::output::RejectKind;
 use crate::engine::state::TaskStats;
-use crate::engine::state::run::reject_all;
-use crate::engine::tasks::check_rejected;
+use crate::engine::tasks::reject_unkeyed;
 use crate::engine::transform::Transform;
 use crate::engine::wal::TaskTime;
 
@@ -71,7 +69,7 @@ impl Reader {
     fn run_inner(&mut self) -> Result<(), EngineError> {
         let mut parts: Parts = Vec::new();
         let mut rejected = 0;
-        let mut idle_polls = 0u32;
+        let mut poll = Poll::default();
         while !self.halt.load(Ordering::Relaxed) {
             while self.epoch < self.current.load(Ordering::SeqCst) {
                 for o in &self.outs {
@@ -94,46 +92,25 @@ impl Reader {
                 }
                 self.epoch += 1;
             }
-            let mut batch = RecordBatch::new(self.partition);
-            let next = self
-                .reader
-                .read(self.position, u64::MAX, self.max_chunk, &mut batch)
-                .map_err(|err| EngineError::Source {
-                    name: self.source_name.clone(),
-                    err,
-                })?;
-            if batch.is_empty() {
-                self.position = next;
-                idle_polls = idle_polls.saturating_add(1);
-                if idle_polls > 50 {
-                    std::thread::sleep(Duration::from_micros(200));
-                } else {
-                    std::thread::yield_now();
-                }
+            let Some(batch) = poll.next(
+                &mut *self.reader,
+                &mut self.position,
+                self.partition,
+                self.max_chunk,
+                &self.source_name,
+            )?
+            else {
                 continue;
-            }
-            idle_polls = 0;
-            let routed =
-                self.partitioning
-                    .route(batch)
-                    .map_err(|m| EngineError::NotPartitionedByKey {
-                        source_name: self.source_name.clone(),
-                        partition: m.partition,
-                        offset: m.offset,
-                        belongs: m.belongs,
-                        partitions: self.partitioning.partitions,
-                    })?;
+            };
+            let routed = self.partitioning.route_from(&self.source_name, batch)?;
             for (q, b) in routed.parts {
                 if self.outs[q as usize].send(Msg::Records(b)).is_err() {
                     return Ok(());
                 }
             }
             if let Some((b, why)) = routed.unreadable {
-                let mut out = reject_all(&b, RejectKind::BadRecord, &why);
-                rejected += check_rejected(&self.policy, &self.source_name, &b, &mut out)?;
-                parts.push((b, out));
+                rejected += reject_unkeyed(&self.policy, &self.source_name, b, &why, &mut parts)?;
             }
-            self.position = next;
         }
         Ok(())
     }

@@ -204,12 +204,17 @@ impl ContinuousQuery {
         let expected = (partitions + state_tasks) as usize;
         // Bounded: a coordinator busy committing holds the tasks back.
         let (tx, rx) = mpsc::sync_channel::<Result<Report, EngineError>>(expected * 4);
-        let spawned = if self.options.state.stateful {
-            self.spawn_exchange(epoch, &positions, &current, &halt, &tx)
-        } else {
-            self.spawn_tasks(epoch, &positions, &current, &halt, &tx)
+        let control = spawn::Control {
+            current: current.clone(),
+            halt: halt.clone(),
+            tx,
         };
-        drop(tx);
+        let spawned = if self.options.state.stateful {
+            self.spawn_exchange(epoch, &positions, &control)
+        } else {
+            self.spawn_tasks(epoch, &positions, &control)
+        };
+        drop(control);
         let result = spawned.and_then(|handles| {
             let r = self.coordinate(
                 rx,

@@ -7,11 +7,9 @@ use super::task::{Parts, stateful_step};
 use super::{ContinuousQuery, source_err};
 use crate::engine::batch::RecordBatch;
 use crate::engine::options::EngineError;
-use crate::engine::output::RejectKind;
 use crate::engine::progress::now_ms;
-use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
-use crate::engine::tasks::check_rejected;
+use crate::engine::tasks::{check_rejected, reject_unkeyed};
 use crate::engine::wal::OffsetEntry;
 
 /// How long a replay waits for recorded records that do not arrive (a
@@ -98,23 +96,12 @@ impl ContinuousQuery {
                 continue;
             }
             let batch = self.read_range(p as u32, *s, *e)?;
-            let routed =
-                partitioning
-                    .route(batch)
-                    .map_err(|m| EngineError::NotPartitionedByKey {
-                        source_name: name.clone(),
-                        partition: m.partition,
-                        offset: m.offset,
-                        belongs: m.belongs,
-                        partitions: partitioning.partitions,
-                    })?;
+            let routed = partitioning.route_from(&name, batch)?;
             for (q, b) in routed.parts {
                 inputs[q as usize].push(b);
             }
             if let Some((b, why)) = routed.unreadable {
-                let mut out = reject_all(&b, RejectKind::BadRecord, &why);
-                rejected += check_rejected(&policy, &name, &b, &mut out)?;
-                parts.push((b, out));
+                rejected += reject_unkeyed(&policy, &name, b, &why, &mut parts)?;
             }
         }
         let mut stats = Vec::new();

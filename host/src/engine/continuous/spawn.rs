@@ -10,15 +10,21 @@ use super::task::{Report, Task};
 use super::{ContinuousQuery, exchange, source_err};
 use crate::engine::options::EngineError;
 
+/// What every task thread of a running query shares with the coordinator:
+/// the current epoch (the marker), the halt flag and the report channel.
+pub(super) struct Control {
+    pub current: Arc<AtomicU64>,
+    pub halt: Arc<AtomicBool>,
+    pub tx: mpsc::SyncSender<Result<Report, EngineError>>,
+}
+
 impl ContinuousQuery {
     /// One task per source partition (stateless, or event time only).
     pub(super) fn spawn_tasks(
         &self,
         epoch: u64,
         positions: &[u64],
-        current: &Arc<AtomicU64>,
-        halt: &Arc<AtomicBool>,
-        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
+        control: &Control,
     ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
         let name = self.source.description();
         let mut handles = Vec::new();
@@ -29,9 +35,9 @@ impl ContinuousQuery {
                 epoch,
                 reader: self.source.reader(p).map_err(source_err(&name))?,
                 transform: self.transform(p)?,
-                current: current.clone(),
-                halt: halt.clone(),
-                tx: tx.clone(),
+                current: control.current.clone(),
+                halt: control.halt.clone(),
+                tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
@@ -52,9 +58,7 @@ impl ContinuousQuery {
         &self,
         epoch: u64,
         positions: &[u64],
-        current: &Arc<AtomicU64>,
-        halt: &Arc<AtomicBool>,
-        tx: &mpsc::SyncSender<Result<Report, EngineError>>,
+        control: &Control,
     ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
         let name = self.source.description();
         let readers = self.source.partition_count() as usize;
@@ -80,8 +84,8 @@ impl ContinuousQuery {
                 transform: self.state_transform(q)?,
                 ins,
                 state: self.task_state(q, epoch)?,
-                halt: halt.clone(),
-                tx: tx.clone(),
+                halt: control.halt.clone(),
+                tx: control.tx.clone(),
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
             });
@@ -95,9 +99,9 @@ impl ContinuousQuery {
                 reader: self.source.reader(p as u32).map_err(source_err(&name))?,
                 partitioning: self.options.state.partitioning.clone(),
                 outs,
-                current: current.clone(),
-                halt: halt.clone(),
-                tx: tx.clone(),
+                current: control.current.clone(),
+                halt: control.halt.clone(),
+                tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),

@@ -130,7 +130,7 @@ impl Task {
     fn run_inner(&mut self) -> Result<(), EngineError> {
         let mut buffer: Parts = Vec::new();
         let mut rejected = 0;
-        let mut idle_polls = 0u32;
+        let mut poll = Poll::default();
         let mut stats = TaskStats::default();
         let mut time = self.state.as_ref().map(TaskState::now);
         while !self.halt.load(Ordering::Relaxed) {
@@ -171,28 +171,16 @@ impl Task {
                 // The next epoch runs with the newest published watermark.
                 time = self.state.as_ref().map(TaskState::now);
             }
-            let mut batch = RecordBatch::new(self.partition);
-            let next = self
-                .reader
-                .read(self.position, u64::MAX, self.max_chunk, &mut batch)
-                .map_err(|err| EngineError::Source {
-                    name: self.source_name.clone(),
-                    err,
-                })?;
-            if batch.is_empty() {
-                // Positions can move without records (Kafka markers).
-                self.position = next;
-                // Spin briefly, then back off: new records are picked up in
-                // tens of microseconds without burning a core when idle.
-                idle_polls = idle_polls.saturating_add(1);
-                if idle_polls > 50 {
-                    std::thread::sleep(Duration::from_micros(200));
-                } else {
-                    std::thread::yield_now();
-                }
+            let Some(batch) = poll.next(
+                &mut *self.reader,
+                &mut self.position,
+                self.partition,
+                self.max_chunk,
+                &self.source_name,
+            )?
+            else {
                 continue;
-            }
-            idle_polls = 0;
+            };
             if let (Some(ts), Some(t)) = (&mut self.state, time) {
                 rejected += stateful_step(
                     ts,
@@ -205,7 +193,6 @@ impl Task {
                     &self.policy,
                     &self.source_name,
                 )?;
-                self.position = next;
                 continue;
             }
             let mut out =
@@ -217,10 +204,51 @@ impl Task {
                         err,
                     })?;
             rejected += check_rejected(&self.policy, &self.source_name, &batch, &mut out)?;
-            self.position = next;
             buffer.push((batch, out));
         }
         Ok(())
+    }
+}
+
+/// How a long-running task reads its partition.
+#[derive(Default)]
+pub(crate) struct Poll {
+    /// Reads in a row that found nothing.
+    idle: u32,
+}
+
+impl Poll {
+    /// The next chunk of at most `max` records from `position` (which moves
+    /// past it, or past records-less positions such as Kafka's transaction
+    /// markers), or `None` after a short wait when nothing new is there:
+    /// a brief spin, then 200 us sleeps, so new records are picked up in
+    /// tens of microseconds without burning a core when idle.
+    pub(crate) fn next(
+        &mut self,
+        reader: &mut dyn PartitionReader,
+        position: &mut u64,
+        partition: u32,
+        max: usize,
+        source_name: &str,
+    ) -> Result<Option<RecordBatch>, EngineError> {
+        let mut batch = RecordBatch::new(partition);
+        *position = reader
+            .read(*position, u64::MAX, max, &mut batch)
+            .map_err(|err| EngineError::Source {
+                name: source_name.to_string(),
+                err,
+            })?;
+        if !batch.is_empty() {
+            self.idle = 0;
+            return Ok(Some(batch));
+        }
+        self.idle = self.idle.saturating_add(1);
+        if self.idle > 50 {
+            std::thread::sleep(Duration::from_micros(200));
+        } else {
+            std::thread::yield_now();
+        }
+        Ok(None)
     }
 }
 

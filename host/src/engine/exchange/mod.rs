@@ -99,6 +99,23 @@ impl Partitioning {
         murmur2::partition_of(key, self.partitions)
     }
 
+    /// [`Partitioning::route`] for a batch of source `source_name`, a
+    /// misplaced record being the query's error.
+    pub(crate) fn route_from(
+        &self,
+        source_name: &str,
+        batch: RecordBatch,
+    ) -> Result<Routed, crate::engine::EngineError> {
+        self.route(batch)
+            .map_err(|m| crate::engine::EngineError::NotPartitionedByKey {
+                source_name: source_name.to_string(),
+                partition: m.partition,
+                offset: m.offset,
+                belongs: m.belongs,
+                partitions: self.partitions,
+            })
+    }
+
     /// Route one batch (see [`Routed`]).
     pub fn route(&self, batch: RecordBatch) -> Result<Routed, Misplaced> {
         let mut targets = Vec::with_capacity(batch.len());

@@ -253,15 +253,8 @@ impl MicroBatchQuery {
             let commit_started = Instant::now();
             last_watermark = self.watermark.watermark_ms;
             if let Some(et) = &self.options.state.event_time {
-                let mut maxima = std::collections::BTreeMap::new();
-                for st in state_stats.1.values() {
-                    for (k, &m) in &st.event_max {
-                        let e = maxima.entry(*k).or_insert(m);
-                        *e = (*e).max(m);
-                    }
-                }
                 self.watermark
-                    .observe_all(et.rule, &maxima, entry.timestamp_ms);
+                    .observe_all(et.rule, &state_stats.1, entry.timestamp_ms);
                 self.watermark
                     .advance(et.delay, et.idle_timeout, entry.timestamp_ms);
             }

@@ -8,20 +8,19 @@ use crate::engine::batch::RecordBatch;
 use crate::engine::connector::Source;
 use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
-use crate::engine::output::RejectKind;
 use crate::engine::output::TransformOutput;
 use crate::engine::state::run::progress_fields;
-use crate::engine::state::run::reject_all;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
-use crate::engine::tasks::{Tasks, check_rejected};
+use crate::engine::tasks::{Tasks, reject_unkeyed};
 use crate::engine::wal::OffsetEntry;
 
-/// A batch's state statistics: progress `stateOperators`, per-task stats
-/// (for the watermark) and progress `eventTime`.
+/// A batch's state statistics: progress `stateOperators`, the largest
+/// event time per (source, partition) (for the watermark) and progress
+/// `eventTime`.
 pub(super) type StateStats = (
     Vec<crate::engine::progress::StateOperatorProgress>,
-    BTreeMap<(usize, u32), TaskStats>,
+    BTreeMap<(usize, u32), i64>,
     BTreeMap<String, String>,
 );
 
@@ -103,10 +102,8 @@ impl MicroBatchQuery {
         };
         let (mut parts, mut rejected, per_task) = tasks.run_stateful(groups, sb)?;
         for (i, b, reasons) in unkeyed {
-            let mut out = reject_all(&b, RejectKind::BadRecord, &reasons);
             let name = self.sources[i].description();
-            rejected += check_rejected(&self.options.error_policy, &name, &b, &mut out)?;
-            parts.push((b, out));
+            rejected += reject_unkeyed(&self.options.error_policy, &name, b, &reasons, &mut parts)?;
         }
         let mut total = TaskStats::default();
         for s in per_task.values() {
@@ -118,7 +115,7 @@ impl MicroBatchQuery {
             self.known.len() as u64,
             time.watermark,
         );
-        Ok((parts, per_source, rejected, (ops, per_task, event)))
+        Ok((parts, per_source, rejected, (ops, total.event_max, event)))
     }
 }
 
@@ -134,18 +131,14 @@ fn exchange(
     inputs: Vec<(usize, RecordBatch)>,
     parallelism: usize,
 ) -> Result<(Groups, Unkeyed), EngineError> {
-    let routed =
-        crate::engine::parallel::map(inputs, parallelism, |(i, b)| (i, partitioning.route(b)));
+    let names: Vec<String> = sources.iter().map(|s| s.description()).collect();
+    let routed = crate::engine::parallel::map(inputs, parallelism, |(i, b)| {
+        (i, partitioning.route_from(&names[i], b))
+    });
     let mut groups = Groups::new();
     let mut unkeyed = Vec::new();
     for (i, r) in routed {
-        let r = r.map_err(|m| EngineError::NotPartitionedByKey {
-            source_name: sources[i].description(),
-            partition: m.partition,
-            offset: m.offset,
-            belongs: m.belongs,
-            partitions: partitioning.partitions,
-        })?;
+        let r = r?;
         for (q, b) in r.parts {
             groups.entry((0, q)).or_default().push((i, b));
         }
