@@ -37,6 +37,6 @@ pub use options::{
     ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, QueryOptions, RunSummary,
     TransformFactory, Trigger,
 };
-pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, TransformOutput};
+pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, Rejections, TransformOutput};
 pub use progress::Progress;
 pub use transform::{FnTransform, Transform, TransformError};

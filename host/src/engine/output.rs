@@ -59,6 +59,17 @@ pub enum RejectKind {
 }
 
 impl RejectKind {
+    pub const ALL: [RejectKind; 8] = [
+        RejectKind::BadRecord,
+        RejectKind::Trap,
+        RejectKind::Deadline,
+        RejectKind::OutOfMemory,
+        RejectKind::OutputLimit,
+        RejectKind::TooLarge,
+        RejectKind::Late,
+        RejectKind::Fuel,
+    ];
+
     pub fn of(e: &super::transform::TransformError) -> RejectKind {
         use super::transform::TransformError as E;
         match e {
@@ -81,6 +92,38 @@ impl RejectKind {
             RejectKind::TooLarge => "too-large",
             RejectKind::Late => "late",
             RejectKind::Fuel => "fuel",
+        }
+    }
+}
+
+/// How many records a batch refused, by why: what progress and `/metrics`
+/// report, so a user can tell a buggy guest (traps) from bad data.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rejections([u64; RejectKind::ALL.len()]);
+
+impl Rejections {
+    pub fn count(&mut self, kind: RejectKind) {
+        self.0[kind as usize] += 1;
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// The non-zero counts, by [`RejectKind::as_str`].
+    pub fn by_kind(&self) -> std::collections::BTreeMap<String, u64> {
+        RejectKind::ALL
+            .iter()
+            .filter(|k| self.0[**k as usize] > 0)
+            .map(|k| (k.as_str().to_string(), self.0[*k as usize]))
+            .collect()
+    }
+}
+
+impl std::ops::AddAssign for Rejections {
+    fn add_assign(&mut self, o: Rejections) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
         }
     }
 }
@@ -274,6 +317,21 @@ impl TransformOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rejections_add_up_by_kind() {
+        let mut a = Rejections::default();
+        a.count(RejectKind::Trap);
+        a.count(RejectKind::BadRecord);
+        let mut b = Rejections::default();
+        b.count(RejectKind::Trap);
+        a += b;
+        assert_eq!(a.total(), 3);
+        let by = a.by_kind();
+        assert_eq!(by.get("trap"), Some(&2));
+        assert_eq!(by.get("bad-record"), Some(&1));
+        assert_eq!(by.len(), 2, "zero kinds are left out: {by:?}");
+    }
 
     #[test]
     fn push_and_get_resolve_routes_keys_and_origins() {

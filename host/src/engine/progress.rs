@@ -79,6 +79,9 @@ pub struct Progress {
     pub processed_rows_per_second: f64,
     /// Records refused by the transform (skipped under the `skip` policy).
     pub num_rejected_rows: u64,
+    /// `numRejectedRows` by why (`bad-record`, `trap`, `deadline`, ...).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub rejected_rows_by_kind: std::collections::BTreeMap<String, u64>,
     /// Records available but not yet in a batch.
     pub lag: Option<u64>,
     pub duration_ms: DurationMs,
@@ -101,6 +104,7 @@ pub struct Progress {
 
 /// Counters and gauges a transform reports (the WIT `metrics` interface).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TransformMetrics {
     /// Summed over the instances.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -108,11 +112,24 @@ pub struct TransformMetrics {
     /// Each instance's last value, summed over the instances.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub gauges: std::collections::BTreeMap<String, f64>,
+    /// Measured by the host, not reported by the guest: the linear memory
+    /// its live instances hold, and the fuel they burnt (metered guests).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub memory_bytes: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub fuel_consumed: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl TransformMetrics {
     pub fn is_empty(&self) -> bool {
-        self.counters.is_empty() && self.gauges.is_empty()
+        self.counters.is_empty()
+            && self.gauges.is_empty()
+            && self.memory_bytes == 0
+            && self.fuel_consumed == 0
     }
 
     /// Add another instance's figures.
@@ -124,6 +141,8 @@ impl TransformMetrics {
         for (k, v) in &o.gauges {
             *self.gauges.entry(k.clone()).or_default() += v;
         }
+        self.memory_bytes = self.memory_bytes.saturating_add(o.memory_bytes);
+        self.fuel_consumed = self.fuel_consumed.saturating_add(o.fuel_consumed);
     }
 }
 
@@ -201,6 +220,7 @@ mod tests {
             input_rows_per_second: 0.0,
             processed_rows_per_second: 0.0,
             num_rejected_rows: 0,
+            rejected_rows_by_kind: Default::default(),
             lag: Some(3),
             duration_ms: DurationMs::default(),
             sources: vec![],

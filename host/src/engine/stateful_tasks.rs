@@ -5,6 +5,7 @@
 //! timers fire as the watermark moves and its state gets the batch's
 //! version.
 
+use crate::engine::Rejections;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::batch::RecordBatch;
@@ -42,7 +43,7 @@ type TaskResult = Result<(TaskParts, TaskStats), StepError>;
 /// A batch's parts, its rejected count and per-task state statistics.
 type StatefulRun = (
     Vec<(RecordBatch, TransformOutput)>,
-    u64,
+    Rejections,
     BTreeMap<(usize, u32), TaskStats>,
 );
 
@@ -123,7 +124,7 @@ impl Tasks<'_> {
         };
         let done = super::parallel::map(work, sb.parallelism, run_one);
         let mut parts_out = Vec::new();
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         let mut stats = BTreeMap::new();
         let mut failure = None;
         for (w, result) in done {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::batch::RecordBatch;
 use super::connector::{Sink, SinkBatch, Source};
 use super::options::{DEAD_LETTER, EngineError, ErrorPolicy, TransformFactory};
-use super::output::TransformOutput;
+use super::output::{Rejections, TransformOutput};
 use super::transform::{Transform, TransformError};
 
 pub(crate) struct Tasks<'a> {
@@ -23,7 +23,7 @@ impl Tasks<'_> {
     pub fn run(
         &mut self,
         inputs: Vec<(usize, RecordBatch)>,
-    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, u64), EngineError> {
+    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, Rejections), EngineError> {
         // One transform instance per task; a task's batches run in order,
         // tasks run in parallel.
         let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
@@ -79,7 +79,7 @@ impl Tasks<'_> {
         results.sort_by_key(|(idx, _)| *idx);
         let results = results.into_iter().map(|(_, r)| r);
         let mut parts = Vec::with_capacity(inputs.len());
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         for (result, (i, b)) in results.into_iter().zip(inputs) {
             let name = || self.sources[i].description();
             let out = result.map_err(|err| EngineError::Transform {
@@ -148,7 +148,7 @@ pub(crate) fn reject_unkeyed(
     batch: RecordBatch,
     reasons: &[String],
     parts: &mut Vec<(RecordBatch, TransformOutput)>,
-) -> Result<u64, EngineError> {
+) -> Result<Rejections, EngineError> {
     let mut out =
         super::state::run::reject_all(&batch, super::output::RejectKind::BadRecord, reasons);
     let n = check_rejected(policy, source_name, &batch, &mut out)?;
@@ -168,7 +168,7 @@ pub(crate) fn check_rejected(
     source_name: &str,
     input: &RecordBatch,
     out: &mut TransformOutput,
-) -> Result<u64, EngineError> {
+) -> Result<Rejections, EngineError> {
     for r in &out.rejected {
         let offset = input.offsets[r.index as usize];
         if *policy == ErrorPolicy::Fail {
@@ -219,7 +219,11 @@ pub(crate) fn check_rejected(
         }
         out.rejected = rejected;
     }
-    Ok(out.rejected.len() as u64)
+    let mut n = Rejections::default();
+    for r in &out.rejected {
+        n.count(r.kind);
+    }
+    Ok(n)
 }
 
 /// A dead letter: the record (value as text when it is UTF-8, else base64),

@@ -24,6 +24,10 @@ pub struct GuestMetrics {
     pub gauges: BTreeMap<String, f64>,
     /// Metric updates refused because the name limit was reached.
     pub dropped: u64,
+    /// Fuel burnt by calls (metered guests only), measured by the host.
+    pub fuel_consumed: u64,
+    /// Linear memory the instance holds, measured by the host.
+    pub memory_bytes: u64,
 }
 
 /// Denies memory growth past the limit and remembers that it did, so the
@@ -36,6 +40,8 @@ pub(crate) struct Limiter {
     pub(crate) tenant: Option<Arc<super::tenant::Tenant>>,
     pub(crate) charged: usize,
     pub(crate) tenant_exceeded: bool,
+    /// Linear memory granted so far (what progress and `/metrics` show).
+    pub(crate) granted: usize,
 }
 
 impl Drop for Limiter {
@@ -65,6 +71,7 @@ impl ResourceLimiter for Limiter {
             }
             self.charged += more;
         }
+        self.granted += desired.saturating_sub(current);
         Ok(true)
     }
 
@@ -89,6 +96,8 @@ pub(crate) struct StoreData {
     pub(crate) ctx: crate::engine::state::StateContext,
     /// Epoch ticks left before the current call's CPU deadline.
     pub(crate) ticks_left: u64,
+    /// Fuel given to the current call (metered guests), to tell what it burnt.
+    pub(crate) fuel_armed: u64,
     /// Most bytes of keyed state; a put past it is refused and fails the call.
     pub(crate) max_state: usize,
     pub(crate) state_exceeded: bool,
@@ -125,12 +134,14 @@ impl StoreData {
                 tenant,
                 charged: 0,
                 tenant_exceeded: false,
+                granted: 0,
             },
             label,
             metrics: GuestMetrics::default(),
             stderr,
             ctx: Default::default(),
             ticks_left: 0,
+            fuel_armed: 0,
             max_state: limits.max_state,
             state_exceeded: false,
             log_budget: crate::engine::log_budget::LogBudget::new(

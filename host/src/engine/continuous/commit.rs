@@ -93,7 +93,8 @@ impl ContinuousQuery {
             num_input_rows: input,
             input_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
             processed_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
-            num_rejected_rows: rejected,
+            num_rejected_rows: rejected.total(),
+            rejected_rows_by_kind: rejected.by_kind(),
             lag,
             duration_ms: DurationMs {
                 latest_offset: 0,

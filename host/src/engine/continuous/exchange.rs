@@ -9,6 +9,7 @@
 //! what the live run did. The minimum (epoch, reader) position among state
 //! tasks can always advance, so the alignment never deadlocks.
 
+use crate::engine::Rejections;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -68,7 +69,7 @@ impl Reader {
 
     fn run_inner(&mut self) -> Result<(), EngineError> {
         let mut parts: Parts = Vec::new();
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         let mut poll = Poll::default();
         while !self.halt.load(Ordering::Relaxed) {
             while self.epoch < self.current.load(Ordering::SeqCst) {
@@ -141,7 +142,7 @@ impl StateTask {
         loop {
             let time = self.state.now();
             let mut parts: Parts = Vec::new();
-            let mut rejected = 0;
+            let mut rejected = Rejections::default();
             let mut stats = TaskStats::default();
             for r in 0..self.ins.len() {
                 loop {
@@ -188,7 +189,7 @@ impl StateTask {
         stats: &mut TaskStats,
         input: Option<RecordBatch>,
         parts: &mut Parts,
-    ) -> Result<u64, EngineError> {
+    ) -> Result<Rejections, EngineError> {
         stateful_step(
             &mut self.state,
             &mut *self.transform,

@@ -12,6 +12,7 @@
 //! processing (they buffer ahead into later epochs) but it does hold back the
 //! commit of every epoch it has not reported yet.
 
+use crate::engine::Rejections;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -34,7 +35,7 @@ struct Epoch<'a> {
     start: &'a [u64],
     end: &'a [u64],
     parts: Parts,
-    rejected: u64,
+    rejected: Rejections,
     started: Instant,
     /// Its `offsets/E` entry already exists (re-run after a crash).
     rerun: bool,
@@ -275,7 +276,7 @@ impl ContinuousQuery {
                 reports.sort_by_key(|r| (r.end.map_or(u32::MAX, |e| e.0), r.task));
                 let mut end = positions.clone();
                 let mut parts = Vec::new();
-                let mut rejected = 0;
+                let mut rejected = Rejections::default();
                 let mut times = BTreeMap::new();
                 let mut stats = Vec::new();
                 for r in reports {

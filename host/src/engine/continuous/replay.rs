@@ -1,6 +1,7 @@
 //! Re-running an uncommitted epoch after a crash: the recorded ranges are
 //! read again exactly and transformed, so the epoch's output is the same.
 
+use crate::engine::Rejections;
 use std::time::{Duration, Instant};
 
 use super::task::{Parts, stateful_step};
@@ -17,7 +18,7 @@ use crate::engine::wal::OffsetEntry;
 const REPLAY_PATIENCE: Duration = Duration::from_secs(60);
 
 /// A replayed epoch: its parts, rejected count and per-task state stats.
-type Replayed = (Parts, u64, Vec<(u32, TaskStats)>);
+type Replayed = (Parts, Rejections, Vec<(u32, TaskStats)>);
 
 impl ContinuousQuery {
     /// Re-read an uncommitted epoch's exact ranges and transform them; a
@@ -35,7 +36,7 @@ impl ContinuousQuery {
         }
         let name = self.source.description();
         let mut parts = Vec::new();
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         let mut stats = Vec::new();
         let active = self.options.state.active();
         let policy = self.options.error_policy.clone();
@@ -88,7 +89,7 @@ impl ContinuousQuery {
         let policy = self.options.error_policy.clone();
         let partitioning = self.options.state.partitioning.clone();
         let mut parts = Vec::new();
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         let mut inputs: Vec<Vec<RecordBatch>> =
             (0..partitioning.partitions).map(|_| Vec::new()).collect();
         for (p, (s, e)) in start.iter().zip(end).enumerate() {

@@ -1,6 +1,7 @@
 //! One partition's long-running task in continuous mode, and what it
 //! reports to the epoch coordinator.
 
+use crate::engine::Rejections;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -55,7 +56,7 @@ pub(crate) fn stateful_step(
     parts: &mut Parts,
     policy: &ErrorPolicy,
     source_name: &str,
-) -> Result<u64, EngineError> {
+) -> Result<crate::engine::Rejections, EngineError> {
     let first_new = parts.len();
     let mut run = TaskRun {
         partition,
@@ -79,7 +80,7 @@ pub(crate) fn stateful_step(
         },
         StepError::Checkpoint(e) => EngineError::Checkpoint(e),
     })?;
-    let mut rejected = 0;
+    let mut rejected = Rejections::default();
     for (b, out) in &mut parts[first_new..] {
         rejected += check_rejected(policy, source_name, b, out)?;
     }
@@ -96,7 +97,7 @@ pub(crate) struct Report {
     /// partitions and per-partition tasks).
     pub task: Option<u32>,
     pub parts: Parts,
-    pub rejected: u64,
+    pub rejected: Rejections,
     /// The clocks the task ran the epoch with (queries with event time or state).
     pub time: Option<TaskTime>,
     pub stats: TaskStats,
@@ -129,7 +130,7 @@ impl Task {
 
     fn run_inner(&mut self) -> Result<(), EngineError> {
         let mut buffer: Parts = Vec::new();
-        let mut rejected = 0;
+        let mut rejected = Rejections::default();
         let mut poll = Poll::default();
         let mut stats = TaskStats::default();
         let mut time = self.state.as_ref().map(TaskState::now);

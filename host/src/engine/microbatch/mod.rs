@@ -291,7 +291,8 @@ impl MicroBatchQuery {
                 num_input_rows: input_rows,
                 input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-6),
                 processed_rows_per_second: input_rows as f64 / exec.as_secs_f64().max(1e-6),
-                num_rejected_rows: rejected,
+                num_rejected_rows: rejected.total(),
+                rejected_rows_by_kind: rejected.by_kind(),
                 lag,
                 duration_ms: DurationMs {
                     latest_offset: ms(latest_offset),

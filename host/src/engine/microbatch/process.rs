@@ -1,6 +1,7 @@
 //! Running one micro-batch: read its ranges, transform each partition's
 //! records on its task, with state and event time when the query has them.
 
+use crate::engine::Rejections;
 use std::collections::BTreeMap;
 
 use super::MicroBatchQuery;
@@ -46,7 +47,7 @@ impl MicroBatchQuery {
         (
             Vec<(RecordBatch, TransformOutput)>,
             Vec<u64>,
-            u64,
+            Rejections,
             StateStats,
         ),
         EngineError,

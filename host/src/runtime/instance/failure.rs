@@ -12,6 +12,13 @@ pub(super) fn arm(store: &mut Store<StoreData>, ticks: u64, fuel: Option<u64>) {
     store.data_mut().ticks_left = ticks;
     store.set_epoch_deadline(1);
     if let Some(f) = fuel {
+        let left = store.get_fuel().unwrap_or(0);
+        let data = store.data_mut();
+        data.metrics.fuel_consumed = data
+            .metrics
+            .fuel_consumed
+            .saturating_add(data.fuel_armed.saturating_sub(left));
+        data.fuel_armed = f;
         // Only fails for an engine without metering, refused at start.
         let _ = store.set_fuel(f);
     }

@@ -91,6 +91,15 @@ impl WasmTransform {
             m.gauges
                 .extend(cur.gauges.iter().map(|(k, v)| (k.clone(), *v)));
             m.dropped += cur.dropped;
+            // The current call's fuel is counted when the next is armed;
+            // count what it burnt so far here.
+            let data = live.store.data();
+            let left = live.store.get_fuel().unwrap_or(data.fuel_armed);
+            m.fuel_consumed = m
+                .fuel_consumed
+                .saturating_add(cur.fuel_consumed)
+                .saturating_add(data.fuel_armed.saturating_sub(left));
+            m.memory_bytes = data.limiter.granted as u64;
         }
         m
     }
@@ -184,6 +193,7 @@ impl WasmTransform {
                 .gauges
                 .extend(m.gauges.iter().map(|(k, v)| (k.clone(), *v)));
             self.retired_metrics.dropped += m.dropped;
+            self.retired_metrics.fuel_consumed += m.fuel_consumed;
         }
     }
 
@@ -337,6 +347,8 @@ impl Transform for WasmTransform {
         crate::engine::progress::TransformMetrics {
             counters: m.counters,
             gauges: m.gauges,
+            memory_bytes: m.memory_bytes,
+            fuel_consumed: m.fuel_consumed,
         }
     }
 
