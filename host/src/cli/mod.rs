@@ -75,6 +75,8 @@ pub fn init_logging() {
         )
         // Tenants' own logs (`weir host`) keep their guests' lines from info up.
         .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO))
+        // `weir serve` keeps each pipeline's recent guest lines for its API.
+        .with(weir::serve::logs::GuestLogLayer.with_filter(LevelFilter::INFO))
         .init();
 }
 

@@ -4,12 +4,10 @@
 //! can be handed to that tenant alone.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write;
 use std::sync::{Mutex, OnceLock};
 
-use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer};
 
 fn files() -> &'static Mutex<HashMap<String, File>> {
@@ -36,48 +34,24 @@ pub fn line(tenant: &str, text: &str) {
 /// Routes guest events to their tenant's log.
 pub struct TenantLogLayer;
 
-#[derive(Default)]
-struct Fields {
-    guest: Option<String>,
-    text: String,
-}
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "guest" {
-            self.guest = Some(value.to_string());
-        } else {
-            self.record_debug(field, &value);
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        match field.name() {
-            "guest" => self.guest = Some(format!("{value:?}")),
-            "message" => {
-                let _ = write!(self.text, "{value:?}");
-            }
-            name => {
-                let _ = write!(self.text, " {name}={value:?}");
-            }
-        }
-    }
-}
-
 impl<S: tracing::Subscriber> Layer<S> for TenantLogLayer {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
         if event.metadata().target() != "weir::guest" {
             return;
         }
-        let mut f = Fields::default();
-        event.record(&mut f);
+        let f = weir::serve::logs::GuestEvent::of(event);
         let Some(guest) = f.guest else { return };
         let Some((tenant, _)) = guest.split_once('/') else {
             return;
         };
         line(
             tenant,
-            &format!("{} {guest}: {}", event.metadata().level(), f.text),
+            &format!(
+                "{} {guest}{}: {}",
+                event.metadata().level(),
+                f.stream.map(|s| format!(" ({s})")).unwrap_or_default(),
+                f.text
+            ),
         );
     }
 }

@@ -8,7 +8,10 @@ pub mod auth;
 pub mod components;
 pub mod confine;
 pub mod error;
+pub mod logs;
+pub mod metrics;
 pub mod pipelines;
+pub mod reports;
 pub mod store;
 pub mod supervisor;
 pub mod tenants;
@@ -80,6 +83,19 @@ impl AppState {
         .await
         .map_err(ApiError::internal)
     }
+
+    /// Stop pipelines that are being deleted and drop their progress,
+    /// metrics and logs.
+    pub async fn forget_pipelines(&self, tenant: &str, names: Vec<String>) -> error::ApiResult<()> {
+        let (st, tenant) = (self.clone(), tenant.to_string());
+        tokio::task::spawn_blocking(move || {
+            for n in names {
+                st.supervisor.forget(&tenant, &n);
+            }
+        })
+        .await
+        .map_err(ApiError::internal)
+    }
 }
 
 /// Open (creating) the data directory and its store.
@@ -138,6 +154,10 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/pipelines/{name}/stop", post(pipelines::stop))
         .route("/v1/pipelines/{name}/start", post(pipelines::start))
+        .route("/v1/pipelines/{name}/progress", get(reports::progress))
+        .route("/v1/pipelines/{name}/logs", get(reports::logs))
+        .route("/v1/pipelines/{name}/dead-letters", get(reports::dead_letters))
+        .route("/metrics", get(reports::metrics))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
         .with_state(state)
 }

@@ -88,7 +88,7 @@ fn view(state: &AppState, p: &PipelineRow, progress: bool) -> Value {
     v
 }
 
-fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<PipelineRow> {
+pub(super) fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<PipelineRow> {
     state
         .store
         .pipelines(Some(tenant))?
@@ -206,7 +206,7 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
-    state.stop_pipelines(&tenant, vec![name.clone()]).await?;
+    state.forget_pipelines(&tenant, vec![name.clone()]).await?;
     state.store.delete_pipeline(&tenant, &name)?;
     if opts.purge {
         let root = confine::tenant_root(&state.data, &tenant);
@@ -222,7 +222,7 @@ pub async fn delete(
 
 /// A stored pipeline's spec, read as it was validated (relative to the
 /// tenant's data root).
-fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline, String> {
+pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline, String> {
     let root = confine::tenant_root(&state.data, &p.tenant);
     Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)
 }

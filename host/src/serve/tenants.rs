@@ -100,7 +100,7 @@ pub async fn delete(
         .into_iter()
         .map(|p| p.name)
         .collect();
-    state.stop_pipelines(&name, names).await?;
+    state.forget_pipelines(&name, names).await?;
     if !state.store.delete_tenant(&name)? {
         return Err(ApiError::not_found(&format!("tenant `{name}`")));
     }

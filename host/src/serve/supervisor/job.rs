@@ -1,36 +1,20 @@
-//! The pipelines `weir serve` runs: one thread per running pipeline (its
-//! query's own threads below it), a shared memory quota and CPU share per
-//! tenant, and what each last reported.
+//! One pipeline's supervision: run its query, restart it from the
+//! checkpoint after failures worth retrying (with doubling backoff), record
+//! what it reports.
 
-use std::collections::HashMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-
-use serde::Serialize;
-
 use std::time::Duration;
 
-use super::store::{Store, TenantRow};
+use super::Status;
 use crate::engine::{EngineError, Progress};
-use crate::pipeline::{BuildError, build_query};
-use crate::runtime::Runtime;
-use crate::runtime::tenant::{Scheduler, Tenant};
-use crate::spec::Pipeline;
+use crate::pipeline::{BuildError, Query};
+use crate::serve::metrics::{Metrics, PipelineLabels};
+use crate::serve::store::Store;
 
-/// What a pipeline is doing, as the API shows it.
-#[derive(Debug, Clone, Default, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub struct Status {
-    /// `running`, `restarting` (waiting to retry a failure), `stopped` or
-    /// `failed` (a failure a restart would only repeat).
-    pub state: String,
-    pub last_error: Option<String>,
-    /// Restarts after failures since it was started.
-    pub restarts: u64,
-    /// Its newest progress report.
-    pub progress: Option<Progress>,
-}
+/// Progress reports kept per pipeline (Spark keeps 100 too).
+pub const RECENT_PROGRESS: usize = 100;
 
 /// First wait before restarting a failed pipeline; doubled per failure in
 /// a row, at most [`MAX_BACKOFF`].
@@ -53,151 +37,16 @@ pub fn permanent(e: &EngineError) -> bool {
     }
 }
 
-struct Running {
-    /// Raised to stop the pipeline for good (no more restarts).
-    stop: Arc<AtomicBool>,
-    /// The stop flag of the query that runs now.
-    query_stop: Arc<Mutex<Arc<AtomicBool>>>,
-    handle: Option<JoinHandle<()>>,
-    status: Arc<Mutex<Status>>,
-}
-
-pub struct Supervisor {
-    runtime: Arc<Runtime>,
-    scheduler: Arc<Scheduler>,
-    tenants: Mutex<HashMap<String, Arc<Tenant>>>,
-    pipelines: Mutex<HashMap<(String, String), Running>>,
-}
-
-impl Supervisor {
-    pub fn new(runtime: Arc<Runtime>) -> Supervisor {
-        let scheduler = Scheduler::new(None, runtime.epoch_tick());
-        Supervisor {
-            runtime,
-            scheduler,
-            tenants: Mutex::new(HashMap::new()),
-            pipelines: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn tenant(&self, t: &TenantRow) -> Arc<Tenant> {
-        let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
-        tenants
-            .entry(t.name.clone())
-            .or_insert_with(|| {
-                Tenant::new(
-                    &t.name,
-                    t.max_memory as usize,
-                    t.cpu_weight.min(u32::MAX as u64) as u32,
-                    &self.scheduler,
-                )
-            })
-            .clone()
-    }
-
-    /// Start `spec` as tenant `t`'s pipeline `name` (stopping the copy that
-    /// runs, if any): it resumes from its checkpoint.
-    pub fn start(
-        &self,
-        store: &Arc<Store>,
-        t: &TenantRow,
-        name: &str,
-        spec: &Pipeline,
-    ) -> Result<(), String> {
-        self.stop(&t.name, name);
-        let runtime = self.runtime.clone();
-        let tenant_quota = self.tenant(t);
-        let build = {
-            let spec = spec.clone();
-            move || build_query(&runtime, &spec, Some(tenant_quota.clone()), None, false)
-        };
-        let query = build().map_err(|e| e.to_string())?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let query_stop = Arc::new(Mutex::new(query.stop_handle()));
-        let status = Arc::new(Mutex::new(Status {
-            state: "running".into(),
-            ..Status::default()
-        }));
-        let job = Job {
-            status: status.clone(),
-            stop: stop.clone(),
-            query_stop: query_stop.clone(),
-            store: store.clone(),
-            tenant: t.name.clone(),
-            pipeline: name.to_string(),
-        };
-        let handle = std::thread::Builder::new()
-            .name(format!("weir-pipeline-{}-{name}", t.name))
-            .spawn(move || job.supervise(query, build))
-            .map_err(|e| e.to_string())?;
-        self.pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(
-                (t.name.clone(), name.to_string()),
-                Running {
-                    stop,
-                    query_stop,
-                    handle: Some(handle),
-                    status,
-                },
-            );
-        Ok(())
-    }
-
-    /// Stop a pipeline after its current batch or epoch; waits for it.
-    pub fn stop(&self, tenant: &str, name: &str) {
-        let running = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&(tenant.to_string(), name.to_string()));
-        if let Some(mut r) = running {
-            r.stop.store(true, Ordering::Relaxed);
-            r.query_stop
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .store(true, Ordering::Relaxed);
-            if let Some(h) = r.handle.take() {
-                let _ = h.join();
-            }
-        }
-    }
-
-    pub fn status(&self, tenant: &str, name: &str) -> Status {
-        let pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        match pipelines.get(&(tenant.to_string(), name.to_string())) {
-            Some(r) => r.status.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            None => Status {
-                state: "stopped".into(),
-                ..Status::default()
-            },
-        }
-    }
-
-    /// Stop everything (the service is shutting down).
-    pub fn stop_all(&self) {
-        let keys: Vec<(String, String)> = self
-            .pipelines
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        for (t, n) in keys {
-            self.stop(&t, &n);
-        }
-    }
-}
-
 /// One pipeline's supervision thread.
-struct Job {
-    status: Arc<Mutex<Status>>,
-    stop: Arc<AtomicBool>,
-    query_stop: Arc<Mutex<Arc<AtomicBool>>>,
-    store: Arc<Store>,
-    tenant: String,
-    pipeline: String,
+pub(super) struct Job {
+    pub status: Arc<Mutex<Status>>,
+    pub stop: Arc<AtomicBool>,
+    pub query_stop: Arc<Mutex<Arc<AtomicBool>>>,
+    pub store: Arc<Store>,
+    pub tenant: String,
+    pub pipeline: String,
+    pub recent: Arc<Mutex<VecDeque<Progress>>>,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Job {
@@ -207,16 +56,35 @@ impl Job {
 
     /// Run the query; after a failure worth retrying, wait (twice as long
     /// each time in a row) and run it again from its checkpoint.
-    fn supervise(
-        self,
-        query: crate::pipeline::Query,
-        build: impl Fn() -> Result<crate::pipeline::Query, BuildError>,
+    pub fn supervise(self, query: Query, build: impl Fn() -> Result<Query, BuildError>) {
+        let labels = PipelineLabels {
+            tenant: self.tenant.clone(),
+            pipeline: self.pipeline.clone(),
+        };
+        self.metrics.set_running(&labels, true);
+        self.run(query, build, &labels);
+        self.metrics.set_running(&labels, false);
+    }
+
+    fn run(
+        &self,
+        query: Query,
+        build: impl Fn() -> Result<Query, BuildError>,
+        labels: &PipelineLabels,
     ) {
         let mut backoff = FIRST_BACKOFF;
         let mut query = query;
         loop {
             let started = std::time::Instant::now();
             let run = query.run(&mut |p| {
+                self.metrics.record(labels, p);
+                {
+                    let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+                    if r.len() == RECENT_PROGRESS {
+                        r.pop_front();
+                    }
+                    r.push_back(p.clone());
+                }
                 let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
                 s.progress = Some(p.clone());
                 if s.state == "restarting" {
@@ -247,6 +115,7 @@ impl Job {
                 return;
             }
             loop {
+                self.metrics.restarted(labels);
                 self.set(|s| {
                     s.state = "restarting".into();
                     s.last_error = Some(why.clone());
