@@ -40,14 +40,21 @@ impl PipelineLog {
     /// The last `n` lines.
     pub fn tail(&self, n: usize) -> Vec<LogLine> {
         let g = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        g.1.iter().skip(g.1.len().saturating_sub(n)).cloned().collect()
+        g.1.iter()
+            .skip(g.1.len().saturating_sub(n))
+            .cloned()
+            .collect()
     }
 
     /// The last `n` lines and every line after them, without a gap.
     pub fn follow(&self, n: usize) -> (Vec<LogLine>, broadcast::Receiver<LogLine>) {
         let g = self.lines.lock().unwrap_or_else(|e| e.into_inner());
         let rx = self.live.subscribe();
-        let tail = g.1.iter().skip(g.1.len().saturating_sub(n)).cloned().collect();
+        let tail =
+            g.1.iter()
+                .skip(g.1.len().saturating_sub(n))
+                .cloned()
+                .collect();
         (tail, rx)
     }
 
@@ -191,7 +198,10 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert_eq!((lines[0].seq, lines[0].message.as_str()), (1, "hello 1"));
         assert_eq!(lines[0].stream, "log");
-        assert_eq!((lines[1].level.as_str(), lines[1].stream.as_str()), ("WARN", "stderr"));
+        assert_eq!(
+            (lines[1].level.as_str(), lines[1].stream.as_str()),
+            ("WARN", "stderr")
+        );
         assert_eq!(rx.try_recv().unwrap().message, "hello 1");
         assert_eq!(log.tail(1)[0].message, "boom");
         forget("t-logs", "p");

@@ -112,7 +112,11 @@ impl Metrics {
         };
         let r = &mut registry;
         r.register("weir_input_rows", "Records read", m.input_rows.clone());
-        r.register("weir_output_rows", "Records written to the sinks", m.output_rows.clone());
+        r.register(
+            "weir_output_rows",
+            "Records written to the sinks",
+            m.output_rows.clone(),
+        );
         r.register(
             "weir_rejected_rows",
             "Records refused, by kind (bad-record, trap, deadline, ...)",
@@ -123,7 +127,11 @@ impl Metrics {
             "Records dropped as later than the watermark",
             m.late_rows.clone(),
         );
-        r.register("weir_batches", "Committed batches or epochs", m.batches.clone());
+        r.register(
+            "weir_batches",
+            "Committed batches or epochs",
+            m.batches.clone(),
+        );
         r.register(
             "weir_batch_duration_seconds",
             "Micro-batch trigger execution time",
@@ -134,22 +142,42 @@ impl Metrics {
             "Continuous epoch commit time",
             m.epoch_commit.clone(),
         );
-        r.register("weir_lag_records", "Records available but not yet read", m.lag.clone());
+        r.register(
+            "weir_lag_records",
+            "Records available but not yet read",
+            m.lag.clone(),
+        );
         r.register(
             "weir_watermark_seconds",
             "Event-time watermark, seconds since the Unix epoch",
             m.watermark.clone(),
         );
         r.register("weir_state_rows", "Keyed state rows", m.state_rows.clone());
-        r.register("weir_state_bytes", "Keyed state size", m.state_bytes.clone());
+        r.register(
+            "weir_state_bytes",
+            "Keyed state size",
+            m.state_bytes.clone(),
+        );
         r.register(
             "weir_guest_memory_bytes",
             "Linear memory held by the pipeline's guest instances",
             m.guest_memory.clone(),
         );
-        r.register("weir_guest_fuel", "Fuel burnt (metered guests)", m.fuel.clone());
-        r.register("weir_restarts", "Restarts after failures", m.restarts.clone());
-        r.register("weir_pipeline_running", "1 while the pipeline runs", m.running.clone());
+        r.register(
+            "weir_guest_fuel",
+            "Fuel burnt (metered guests)",
+            m.fuel.clone(),
+        );
+        r.register(
+            "weir_restarts",
+            "Restarts after failures",
+            m.restarts.clone(),
+        );
+        r.register(
+            "weir_pipeline_running",
+            "1 while the pipeline runs",
+            m.running.clone(),
+        );
         r.register(
             "weir_guest_counter",
             "Counters the guest reports through its metrics import",
@@ -166,7 +194,9 @@ impl Metrics {
     /// Fold one progress report of `l`'s pipeline in.
     pub fn record(&self, l: &PipelineLabels, p: &Progress) {
         self.input_rows.get_or_create(l).inc_by(p.num_input_rows);
-        self.output_rows.get_or_create(l).inc_by(p.sink.num_output_rows);
+        self.output_rows
+            .get_or_create(l)
+            .inc_by(p.sink.num_output_rows);
         self.batches.get_or_create(l).inc();
         for (kind, n) in &p.rejected_rows_by_kind {
             let k = KindLabels {
@@ -187,7 +217,9 @@ impl Metrics {
                 .observe(secs(p.duration_ms.trigger_execution));
         }
         if let Some(lag) = p.lag {
-            self.lag.get_or_create(l).set(lag.min(i64::MAX as u64) as i64);
+            self.lag
+                .get_or_create(l)
+                .set(lag.min(i64::MAX as u64) as i64);
         }
         if let Some(w) = p
             .event_time
@@ -232,7 +264,9 @@ impl Metrics {
                 .inc_by(total.saturating_sub(before));
         }
         for (name, v) in &tm.gauges {
-            self.guest_gauges.get_or_create(&self.named(l, name)).set(*v);
+            self.guest_gauges
+                .get_or_create(&self.named(l, name))
+                .set(*v);
             if !s.gauges.contains(name) {
                 s.gauges.push(name.clone());
             }
@@ -360,14 +394,26 @@ mod tests {
         m.record(&l, &progress("r2", 1, 20, 2));
         let text = m.encode(None);
         let p = r#"{tenant="acme",pipeline="p"}"#;
-        assert_eq!(sample(&text, &format!("weir_input_rows_total{p}")), Some(21.0));
-        assert_eq!(sample(&text, &format!("weir_guest_fuel_total{p}")), Some(170.0));
         assert_eq!(
-            sample(&text, r#"weir_guest_counter_total{tenant="acme",pipeline="p",name="seen"}"#),
+            sample(&text, &format!("weir_input_rows_total{p}")),
+            Some(21.0)
+        );
+        assert_eq!(
+            sample(&text, &format!("weir_guest_fuel_total{p}")),
+            Some(170.0)
+        );
+        assert_eq!(
+            sample(
+                &text,
+                r#"weir_guest_counter_total{tenant="acme",pipeline="p",name="seen"}"#
+            ),
             Some(10.0)
         );
         assert_eq!(
-            sample(&text, r#"weir_rejected_rows_total{tenant="acme",pipeline="p",kind="trap"}"#),
+            sample(
+                &text,
+                r#"weir_rejected_rows_total{tenant="acme",pipeline="p",kind="trap"}"#
+            ),
             Some(9.0)
         );
         assert_eq!(sample(&text, &format!("weir_lag_records{p}")), Some(7.0));

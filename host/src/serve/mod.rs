@@ -156,7 +156,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/pipelines/{name}/start", post(pipelines::start))
         .route("/v1/pipelines/{name}/progress", get(reports::progress))
         .route("/v1/pipelines/{name}/logs", get(reports::logs))
-        .route("/v1/pipelines/{name}/dead-letters", get(reports::dead_letters))
+        .route(
+            "/v1/pipelines/{name}/dead-letters",
+            get(reports::dead_letters),
+        )
         .route("/metrics", get(reports::metrics))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
         .with_state(state)

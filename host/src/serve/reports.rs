@@ -41,7 +41,9 @@ pub async fn progress(
 ) -> ApiResult<Json<Vec<crate::engine::Progress>>> {
     let tenant = caller.tenant()?;
     super::pipelines::find(&state, tenant, &name)?;
-    Ok(Json(state.supervisor.progress_since(tenant, &name, q.since)))
+    Ok(Json(
+        state.supervisor.progress_since(tenant, &name, q.since),
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,7 +155,11 @@ fn read_letters(sink: &SinkSpec, limit: usize) -> Result<Vec<Value>, String> {
         }
     }
     let skip = values.len().saturating_sub(limit);
-    Ok(values.into_iter().skip(skip).map(|(_, v)| letter(&v)).collect())
+    Ok(values
+        .into_iter()
+        .skip(skip)
+        .map(|(_, v)| letter(&v))
+        .collect())
 }
 
 fn files_or_none(dir: &FsPath) -> Result<Vec<Vec<u8>>, String> {

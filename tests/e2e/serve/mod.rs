@@ -4,6 +4,7 @@
 
 mod components;
 mod pipelines;
+mod reports;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

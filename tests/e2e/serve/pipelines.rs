@@ -10,6 +10,12 @@ use super::{Body, Server};
 use crate::testkit::guest;
 
 fn append(log: &Path, values: std::ops::Range<u32>) {
+    let values: Vec<String> = values.map(|i| format!("v{i:05}")).collect();
+    append_values(log, &values);
+}
+
+/// Append `values` to the tenant's 2-partition topic `in`, alternating.
+pub(crate) fn append_values(log: &Path, values: &[impl AsRef<str>]) {
     let mut t = weir::log::Topic::open(log, "in")
         .or_else(|_| weir::log::Topic::create(log, "in", 2))
         .unwrap();
@@ -17,8 +23,8 @@ fn append(log: &Path, values: std::ops::Range<u32>) {
         weir::engine::RecordBatch::new(0),
         weir::engine::RecordBatch::new(1),
     ];
-    for i in values {
-        parts[(i % 2) as usize].push(None, format!("v{i:05}").as_bytes(), 0, 0);
+    for (i, v) in values.iter().enumerate() {
+        parts[i % 2].push(None, v.as_ref().as_bytes(), 0, 0);
     }
     t.append(None, &parts, || {}).unwrap();
 }
@@ -41,7 +47,7 @@ fn expected(n: u32) -> Vec<String> {
 }
 
 /// `PUT /v1/pipelines/{name}` with a TOML body.
-fn put(s: &Server, token: &str, name: &str, text: &str) -> (u16, Value) {
+pub(crate) fn put(s: &Server, token: &str, name: &str, text: &str) -> (u16, Value) {
     let url = format!("{}/v1/pipelines/{name}", s.base);
     let mut r = s
         .http
