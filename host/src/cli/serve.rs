@@ -22,6 +22,9 @@ pub struct Args {
     /// Largest component upload, e.g. "64MiB".
     #[arg(long, value_name = "SIZE", value_parser = weir::spec::parse_size)]
     max_component_size: Option<usize>,
+    /// How often tenants' data is measured against their quotas, e.g. "10s".
+    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    quota_interval: Option<std::time::Duration>,
 }
 
 pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
@@ -47,6 +50,9 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
         max_component_size: args
             .max_component_size
             .unwrap_or(DEFAULT_MAX_COMPONENT_SIZE),
+        quota_interval: args
+            .quota_interval
+            .unwrap_or(weir::serve::quota::DEFAULT_INTERVAL),
     };
     weir::serve::run(state, args.listen)?;
     Ok(ExitCode::SUCCESS)

@@ -11,6 +11,7 @@ pub mod error;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
+pub mod quota;
 pub mod reports;
 pub mod store;
 pub mod supervisor;
@@ -39,6 +40,8 @@ pub struct AppState {
     /// The data directory: `weir.db`, `components/`, `tmp/`.
     pub data: PathBuf,
     pub max_component_size: usize,
+    /// How often running tenants' data is measured against their quota.
+    pub quota_interval: std::time::Duration,
     pub supervisor: Arc<supervisor::Supervisor>,
 }
 
@@ -133,7 +136,10 @@ pub fn router(state: AppState) -> Router {
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
         .route("/v1/tenants", post(tenants::create).get(tenants::list))
-        .route("/v1/tenants/{name}", delete(tenants::delete))
+        .route(
+            "/v1/tenants/{name}",
+            delete(tenants::delete).patch(tenants::update),
+        )
         .route("/v1/tenants/{name}/token", post(tenants::rotate))
         .route(
             "/v1/components",
@@ -169,6 +175,14 @@ pub fn router(state: AppState) -> Router {
 /// first, and stopped after their current batch when the service stops.
 pub fn run(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
     pipelines::resume_all(&state);
+    let (watched, interval) = (state.clone(), state.quota_interval);
+    std::thread::Builder::new()
+        .name("weir-quota".into())
+        .spawn(move || quota::watch(watched, interval))
+        .map_err(|err| ServeError::Io {
+            path: state.data.clone(),
+            err,
+        })?;
     let supervisor = state.supervisor.clone();
     let r = serve(state, listen);
     supervisor.stop_all();

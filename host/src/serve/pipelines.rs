@@ -28,10 +28,11 @@ fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
 /// its name set and a default checkpoint; validated and confined.
 fn resolve(
     state: &AppState,
-    tenant: &str,
+    t: &TenantRow,
     name: &str,
     text: &str,
 ) -> ApiResult<(Pipeline, String, String)> {
+    let tenant = t.name.as_str();
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| ApiError::bad_request(format!("pipeline: {}", e.message())))?;
     table.insert("name".into(), name.into());
@@ -63,7 +64,7 @@ fn resolve(
     std::fs::create_dir_all(&root).map_err(ApiError::internal)?;
     let spec =
         Pipeline::parse(&text, "pipeline", &root).map_err(|e| ApiError::bad_request(e.message))?;
-    confine::pipeline(&spec, &root).map_err(ApiError::bad_request)?;
+    confine::pipeline(&spec, &root, &t.kafka_brokers).map_err(ApiError::bad_request)?;
     Ok((spec, text, component))
 }
 
@@ -110,7 +111,8 @@ pub async fn put(
         )));
     }
     let t = tenant_row(&state, &tenant)?;
-    let (spec, text, component) = resolve(&state, &tenant, &name, &text)?;
+    let (spec, text, component) = resolve(&state, &t, &name, &text)?;
+    super::quota::check(&state, &t)?;
     let existing = state.store.pipelines(Some(&tenant))?;
     if !existing.iter().any(|p| p.name == name) && existing.len() as u64 >= t.max_pipelines {
         return Err(ApiError::conflict(format!(
@@ -182,7 +184,8 @@ pub async fn start(
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
     let t = tenant_row(&state, &tenant)?;
-    let spec = stored_spec(&state, &p).map_err(ApiError::bad_request)?;
+    let spec = startable(&state, &t, &p).map_err(ApiError::bad_request)?;
+    super::quota::check(&state, &t)?;
     state.start_pipeline(t, name.clone(), spec).await?;
     state.store.set_desired(&tenant, &name, "running")?;
     state
@@ -227,6 +230,55 @@ pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline,
     Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)
 }
 
+/// A stored pipeline's spec, checked again against its tenant's current
+/// allow-list (the admin may have narrowed it since).
+fn startable(state: &AppState, t: &TenantRow, p: &PipelineRow) -> Result<Pipeline, String> {
+    let spec = stored_spec(state, p)?;
+    confine::pipeline(
+        &spec,
+        &confine::tenant_root(&state.data, &t.name),
+        &t.kafka_brokers,
+    )?;
+    Ok(spec)
+}
+
+/// After a tenant's quotas changed: its running pipelines start again
+/// under them (or stop, failed, when they no longer fit).
+pub async fn restart_running(state: &AppState, t: &TenantRow) {
+    let rows = match state.store.pipelines(Some(&t.name)) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!("serve: listing pipelines of {}: {e}", t.name);
+            return;
+        }
+    };
+    let (state, t) = (state.clone(), t.clone());
+    let _ = tokio::task::spawn_blocking(move || {
+        for p in rows.iter().filter(|p| p.desired == "running") {
+            start_or_halt(&state, &t, p, "restarted");
+        }
+    })
+    .await;
+}
+
+/// Start a stored pipeline, or mark it failed with the reason it cannot.
+fn start_or_halt(state: &AppState, t: &TenantRow, p: &PipelineRow, event: &str) {
+    let started = (|| -> Result<(), String> {
+        let spec = startable(state, t, p)?;
+        if let Some(why) = super::quota::over(state, t) {
+            return Err(why);
+        }
+        state.supervisor.start(&state.store, t, &p.name, &spec)
+    })();
+    match started {
+        Ok(()) => state.store.event(Some(&p.tenant), &p.name, event, ""),
+        Err(e) => {
+            state.supervisor.halt(&p.tenant, &p.name, &e);
+            state.store.event(Some(&p.tenant), &p.name, "failed", &e);
+        }
+    }
+}
+
 /// At start: every pipeline that should run, runs again from its checkpoint.
 pub fn resume_all(state: &AppState) {
     let rows = match state.store.pipelines(None) {
@@ -237,18 +289,10 @@ pub fn resume_all(state: &AppState) {
         }
     };
     for p in rows.into_iter().filter(|p| p.desired == "running") {
-        let started = (|| -> Result<(), String> {
-            let t = state
-                .store
-                .tenant(&p.tenant)
-                .map_err(|e| e.to_string())?
-                .ok_or("no such tenant")?;
-            let spec = stored_spec(state, &p)?;
-            state.supervisor.start(&state.store, &t, &p.name, &spec)
-        })();
-        match started {
-            Ok(()) => state.store.event(Some(&p.tenant), &p.name, "resumed", ""),
-            Err(e) => state.store.event(Some(&p.tenant), &p.name, "failed", &e),
+        match state.store.tenant(&p.tenant) {
+            Ok(Some(t)) => start_or_halt(state, &t, &p, "resumed"),
+            Ok(None) => {}
+            Err(e) => tracing::error!("serve: reading tenant {}: {e}", p.tenant),
         }
     }
 }

@@ -16,12 +16,55 @@ use super::store::TenantRow;
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct NewTenant {
     name: String,
+    #[serde(flatten)]
+    quotas: Quotas,
+}
+
+/// Quotas and allow-lists, each optional: defaults at creation, unchanged
+/// by `PATCH` when left out.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Quotas {
     max_pipelines: Option<u64>,
-    /// A size such as "1GiB".
+    /// A size such as "1GiB": guest memory over all its pipelines.
     max_memory: Option<String>,
     cpu_weight: Option<u64>,
     /// A size such as "256MiB": all of the tenant's stored components.
     max_component_bytes: Option<String>,
+    /// A size such as "10GiB": checkpoints, embedded logs and file output.
+    max_data_bytes: Option<String>,
+    /// `host:port` of each Kafka broker its pipelines may use.
+    kafka_brokers: Option<Vec<String>>,
+}
+
+impl Quotas {
+    /// Apply to `row` (which holds the defaults or the current values).
+    fn apply(self, row: &mut TenantRow) -> ApiResult<()> {
+        if let Some(n) = self.max_pipelines {
+            row.max_pipelines = n;
+        }
+        if let Some(n) = self.cpu_weight {
+            row.cpu_weight = n.max(1);
+        }
+        size(&mut row.max_memory, "max-memory", self.max_memory)?;
+        size(
+            &mut row.max_component_bytes,
+            "max-component-bytes",
+            self.max_component_bytes,
+        )?;
+        size(
+            &mut row.max_data_bytes,
+            "max-data-bytes",
+            self.max_data_bytes,
+        )?;
+        if let Some(brokers) = self.kafka_brokers {
+            for b in &brokers {
+                super::confine::broker_address(b).map_err(ApiError::bad_request)?;
+            }
+            row.kafka_brokers = brokers.iter().map(|b| b.to_ascii_lowercase()).collect();
+        }
+        Ok(())
+    }
 }
 
 /// Tenant names: what may appear in paths, logs and directory names.
@@ -33,13 +76,13 @@ pub fn valid_name(name: &str) -> bool {
         && !name.starts_with('-')
 }
 
-fn size(key: &str, v: Option<String>, default: u64) -> ApiResult<u64> {
-    match v {
-        None => Ok(default),
-        Some(s) => crate::spec::parse_size(&s)
+fn size(into: &mut u64, key: &str, v: Option<String>) -> ApiResult<()> {
+    if let Some(s) = v {
+        *into = crate::spec::parse_size(&s)
             .map(|n| n as u64)
-            .map_err(|e| ApiError::bad_request(format!("{key}: {e}"))),
+            .map_err(|e| ApiError::bad_request(format!("{key}: {e}")))?;
     }
+    Ok(())
 }
 
 pub async fn create(
@@ -54,13 +97,16 @@ pub async fn create(
             body.name
         )));
     }
-    let row = TenantRow {
-        max_pipelines: body.max_pipelines.unwrap_or(10),
-        max_memory: size("max-memory", body.max_memory, 1 << 30)?,
-        cpu_weight: body.cpu_weight.unwrap_or(1).max(1),
-        max_component_bytes: size("max-component-bytes", body.max_component_bytes, 1 << 30)?,
+    let mut row = TenantRow {
+        max_pipelines: 10,
+        max_memory: 1 << 30,
+        cpu_weight: 1,
+        max_component_bytes: 1 << 30,
+        max_data_bytes: 10 << 30,
+        kafka_brokers: vec![],
         name: body.name,
     };
+    body.quotas.apply(&mut row)?;
     let token = new_token();
     if !state.store.create_tenant(&row, &hash(&token))? {
         return Err(ApiError::conflict(format!("tenant `{}` exists", row.name)));
@@ -123,4 +169,24 @@ pub async fn rotate(
     }
     state.store.event(Some(&name), &name, "token-rotated", "");
     Ok(Json(serde_json::json!({ "name": name, "token": token })))
+}
+
+/// `PATCH /v1/tenants/{name}`: change quotas or the broker allow-list. The
+/// tenant's running pipelines restart (from their checkpoints) under them.
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Json(body): Json<Quotas>,
+) -> ApiResult<Json<TenantRow>> {
+    caller.admin()?;
+    let mut row = state
+        .store
+        .tenant(&name)?
+        .ok_or_else(|| ApiError::not_found(&format!("tenant `{name}`")))?;
+    body.apply(&mut row)?;
+    state.store.update_tenant(&row)?;
+    state.store.event(Some(&name), &name, "tenant-updated", "");
+    super::pipelines::restart_running(&state, &row).await;
+    Ok(Json(row))
 }

@@ -5,6 +5,7 @@
 mod components;
 mod pipelines;
 mod reports;
+mod tenancy;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

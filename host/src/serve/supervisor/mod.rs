@@ -49,7 +49,12 @@ type Key = (String, String);
 pub struct Supervisor {
     runtime: Arc<Runtime>,
     scheduler: Arc<Scheduler>,
-    tenants: Mutex<HashMap<String, Arc<Tenant>>>,
+    /// Each tenant's shared quota, with the (memory, CPU weight) it was
+    /// made for: a changed quota makes a new one.
+    tenants: Mutex<HashMap<String, ((u64, u64), Arc<Tenant>)>>,
+    /// Why pipelines that were stopped by the service (not by their owner)
+    /// stopped.
+    halted: Mutex<HashMap<Key, Status>>,
     pipelines: Mutex<HashMap<Key, Running>>,
     /// Recent progress per pipeline, kept while it is stopped.
     recent: Mutex<HashMap<Key, Arc<Mutex<VecDeque<Progress>>>>>,
@@ -65,23 +70,27 @@ impl Supervisor {
             tenants: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
             recent: Mutex::new(HashMap::new()),
+            halted: Mutex::new(HashMap::new()),
             metrics: Arc::new(Metrics::new()),
         }
     }
 
     fn tenant(&self, t: &TenantRow) -> Arc<Tenant> {
         let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
-        tenants
-            .entry(t.name.clone())
-            .or_insert_with(|| {
-                Tenant::new(
+        let made_for = (t.max_memory, t.cpu_weight);
+        match tenants.get(&t.name) {
+            Some((m, q)) if *m == made_for => q.clone(),
+            _ => {
+                let q = Tenant::new(
                     &t.name,
-                    t.max_memory as usize,
+                    t.max_memory.min(usize::MAX as u64) as usize,
                     t.cpu_weight.min(u32::MAX as u64) as u32,
                     &self.scheduler,
-                )
-            })
-            .clone()
+                );
+                tenants.insert(t.name.clone(), (made_for, q.clone()));
+                q
+            }
+        }
     }
 
     /// Start `spec` as tenant `t`'s pipeline `name` (stopping the copy that
@@ -146,6 +155,10 @@ impl Supervisor {
 
     /// Stop a pipeline after its current batch or epoch; waits for it.
     pub fn stop(&self, tenant: &str, name: &str) {
+        self.halted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(tenant.to_string(), name.to_string()));
         let running = self
             .pipelines
             .lock()
@@ -164,14 +177,49 @@ impl Supervisor {
     }
 
     pub fn status(&self, tenant: &str, name: &str) -> Status {
+        let key = (tenant.to_string(), name.to_string());
         let pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        match pipelines.get(&(tenant.to_string(), name.to_string())) {
-            Some(r) => r.status.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            None => Status {
-                state: "stopped".into(),
-                ..Status::default()
-            },
+        if let Some(r) = pipelines.get(&key) {
+            return r.status.lock().unwrap_or_else(|e| e.into_inner()).clone();
         }
+        let halted = self.halted.lock().unwrap_or_else(|e| e.into_inner());
+        halted.get(&key).cloned().unwrap_or_else(|| Status {
+            state: "stopped".into(),
+            ..Status::default()
+        })
+    }
+
+    /// Stop a pipeline for a reason of the service's (a quota): it shows as
+    /// `failed` with `why` until it is started again.
+    pub fn halt(&self, tenant: &str, name: &str, why: &str) {
+        let progress = self.status(tenant, name).progress;
+        self.stop(tenant, name);
+        self.halted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                (tenant.to_string(), name.to_string()),
+                Status {
+                    state: "failed".into(),
+                    last_error: Some(why.to_string()),
+                    restarts: 0,
+                    progress,
+                },
+            );
+    }
+
+    /// The pipelines running now, as (tenant, name).
+    pub fn running(&self) -> Vec<(String, String)> {
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, r)| {
+                let s = r.status.lock().unwrap_or_else(|e| e.into_inner());
+                s.state == "running" || s.state == "restarting"
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// The kept progress reports of a pipeline with a batch id above
