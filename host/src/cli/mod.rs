@@ -1,6 +1,7 @@
 //! Argument parsing and wiring; the only place that uses `anyhow` and
 //! installs a tracing subscriber.
 
+mod client;
 mod host;
 mod log;
 mod run;
@@ -45,6 +46,20 @@ enum Command {
     Host(host::Args),
     /// Run weir as a service: an HTTP API for tenants and components.
     Serve(serve::Args),
+    /// Upload a pipeline's component and create or replace the pipeline on a `weir serve`.
+    Deploy(client::DeployArgs),
+    /// List your pipelines on a `weir serve`.
+    Ls(client::LsArgs),
+    /// Print a served pipeline's guest logs (`-f` to follow).
+    Logs(client::LogsArgs),
+    /// Stop a served pipeline after its current batch or epoch.
+    Stop(client::NameArgs),
+    /// Start a stopped served pipeline from its checkpoint.
+    Start(client::NameArgs),
+    /// Delete a served pipeline (`--purge` also deletes its checkpoint).
+    Rm(client::RmArgs),
+    /// List your uploaded components on a `weir serve`.
+    Components(client::ComponentsArgs),
     /// Create, append to and read topics of the embedded log.
     #[command(subcommand)]
     Log(log::LogCommand),
@@ -101,6 +116,13 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(&runtime()?, args),
         Command::Host(args) => host::run(&runtime()?, args),
         Command::Serve(args) => serve::run(runtime()?, args),
+        Command::Deploy(a) => client::commands::deploy(a),
+        Command::Ls(a) => client::commands::ls(a),
+        Command::Logs(a) => client::commands::logs(a),
+        Command::Stop(a) => client::commands::stop(a),
+        Command::Start(a) => client::commands::start(a),
+        Command::Rm(a) => client::commands::rm(a),
+        Command::Components(a) => client::commands::components(a),
         Command::Log(cmd) => log::run(cmd).map(|()| ExitCode::SUCCESS),
         Command::Status { checkpoint } => status::status(checkpoint).map(|()| ExitCode::SUCCESS),
         Command::Files { dir } => status::files(dir).map(|()| ExitCode::SUCCESS),
