@@ -66,12 +66,16 @@ impl AppState {
         t: store::TenantRow,
         name: String,
         spec: crate::spec::Pipeline,
+        upgrade: bool,
     ) -> error::ApiResult<()> {
         let st = self.clone();
-        tokio::task::spawn_blocking(move || st.supervisor.start(&st.store, &t, &name, &spec))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::bad_request)
+        tokio::task::spawn_blocking(move || {
+            st.supervisor
+                .start_with(&st.store, &t, &name, &spec, upgrade)
+        })
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::bad_request)
     }
 
     /// Stop pipelines after their current batch or epoch, off the async

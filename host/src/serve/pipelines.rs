@@ -98,10 +98,20 @@ pub(super) fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<Pipe
         .ok_or_else(|| ApiError::not_found(&format!("pipeline `{name}`")))
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutOptions {
+    /// Keep a stateful checkpoint's state with a changed component (as
+    /// `weir run --upgrade`).
+    #[serde(default)]
+    upgrade: bool,
+}
+
 pub async fn put(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
+    Query(opts): Query<PutOptions>,
     text: String,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let tenant = caller.tenant()?.to_string();
@@ -127,7 +137,19 @@ pub async fn put(
         component,
         desired: "running".into(),
     };
-    state.start_pipeline(t, name, spec).await?;
+    let before = existing.into_iter().find(|p| p.name == name);
+    if let Err(e) = state
+        .start_pipeline(t.clone(), name.clone(), spec, opts.upgrade)
+        .await
+    {
+        // Refused (e.g. by the checkpoint's upgrade rule): the spec that
+        // ran before runs on.
+        if let Some(p) = before.filter(|p| p.desired == "running") {
+            let st = state.clone();
+            let _ = tokio::task::spawn_blocking(move || start_or_halt(&st, &t, &p, "kept")).await;
+        }
+        return Err(api_hint(e));
+    }
     let new = state.store.put_pipeline(&row)?;
     state.store.event(
         Some(&tenant),
@@ -186,7 +208,7 @@ pub async fn start(
     let t = tenant_row(&state, &tenant)?;
     let spec = startable(&state, &t, &p).map_err(ApiError::bad_request)?;
     super::quota::check(&state, &t)?;
-    state.start_pipeline(t, name.clone(), spec).await?;
+    state.start_pipeline(t, name.clone(), spec, false).await?;
     state.store.set_desired(&tenant, &name, "running")?;
     state
         .store
@@ -295,4 +317,13 @@ pub fn resume_all(state: &AppState) {
             Err(e) => tracing::error!("serve: reading tenant {}: {e}", p.tenant),
         }
     }
+}
+
+/// The engine's refusals name `weir run`'s flag; say the API's way too.
+fn api_hint(mut e: ApiError) -> ApiError {
+    if e.detail.contains("--upgrade") {
+        e.detail
+            .push_str(" (through the API: PUT the pipeline again with ?upgrade=true)");
+    }
+    e
 }

@@ -7,6 +7,7 @@ mod components;
 mod pipelines;
 mod reports;
 mod tenancy;
+mod upgrade;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

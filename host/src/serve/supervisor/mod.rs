@@ -102,12 +102,25 @@ impl Supervisor {
         name: &str,
         spec: &Pipeline,
     ) -> Result<(), String> {
+        self.start_with(store, t, name, spec, false)
+    }
+
+    /// [`Self::start`], with `upgrade` as `weir run --upgrade`: a changed
+    /// component keeps the checkpoint's state and position.
+    pub fn start_with(
+        &self,
+        store: &Arc<Store>,
+        t: &TenantRow,
+        name: &str,
+        spec: &Pipeline,
+        upgrade: bool,
+    ) -> Result<(), String> {
         self.stop(&t.name, name);
         let runtime = self.runtime.clone();
         let tenant_quota = self.tenant(t);
         let build = {
             let spec = spec.clone();
-            move || build_query(&runtime, &spec, Some(tenant_quota.clone()), None, false)
+            move || build_query(&runtime, &spec, Some(tenant_quota.clone()), None, upgrade)
         };
         let query = build().map_err(|e| e.to_string())?;
         let stop = Arc::new(AtomicBool::new(false));
