@@ -18,6 +18,10 @@ pub struct LogSource {
     /// Set by backpressure.
     rate_limit: Option<u64>,
     starting: StartingOffsets,
+    /// Commits to the topic wake an idle query (when they can be watched),
+    /// and the change count its last look saw.
+    changes: Option<std::sync::Arc<crate::log::watch::Changes>>,
+    seen: u64,
 }
 
 impl LogSource {
@@ -28,12 +32,15 @@ impl LogSource {
         starting: StartingOffsets,
     ) -> Result<Self, ConnectorError> {
         let topic = Topic::open(&root, topic).map_err(|e| ConnectorError(e.to_string()))?;
+        let changes = crate::log::watch::changes(topic.dir());
         Ok(LogSource {
             root,
             topic,
             max_records_per_trigger,
             rate_limit: None,
             starting,
+            changes,
+            seen: 0,
         })
     }
 
@@ -55,11 +62,28 @@ impl Source for LogSource {
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
+        // Counted before reading, so a commit in between still wakes us.
+        if let Some(c) = &self.changes {
+            self.seen = c.seen();
+        }
         let ends = self
             .topic
             .committed_ends()
             .map_err(err(Source::description(self)))?;
         Ok(json!(ends))
+    }
+
+    fn wakes_on_data(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    fn wait_for_data(&mut self, timeout: std::time::Duration) {
+        match &self.changes {
+            Some(c) => {
+                c.wait_after(self.seen, timeout);
+            }
+            None => std::thread::sleep(timeout),
+        }
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {

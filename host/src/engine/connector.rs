@@ -90,6 +90,19 @@ pub trait Source: Send {
     fn metrics(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
     }
+
+    /// Whether [`Source::wait_for_data`] returns soon after new data
+    /// arrives. Queries whose sources cannot tell poll them, backing off.
+    fn wakes_on_data(&self) -> bool {
+        false
+    }
+
+    /// Block until data may have arrived since the last
+    /// [`Source::latest_offset`], or `timeout` passes. A wake-up says "look",
+    /// not "there is data".
+    fn wait_for_data(&mut self, timeout: std::time::Duration) {
+        std::thread::sleep(timeout);
+    }
 }
 
 /// One batch's output as handed to a sink: every partition's input next to

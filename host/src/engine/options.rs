@@ -57,8 +57,13 @@ pub struct QueryOptions {
     pub error_policy: ErrorPolicy,
     /// Batches kept in `offsets/` and `commits/`.
     pub keep_batches: u64,
-    /// Sleep between polls when the default trigger finds no new data.
+    /// Sleep between polls when the default trigger finds no new data,
+    /// doubled per empty poll in a row up to `max_idle_poll`.
     pub idle_poll: Duration,
+    pub max_idle_poll: Duration,
+    /// With one source that wakes on data, how long an idle query waits on
+    /// it before looking anyway (time alone can move an idle watermark).
+    pub idle_wake: Duration,
     /// Size batches by a PID estimate of the processing rate (needs a
     /// processing-time trigger).
     pub backpressure: Option<super::backpressure::PidConfig>,
@@ -81,6 +86,8 @@ impl Default for QueryOptions {
             error_policy: ErrorPolicy::Skip,
             keep_batches: 100,
             idle_poll: Duration::from_millis(2),
+            max_idle_poll: Duration::from_millis(20),
+            idle_wake: Duration::from_millis(500),
             backpressure: None,
             state: Default::default(),
             parallelism: super::parallel::default_parallelism(),

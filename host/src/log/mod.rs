@@ -11,6 +11,7 @@
 mod commits;
 mod partition;
 mod record;
+pub mod watch;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

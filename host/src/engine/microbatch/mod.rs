@@ -172,6 +172,8 @@ impl MicroBatchQuery {
         let mut last_trigger: Option<Instant> = None;
         // The watermark the previous batch ran with (unknown after a restart).
         let mut last_watermark: Option<i64> = None;
+        // Empty polls in a row (the default trigger backs off).
+        let mut idle_polls = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
             let trigger_start = Instant::now();
             let timestamp = now_ms();
@@ -212,13 +214,17 @@ impl MicroBatchQuery {
                     if ranges.iter().all(|r| r.start == r.end) && !no_data_batch {
                         match self.options.trigger {
                             Trigger::Once | Trigger::AvailableNow => break,
-                            Trigger::Default => std::thread::sleep(self.options.idle_poll),
+                            Trigger::Default => {
+                                self.idle_wait(idle_polls);
+                                idle_polls = idle_polls.saturating_add(1);
+                            }
                             Trigger::ProcessingTime(i) => {
                                 std::thread::sleep(next_wait(trigger_start.elapsed(), i))
                             }
                         }
                         continue;
                     }
+                    idle_polls = 0;
                     let entry = OffsetEntry {
                         batch_id,
                         timestamp_ms: timestamp,

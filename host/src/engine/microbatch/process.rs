@@ -26,6 +26,21 @@ pub(super) type StateStats = (
 );
 
 impl MicroBatchQuery {
+    /// Wait after the `n`th empty poll in a row: on the source, when it is
+    /// the only one and wakes on data; else a sleep doubling from
+    /// `idle_poll` up to `max_idle_poll`.
+    pub(super) fn idle_wait(&mut self, n: u32) {
+        let o = &self.options;
+        if let [only] = &mut self.sources[..]
+            && only.wakes_on_data()
+        {
+            only.wait_for_data(o.idle_wake);
+            return;
+        }
+        let backoff = o.idle_poll.saturating_mul(1u32 << n.min(16));
+        std::thread::sleep(backoff.min(o.max_idle_poll));
+    }
+
     /// With an idle timeout, time alone can move the watermark (a
     /// partition goes idle): recompute it at processing time `now` before
     /// deciding whether a batch without data is due.

@@ -266,17 +266,28 @@ impl Supervisor {
         super::logs::forget(tenant, name);
     }
 
-    /// Stop everything (the service is shutting down).
+    /// Stop everything (the service is shutting down): every pipeline is
+    /// told at once, then waited for, so an idle one's wait overlaps the
+    /// others'.
     pub fn stop_all(&self) {
-        let keys: Vec<(String, String)> = self
+        let all: Vec<Running> = self
             .pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
+            .drain()
+            .map(|(_, r)| r)
             .collect();
-        for (t, n) in keys {
-            self.stop(&t, &n);
+        for r in &all {
+            r.stop.store(true, Ordering::Relaxed);
+            r.query_stop
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .store(true, Ordering::Relaxed);
+        }
+        for mut r in all {
+            if let Some(h) = r.handle.take() {
+                let _ = h.join();
+            }
         }
     }
 }

@@ -1,0 +1,333 @@
+//! `weir serve` under load, through its HTTP API as users drive it (the
+//! release `weir` binary, a real HTTP client, embedded-log pipelines of the
+//! `uppercase` guest with the default trigger):
+//!
+//! - `pollers`: 4 pipelines each work through a backlog, first unpolled,
+//!   then (fresh pipelines, same input) while 50 clients poll pipeline
+//!   status and `/metrics` as fast as they can. Prints both throughputs,
+//!   their ratio and the API latency percentiles.
+//! - `density`: N idle pipelines (default 1,000) in one server: its RSS,
+//!   threads and CPU over a window (default 60 s), and the delay from
+//!   appending one record to a random pipeline's input to its output being
+//!   committed.
+//!
+//! Run: cargo bench -p weir --bench serve [-- pollers|density]
+//! Sizes: WEIR_BENCH_RECORDS (per pollers pipeline, default 2,000,000),
+//! WEIR_BENCH_PIPELINES (default 1000), WEIR_BENCH_SECONDS (default 60).
+
+#[path = "../../tests/e2e/testkit.rs"]
+#[allow(dead_code)]
+mod testkit;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use weir::engine::RecordBatch;
+use weir::log::Topic;
+
+struct Server {
+    child: Child,
+    base: String,
+    http: ureq::Agent,
+    data: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+impl Server {
+    fn start(data: &Path) -> (Server, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
+            .arg(data)
+            .env(
+                "WEIR_CACHE_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
+            )
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut admin = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut admin)
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let base = loop {
+            let line = lines.next().expect("serve exited").unwrap();
+            if let Some(a) = line.strip_prefix("weir serve: listening on ") {
+                break a.trim().to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        let http = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let s = Server {
+            child,
+            base,
+            http,
+            data: data.to_path_buf(),
+        };
+        (s, admin.trim().to_string())
+    }
+
+    fn call(&self, method: &str, path: &str, token: &str, body: Option<&[u8]>) -> (u16, Value) {
+        let url = format!("{}{path}", self.base);
+        let auth = format!("Bearer {token}");
+        let mut r = match (method, body) {
+            ("GET", _) => self.http.get(&url).header("Authorization", &auth).call(),
+            ("PUT", Some(b)) => self.http.put(&url).header("Authorization", &auth).send(b),
+            (_, Some(b)) => self.http.post(&url).header("Authorization", &auth).send(b),
+            _ => self.http.post(&url).header("Authorization", &auth).send_empty(),
+        }
+        .unwrap();
+        let status = r.status().as_u16();
+        let text = r.body_mut().read_to_string().unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// A tenant with room for `pipelines`, and the uppercase component.
+    fn tenant(&self, admin: &str, pipelines: u64) -> (String, String) {
+        let body = json!({"name": "bench", "max-pipelines": pipelines, "max-memory": "64GiB",
+                          "max-data-bytes": "1TiB"});
+        let (st, v) = self.call("POST", "/v1/tenants", admin, Some(body.to_string().as_bytes()));
+        assert_eq!(st, 201, "{v}");
+        let token = v["token"].as_str().unwrap().to_string();
+        let wasm = std::fs::read(testkit::guest("uppercase")).unwrap();
+        let (st, c) = self.call("POST", "/v1/components", &token, Some(&wasm));
+        assert!(st == 201 || st == 200, "{c}");
+        (token, c["id"].as_str().unwrap().to_string())
+    }
+
+    fn log_root(&self) -> PathBuf {
+        self.data.join("tenants/bench/log")
+    }
+
+    fn deploy(&self, token: &str, component: &str, name: &str, input: &str) {
+        let spec = format!(
+            "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"{input}\"\n[transform]\ncomponent = \"{component}\"\n[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"{name}-out\"\npartitions = 1\n"
+        );
+        let (st, v) = self.call("PUT", &format!("/v1/pipelines/{name}"), token, Some(spec.as_bytes()));
+        assert_eq!(st, 201, "{name}: {v}");
+    }
+
+    /// (RSS bytes, threads, CPU seconds so far) of the server process.
+    fn usage(&self) -> (u64, u64, f64) {
+        let pid = self.child.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let field = |k: &str| -> u64 {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap_or(0)
+        };
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 (1-based, from the pid).
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        // SAFETY: a plain sysconf query.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        (field("VmRSS:") * 1024, field("Threads:"), ticks as f64 / hz)
+    }
+}
+
+fn committed(root: &Path, topic: &str) -> u64 {
+    Topic::open(root, topic)
+        .ok()
+        .and_then(|t| t.committed_ends().ok())
+        .map_or(0, |e| e.iter().sum())
+}
+
+fn fill(root: &Path, topic: &str, records: u64) {
+    let mut t = Topic::create(root, topic, 2).unwrap();
+    let chunk = 100_000u64;
+    let mut done = 0;
+    while done < records {
+        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+        for i in done..(done + chunk).min(records) {
+            let v = format!("record {i:012} of the serve benchmark");
+            parts[(i % 2) as usize].push(None, v.as_bytes(), 0, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+        done += chunk;
+    }
+}
+
+/// Deploy 4 pipelines over `inputs`; seconds until all outputs are whole.
+fn run_four(s: &Server, token: &str, id: &str, prefix: &str, records: u64) -> f64 {
+    let started = Instant::now();
+    for p in 0..4 {
+        s.deploy(token, id, &format!("{prefix}{p}"), &format!("in{p}"));
+    }
+    let root = s.log_root();
+    while (0..4).any(|p| committed(&root, &format!("{prefix}{p}-out")) < records) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    started.elapsed().as_secs_f64()
+}
+
+fn pollers() {
+    let records = env_num("WEIR_BENCH_RECORDS", 2_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let (s, admin) = Server::start(&dir.path().join("data"));
+    let (token, id) = s.tenant(&admin, 100);
+    let root = s.log_root();
+    std::fs::create_dir_all(&root).unwrap();
+    for p in 0..4 {
+        fill(&root, &format!("in{p}"), records);
+    }
+    let quiet = run_four(&s, &token, &id, "quiet", records);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..50)
+        .map(|i| {
+            let (base, token, stop) = (s.base.clone(), token.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let http: ureq::Agent = ureq::Agent::config_builder()
+                    .http_status_as_error(false)
+                    .build()
+                    .into();
+                let mut h = Histogram::<u64>::new(3).unwrap();
+                let auth = format!("Bearer {token}");
+                let mut n = i;
+                while !stop.load(Ordering::Relaxed) {
+                    let path = if n % 2 == 0 { "/v1/pipelines" } else { "/metrics" };
+                    n += 1;
+                    let t = Instant::now();
+                    let mut r = http
+                        .get(format!("{base}{path}"))
+                        .header("Authorization", &auth)
+                        .call()
+                        .unwrap();
+                    let _ = r.body_mut().read_to_string().unwrap();
+                    assert_eq!(r.status().as_u16(), 200);
+                    h.record(t.elapsed().as_micros() as u64).unwrap();
+                }
+                h
+            })
+        })
+        .collect();
+    let polled = run_four(&s, &token, &id, "polled", records);
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Histogram::<u64>::new(3).unwrap();
+    for c in clients {
+        all.add(c.join().unwrap()).unwrap();
+    }
+    let rate = |secs: f64| 4.0 * records as f64 / secs;
+    println!(
+        "serve pollers: 4 pipelines x {records} records; unpolled {:.2} s ({:.0} rec/s), \
+         polled by 50 clients {:.2} s ({:.0} rec/s): {:.0}% of unpolled",
+        quiet,
+        rate(quiet),
+        polled,
+        rate(polled),
+        100.0 * quiet / polled
+    );
+    println!(
+        "serve pollers: {} API calls ({:.0}/s), latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        all.len(),
+        all.len() as f64 / polled,
+        all.value_at_quantile(0.5) as f64 / 1000.0,
+        all.value_at_quantile(0.99) as f64 / 1000.0,
+        all.max() as f64 / 1000.0
+    );
+}
+
+fn density() {
+    let n = env_num("WEIR_BENCH_PIPELINES", 1000);
+    let window = Duration::from_secs(env_num("WEIR_BENCH_SECONDS", 60));
+    let dir = tempfile::tempdir().unwrap();
+    let (s, admin) = Server::start(&dir.path().join("data"));
+    let (token, id) = s.tenant(&admin, n + 1);
+    let root = s.log_root();
+    std::fs::create_dir_all(&root).unwrap();
+    let (rss0, threads0, _) = s.usage();
+    let started = Instant::now();
+    for p in 0..n {
+        Topic::create(&root, &format!("in{p}"), 1).unwrap();
+        s.deploy(&token, &id, &format!("p{p}"), &format!("in{p}"));
+    }
+    println!(
+        "serve density: deployed {n} pipelines in {:.1} s (server before: {} MiB RSS, {threads0} threads)",
+        started.elapsed().as_secs_f64(),
+        rss0 >> 20
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    let (_, _, cpu0) = s.usage();
+    let t0 = Instant::now();
+    let mut lat = Histogram::<u64>::new(3).unwrap();
+    let mut peak_rss = 0;
+    let mut peak_threads = 0;
+    let mut k = 0u64;
+    while t0.elapsed() < window {
+        // One record to one pipeline (a different one each time).
+        let p = (k * 7919) % n;
+        k += 1;
+        let out = format!("p{p}-out");
+        let before = committed(&root, &out);
+        let mut t = Topic::open(&root, &format!("in{p}")).unwrap();
+        let mut b = RecordBatch::new(0);
+        b.push(None, b"wake up", 0, 0);
+        let sent = Instant::now();
+        t.append(None, &[b], || {}).unwrap();
+        while committed(&root, &out) <= before {
+            std::thread::sleep(Duration::from_micros(200));
+            assert!(sent.elapsed() < Duration::from_secs(30), "p{p} never answered");
+        }
+        lat.record(sent.elapsed().as_micros() as u64).unwrap();
+        let (rss, threads, _) = s.usage();
+        peak_rss = peak_rss.max(rss);
+        peak_threads = peak_threads.max(threads);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (_, _, cpu1) = s.usage();
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "serve density: {n} idle pipelines over {secs:.0} s: peak RSS {} MiB, {} threads, \
+         CPU {:.1}% of one core (includes {} one-record batches)",
+        peak_rss >> 20,
+        peak_threads,
+        100.0 * (cpu1 - cpu0) / secs,
+        lat.len()
+    );
+    println!(
+        "serve density: append to visible output, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        lat.value_at_quantile(0.5) as f64 / 1000.0,
+        lat.value_at_quantile(0.99) as f64 / 1000.0,
+        lat.max() as f64 / 1000.0
+    );
+}
+
+fn main() {
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let all = which.is_empty();
+    if all || which.iter().any(|w| w == "pollers") {
+        pollers();
+    }
+    if all || which.iter().any(|w| w == "density") {
+        density();
+    }
+}

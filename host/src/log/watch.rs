@@ -1,0 +1,185 @@
+//! Waiting for a topic's next commit without polling it. One inotify
+//! instance per process watches the directories of the topics someone waits
+//! on; a change there (the commit file is written last, so it is the
+//! visibility point) wakes every waiter of that topic. Writers in other
+//! processes wake readers too, since the kernel reports their writes.
+//!
+//! Waiters still time out and look for themselves: an event can be missed
+//! (the watch was added after the write, the kernel queue overflowed), and a
+//! wake-up only says "look", never "there is data".
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::Duration;
+
+/// A topic's change counter; waiters sleep on it.
+#[derive(Default)]
+pub struct Changes {
+    count: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl Changes {
+    /// The current count, to wait for a change after it.
+    pub fn seen(&self) -> u64 {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wait until the count moves past `seen` or `timeout` passes; true if
+    /// it moved.
+    pub fn wait_after(&self, seen: u64, timeout: Duration) -> bool {
+        let g = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .changed
+            .wait_timeout_while(g, timeout, |c| *c == seen)
+            .unwrap_or_else(|e| e.into_inner());
+        *g != seen
+    }
+
+    fn bump(&self) {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.changed.notify_all();
+    }
+}
+
+struct Watcher {
+    fd: libc::c_int,
+    by_dir: Mutex<HashMap<PathBuf, Arc<Changes>>>,
+    by_wd: Mutex<HashMap<libc::c_int, Arc<Changes>>>,
+}
+
+/// The process's watcher, or `None` where inotify is unavailable (then
+/// waiters fall back to timed polling).
+fn watcher() -> Option<&'static Watcher> {
+    static W: OnceLock<Option<Watcher>> = OnceLock::new();
+    W.get_or_init(|| {
+        // SAFETY: a plain syscall; the result is checked.
+        let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+        if fd < 0 {
+            tracing::warn!(
+                "embedded log: inotify unavailable ({}); idle readers poll",
+                std::io::Error::last_os_error()
+            );
+            return None;
+        }
+        let spawned = std::thread::Builder::new()
+            .name("weir-log-watch".into())
+            .spawn(move || read_events(fd));
+        if let Err(e) = spawned {
+            tracing::warn!("embedded log: no watcher thread ({e}); idle readers poll");
+            // SAFETY: closing the descriptor opened above, used by no one.
+            unsafe { libc::close(fd) };
+            return None;
+        }
+        Some(Watcher {
+            fd,
+            by_dir: Mutex::new(HashMap::new()),
+            by_wd: Mutex::new(HashMap::new()),
+        })
+    })
+    .as_ref()
+}
+
+/// The change counter of the topic in `dir`, watched from now on. `None`
+/// when changes cannot be watched (no inotify, or the watch limit is hit).
+pub fn changes(dir: &Path) -> Option<Arc<Changes>> {
+    let w = watcher()?;
+    let mut by_dir = w.by_dir.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(c) = by_dir.get(dir) {
+        return Some(c.clone());
+    }
+    let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mask = libc::IN_MODIFY | libc::IN_CLOSE_WRITE | libc::IN_MOVED_TO | libc::IN_CREATE;
+    // SAFETY: `path` is a valid C string for the duration of the call.
+    let wd = unsafe { libc::inotify_add_watch(w.fd, path.as_ptr(), mask) };
+    if wd < 0 {
+        tracing::warn!(
+            "embedded log: cannot watch {} ({}); its idle readers poll",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+        return None;
+    }
+    let c = Arc::new(Changes::default());
+    by_dir.insert(dir.to_path_buf(), c.clone());
+    w.by_wd
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(wd, c.clone());
+    Some(c)
+}
+
+/// The watcher thread: wake the waiters of every directory that changed.
+fn read_events(fd: libc::c_int) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let header = std::mem::size_of::<libc::inotify_event>();
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            tracing::warn!(
+                "embedded log: watcher stopped ({}); idle readers poll",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        let Some(w) = watcher() else { return };
+        let mut at = 0usize;
+        let n = n as usize;
+        while at + header <= n {
+            // SAFETY: the kernel wrote a whole event header at `at`;
+            // read_unaligned copes with any alignment.
+            let ev: libc::inotify_event =
+                unsafe { std::ptr::read_unaligned(buf[at..].as_ptr().cast()) };
+            at += header + ev.len as usize;
+            if ev.mask & libc::IN_Q_OVERFLOW != 0 {
+                // Events were lost: wake everyone to look.
+                for c in w.by_wd.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    c.bump();
+                }
+                continue;
+            }
+            let c = w
+                .by_wd
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(&ev.wd)
+                .cloned();
+            if let Some(c) = c {
+                c.bump();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_in_the_directory_wakes_its_waiters() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = changes(dir.path()).expect("inotify on this machine");
+        assert!(Arc::ptr_eq(&c, &changes(dir.path()).unwrap()));
+        let seen = c.seen();
+        assert!(
+            !c.wait_after(seen, Duration::from_millis(20)),
+            "nothing changed"
+        );
+        let path = dir.path().join("commits");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            std::fs::write(path, b"x").unwrap();
+        });
+        let started = std::time::Instant::now();
+        assert!(c.wait_after(seen, Duration::from_secs(10)));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        writer.join().unwrap();
+    }
+}
