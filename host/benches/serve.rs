@@ -4,12 +4,14 @@
 //!
 //! - `pollers`: 4 pipelines each work through a backlog, first unpolled,
 //!   then (fresh pipelines, same input) while 50 clients poll pipeline
-//!   status and `/metrics` as fast as they can. Prints both throughputs,
-//!   their ratio and the API latency percentiles.
+//!   status and `/metrics`, each every WEIR_BENCH_POLL_MS (default 100;
+//!   0: as fast as they can). The clients run in the benchmark process, on
+//!   the same cores as the server. Prints both throughputs, their ratio and
+//!   the API latency percentiles.
 //! - `density`: N idle pipelines (default 1,000) in one server: its RSS,
-//!   threads and CPU over a window (default 60 s), and the delay from
-//!   appending one record to a random pipeline's input to its output being
-//!   committed.
+//!   threads and CPU over a window with no data (default 60 s), then the
+//!   delay from appending one record to one pipeline's input to its output
+//!   being committed, over 200 appends to different pipelines.
 //!
 //! Run: cargo bench -p weir --bench serve [-- pollers|density]
 //! Sizes: WEIR_BENCH_RECORDS (per pollers pipeline, default 2,000,000),
@@ -96,7 +98,12 @@ impl Server {
         let mut r = match (method, body) {
             ("GET", _) => self.http.get(&url).header("Authorization", &auth).call(),
             ("PUT", Some(b)) => self.http.put(&url).header("Authorization", &auth).send(b),
-            (_, Some(b)) => self.http.post(&url).header("Authorization", &auth).send(b),
+            (_, Some(b)) => self
+                .http
+                .post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .send(b),
             _ => self.http.post(&url).header("Authorization", &auth).send_empty(),
         }
         .unwrap();
@@ -108,7 +115,7 @@ impl Server {
     /// A tenant with room for `pipelines`, and the uppercase component.
     fn tenant(&self, admin: &str, pipelines: u64) -> (String, String) {
         let body = json!({"name": "bench", "max-pipelines": pipelines, "max-memory": "64GiB",
-                          "max-data-bytes": "1TiB"});
+                          "max-data-bytes": "500GiB"});
         let (st, v) = self.call("POST", "/v1/tenants", admin, Some(body.to_string().as_bytes()));
         assert_eq!(st, 201, "{v}");
         let token = v["token"].as_str().unwrap().to_string();
@@ -198,6 +205,7 @@ fn pollers() {
         fill(&root, &format!("in{p}"), records);
     }
     let quiet = run_four(&s, &token, &id, "quiet", records);
+    let every = Duration::from_millis(env_num("WEIR_BENCH_POLL_MS", 100));
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..50)
         .map(|i| {
@@ -222,6 +230,7 @@ fn pollers() {
                     let _ = r.body_mut().read_to_string().unwrap();
                     assert_eq!(r.status().as_u16(), 200);
                     h.record(t.elapsed().as_micros() as u64).unwrap();
+                    std::thread::sleep(every.saturating_sub(t.elapsed()));
                 }
                 h
             })
@@ -244,7 +253,7 @@ fn pollers() {
         100.0 * quiet / polled
     );
     println!(
-        "serve pollers: {} API calls ({:.0}/s), latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "serve pollers: {} API calls ({:.0}/s, each client every {every:?}), latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         all.len(),
         all.len() as f64 / polled,
         all.value_at_quantile(0.5) as f64 / 1000.0,
@@ -273,16 +282,27 @@ fn density() {
         rss0 >> 20
     );
     std::thread::sleep(Duration::from_secs(5));
+    // Idle: no data arrives for the whole window.
     let (_, _, cpu0) = s.usage();
     let t0 = Instant::now();
-    let mut lat = Histogram::<u64>::new(3).unwrap();
-    let mut peak_rss = 0;
-    let mut peak_threads = 0;
-    let mut k = 0u64;
+    let (mut peak_rss, mut peak_threads) = (0, 0);
     while t0.elapsed() < window {
-        // One record to one pipeline (a different one each time).
+        std::thread::sleep(Duration::from_secs(1));
+        let (rss, threads, _) = s.usage();
+        peak_rss = peak_rss.max(rss);
+        peak_threads = peak_threads.max(threads);
+    }
+    let (_, _, cpu1) = s.usage();
+    let secs = t0.elapsed().as_secs_f64();
+    println!(
+        "serve density: {n} idle pipelines over {secs:.0} s: peak RSS {} MiB, {peak_threads} threads, CPU {:.1}% of one core",
+        peak_rss >> 20,
+        100.0 * (cpu1 - cpu0) / secs,
+    );
+    // Then one record at a time to one pipeline (a different one each time).
+    let mut lat = Histogram::<u64>::new(3).unwrap();
+    for k in 0..200u64 {
         let p = (k * 7919) % n;
-        k += 1;
         let out = format!("p{p}-out");
         let before = committed(&root, &out);
         let mut t = Topic::open(&root, &format!("in{p}")).unwrap();
@@ -295,23 +315,11 @@ fn density() {
             assert!(sent.elapsed() < Duration::from_secs(30), "p{p} never answered");
         }
         lat.record(sent.elapsed().as_micros() as u64).unwrap();
-        let (rss, threads, _) = s.usage();
-        peak_rss = peak_rss.max(rss);
-        peak_threads = peak_threads.max(threads);
-        std::thread::sleep(Duration::from_millis(250));
+        std::thread::sleep(Duration::from_millis(100));
     }
-    let (_, _, cpu1) = s.usage();
-    let secs = t0.elapsed().as_secs_f64();
     println!(
-        "serve density: {n} idle pipelines over {secs:.0} s: peak RSS {} MiB, {} threads, \
-         CPU {:.1}% of one core (includes {} one-record batches)",
-        peak_rss >> 20,
-        peak_threads,
-        100.0 * (cpu1 - cpu0) / secs,
-        lat.len()
-    );
-    println!(
-        "serve density: append to visible output, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "serve density: append to visible output over {} appends, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        lat.len(),
         lat.value_at_quantile(0.5) as f64 / 1000.0,
         lat.value_at_quantile(0.99) as f64 / 1000.0,
         lat.max() as f64 / 1000.0

@@ -87,7 +87,7 @@ impl Default for QueryOptions {
             keep_batches: 100,
             idle_poll: Duration::from_millis(2),
             max_idle_poll: Duration::from_millis(20),
-            idle_wake: Duration::from_millis(500),
+            idle_wake: Duration::from_millis(1000),
             backpressure: None,
             state: Default::default(),
             parallelism: super::parallel::default_parallelism(),

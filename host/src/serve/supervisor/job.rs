@@ -37,6 +37,25 @@ pub fn permanent(e: &EngineError) -> bool {
     }
 }
 
+/// How much lower than the API's threads pipelines run (`nice`): busy
+/// pipelines must not make status calls and `/metrics` scrapes wait for
+/// CPU. Threads a pipeline starts inherit it (Linux keeps nice per thread).
+const PIPELINE_NICE: libc::c_int = 5;
+
+fn lower_priority() {
+    // SAFETY: plain syscalls on the calling thread only.
+    unsafe {
+        let tid = libc::gettid();
+        let now = libc::getpriority(libc::PRIO_PROCESS, tid as libc::id_t);
+        if libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, now + PIPELINE_NICE) != 0 {
+            tracing::debug!(
+                "serve: pipeline thread keeps its priority: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
 /// One pipeline's supervision thread.
 pub(super) struct Job {
     pub status: Arc<Mutex<Status>>,
@@ -62,6 +81,7 @@ impl Job {
             pipeline: self.pipeline.clone(),
         };
         self.metrics.set_running(&labels, true);
+        lower_priority();
         self.run(query, build, &labels);
         self.metrics.set_running(&labels, false);
     }
