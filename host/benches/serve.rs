@@ -18,7 +18,6 @@
 //! WEIR_BENCH_PIPELINES (default 1000), WEIR_BENCH_SECONDS (default 60).
 
 #[path = "../../tests/e2e/testkit.rs"]
-#[allow(dead_code)]
 mod testkit;
 
 use std::io::{BufRead, BufReader};
@@ -104,7 +103,11 @@ impl Server {
                 .header("Authorization", &auth)
                 .header("Content-Type", "application/json")
                 .send(b),
-            _ => self.http.post(&url).header("Authorization", &auth).send_empty(),
+            _ => self
+                .http
+                .post(&url)
+                .header("Authorization", &auth)
+                .send_empty(),
         }
         .unwrap();
         let status = r.status().as_u16();
@@ -116,7 +119,12 @@ impl Server {
     fn tenant(&self, admin: &str, pipelines: u64) -> (String, String) {
         let body = json!({"name": "bench", "max-pipelines": pipelines, "max-memory": "64GiB",
                           "max-data-bytes": "500GiB"});
-        let (st, v) = self.call("POST", "/v1/tenants", admin, Some(body.to_string().as_bytes()));
+        let (st, v) = self.call(
+            "POST",
+            "/v1/tenants",
+            admin,
+            Some(body.to_string().as_bytes()),
+        );
         assert_eq!(st, 201, "{v}");
         let token = v["token"].as_str().unwrap().to_string();
         let wasm = std::fs::read(testkit::guest("uppercase")).unwrap();
@@ -133,7 +141,12 @@ impl Server {
         let spec = format!(
             "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"{input}\"\n[transform]\ncomponent = \"{component}\"\n[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"{name}-out\"\npartitions = 1\n"
         );
-        let (st, v) = self.call("PUT", &format!("/v1/pipelines/{name}"), token, Some(spec.as_bytes()));
+        let (st, v) = self.call(
+            "PUT",
+            &format!("/v1/pipelines/{name}"),
+            token,
+            Some(spec.as_bytes()),
+        );
         assert_eq!(st, 201, "{name}: {v}");
     }
 
@@ -219,7 +232,11 @@ fn pollers() {
                 let auth = format!("Bearer {token}");
                 let mut n = i;
                 while !stop.load(Ordering::Relaxed) {
-                    let path = if n % 2 == 0 { "/v1/pipelines" } else { "/metrics" };
+                    let path = if n % 2 == 0 {
+                        "/v1/pipelines"
+                    } else {
+                        "/metrics"
+                    };
                     n += 1;
                     let t = Instant::now();
                     let mut r = http
@@ -312,7 +329,10 @@ fn density() {
         t.append(None, &[b], || {}).unwrap();
         while committed(&root, &out) <= before {
             std::thread::sleep(Duration::from_micros(200));
-            assert!(sent.elapsed() < Duration::from_secs(30), "p{p} never answered");
+            assert!(
+                sent.elapsed() < Duration::from_secs(30),
+                "p{p} never answered"
+            );
         }
         lat.record(sent.elapsed().as_micros() as u64).unwrap();
         std::thread::sleep(Duration::from_millis(100));

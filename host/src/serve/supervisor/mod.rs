@@ -45,13 +45,15 @@ struct Running {
 pub use job::{RECENT_PROGRESS, permanent};
 
 type Key = (String, String);
+/// (guest memory, CPU weight) a tenant's shared quota was made for.
+type Quota = (u64, u64);
 
 pub struct Supervisor {
     runtime: Arc<Runtime>,
     scheduler: Arc<Scheduler>,
     /// Each tenant's shared quota, with the (memory, CPU weight) it was
     /// made for: a changed quota makes a new one.
-    tenants: Mutex<HashMap<String, ((u64, u64), Arc<Tenant>)>>,
+    tenants: Mutex<HashMap<String, (Quota, Arc<Tenant>)>>,
     /// Why pipelines that were stopped by the service (not by their owner)
     /// stopped.
     halted: Mutex<HashMap<Key, Status>>,
