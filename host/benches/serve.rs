@@ -2,12 +2,13 @@
 //! release `weir` binary, a real HTTP client, embedded-log pipelines of the
 //! `uppercase` guest with the default trigger):
 //!
-//! - `pollers`: 4 pipelines each work through a backlog, first unpolled,
-//!   then (fresh pipelines, same input) while 50 clients poll pipeline
+//! - `pollers`: 4 pipelines each work through a backlog, unpolled, then
+//!   (fresh pipelines, same input) while 50 clients poll pipeline
 //!   status and `/metrics`, each every WEIR_BENCH_POLL_MS (default 100;
 //!   0: as fast as they can). The clients run in the benchmark process, on
 //!   the same cores as the server. Prints both throughputs, their ratio and
-//!   the API latency percentiles.
+//!   the API latency percentiles; WEIR_BENCH_ROUNDS (default 3) alternating
+//!   rounds, summed.
 //! - `density`: N idle pipelines (default 1,000) in one server: its RSS,
 //!   threads and CPU over a window with no data (default 60 s), then the
 //!   delay from appending one record to one pipeline's input to its output
@@ -207,22 +208,18 @@ fn run_four(s: &Server, token: &str, id: &str, prefix: &str, records: u64) -> f6
     started.elapsed().as_secs_f64()
 }
 
-fn pollers() {
-    let records = env_num("WEIR_BENCH_RECORDS", 2_000_000);
-    let dir = tempfile::tempdir().unwrap();
-    let (s, admin) = Server::start(&dir.path().join("data"));
-    let (token, id) = s.tenant(&admin, 100);
-    let root = s.log_root();
-    std::fs::create_dir_all(&root).unwrap();
-    for p in 0..4 {
-        fill(&root, &format!("in{p}"), records);
-    }
-    let quiet = run_four(&s, &token, &id, "quiet", records);
-    let every = Duration::from_millis(env_num("WEIR_BENCH_POLL_MS", 100));
+/// 50 clients polling status and `/metrics` every `every` while `work`
+/// runs; its result and the API latencies.
+fn polled<T>(
+    s: &Server,
+    token: &str,
+    every: Duration,
+    work: impl FnOnce() -> T,
+) -> (T, Histogram<u64>) {
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..50)
         .map(|i| {
-            let (base, token, stop) = (s.base.clone(), token.clone(), stop.clone());
+            let (base, token, stop) = (s.base.clone(), token.to_string(), stop.clone());
             std::thread::spawn(move || {
                 let http: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
@@ -253,26 +250,73 @@ fn pollers() {
             })
         })
         .collect();
-    let polled = run_four(&s, &token, &id, "polled", records);
+    let out = work();
     stop.store(true, Ordering::Relaxed);
     let mut all = Histogram::<u64>::new(3).unwrap();
     for c in clients {
         all.add(c.join().unwrap()).unwrap();
     }
+    (out, all)
+}
+
+fn remove_four(s: &Server, token: &str, prefix: &str) {
+    for p in 0..4 {
+        let url = format!("{}/v1/pipelines/{prefix}{p}?purge=true", s.base);
+        let r = s
+            .http
+            .delete(&url)
+            .header("Authorization", &format!("Bearer {token}"))
+            .call();
+        assert_eq!(r.unwrap().status().as_u16(), 204);
+    }
+}
+
+fn pollers() {
+    let records = env_num("WEIR_BENCH_RECORDS", 2_000_000);
+    let rounds = env_num("WEIR_BENCH_ROUNDS", 3);
+    let every = Duration::from_millis(env_num("WEIR_BENCH_POLL_MS", 100));
+    let dir = tempfile::tempdir().unwrap();
+    let (s, admin) = Server::start(&dir.path().join("data"));
+    let (token, id) = s.tenant(&admin, 100);
+    let root = s.log_root();
+    std::fs::create_dir_all(&root).unwrap();
+    for p in 0..4 {
+        fill(&root, &format!("in{p}"), records);
+    }
     let rate = |secs: f64| 4.0 * records as f64 / secs;
+    let (mut quiet_total, mut polled_total) = (0.0, 0.0);
+    let mut all = Histogram::<u64>::new(3).unwrap();
+    // Alternate, so drift on the machine hits both sides alike.
+    for r in 0..rounds {
+        let quiet = run_four(&s, &token, &id, &format!("q{r}-"), records);
+        remove_four(&s, &token, &format!("q{r}-"));
+        let (busy, h) = polled(&s, &token, every, || {
+            run_four(&s, &token, &id, &format!("p{r}-"), records)
+        });
+        remove_four(&s, &token, &format!("p{r}-"));
+        println!(
+            "serve pollers: round {r}: 4 pipelines x {records} records; unpolled {quiet:.2} s ({:.0} rec/s), \
+             polled {busy:.2} s ({:.0} rec/s): {:.0}%; {} API calls, p99 {:.2} ms",
+            rate(quiet),
+            rate(busy),
+            100.0 * quiet / busy,
+            h.len(),
+            h.value_at_quantile(0.99) as f64 / 1000.0
+        );
+        quiet_total += quiet;
+        polled_total += busy;
+        all.add(h).unwrap();
+    }
     println!(
-        "serve pollers: 4 pipelines x {records} records; unpolled {:.2} s ({:.0} rec/s), \
-         polled by 50 clients {:.2} s ({:.0} rec/s): {:.0}% of unpolled",
-        quiet,
-        rate(quiet),
-        polled,
-        rate(polled),
-        100.0 * quiet / polled
+        "serve pollers: {rounds} rounds: unpolled {:.0} rec/s, polled by 50 clients (each every {every:?}) {:.0} rec/s: {:.0}% of unpolled",
+        rate(quiet_total / rounds as f64),
+        rate(polled_total / rounds as f64),
+        100.0 * quiet_total / polled_total
     );
     println!(
-        "serve pollers: {} API calls ({:.0}/s, each client every {every:?}), latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        "serve pollers: {} API calls ({:.0}/s), latency p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
         all.len(),
-        all.len() as f64 / polled,
+        all.len() as f64 / polled_total,
         all.value_at_quantile(0.5) as f64 / 1000.0,
         all.value_at_quantile(0.99) as f64 / 1000.0,
         all.max() as f64 / 1000.0

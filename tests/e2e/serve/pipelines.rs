@@ -141,6 +141,9 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
         s.call("DELETE", "/v1/pipelines/up", Some(&other), None).0,
         404
     );
+    for path in ["/v1/pipelines/up/start", "/v1/pipelines/up/stop"] {
+        assert_eq!(s.call("POST", path, Some(&other), None).0, 404, "{path}");
+    }
     assert_eq!(
         s.call("GET", "/v1/pipelines", Some(&other), None),
         (200, json!([]))
