@@ -42,13 +42,9 @@ pub async fn upload(
         return Ok((StatusCode::OK, Json(c)));
     }
     if used.saturating_add(bytes.len() as u64) > quota {
-        return Err(ApiError::new(
-            StatusCode::INSUFFICIENT_STORAGE,
-            "quota",
-            format!(
-                "tenant `{tenant}` may store {quota} bytes of components and has {used}; delete one first"
-            ),
-        ));
+        return Err(ApiError::quota(format!(
+            "tenant `{tenant}` may store {quota} bytes of components and has {used}; delete one first"
+        )));
     }
     let st = state.clone();
     let row = tokio::task::spawn_blocking(move || validate_and_store(&st, &bytes))

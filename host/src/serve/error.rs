@@ -30,6 +30,12 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "bad-request", detail)
     }
 
+    /// A tenant quota refuses it (403 `quota-exceeded`): the same request
+    /// succeeds once the tenant frees room or the admin raises the quota.
+    pub fn quota(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "quota-exceeded", detail)
+    }
+
     pub fn conflict(detail: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, "conflict", detail)
     }

@@ -125,7 +125,7 @@ pub async fn put(
     super::quota::check(&state, &t)?;
     let existing = state.store.pipelines(Some(&tenant))?;
     if !existing.iter().any(|p| p.name == name) && existing.len() as u64 >= t.max_pipelines {
-        return Err(ApiError::conflict(format!(
+        return Err(ApiError::quota(format!(
             "tenant `{tenant}` may have {} pipeline(s); delete one first",
             t.max_pipelines
         )));

@@ -7,8 +7,6 @@
 use std::path::Path;
 use std::time::Duration;
 
-use axum::http::StatusCode;
-
 use super::AppState;
 use super::error::ApiError;
 use super::store::TenantRow;
@@ -45,15 +43,11 @@ pub fn over(state: &AppState, t: &TenantRow) -> Option<String> {
     })
 }
 
-/// Refuse to start a pipeline of a tenant over its quota (507).
+/// Refuse to start a pipeline of a tenant over its quota.
 pub fn check(state: &AppState, t: &TenantRow) -> Result<(), ApiError> {
     match over(state, t) {
         None => Ok(()),
-        Some(why) => Err(ApiError::new(
-            StatusCode::INSUFFICIENT_STORAGE,
-            "quota-exceeded",
-            why,
-        )),
+        Some(why) => Err(ApiError::quota(why)),
     }
 }
 

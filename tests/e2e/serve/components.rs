@@ -157,7 +157,7 @@ fn bad_uploads_are_refused_with_their_reason_and_nothing_is_stored() {
     assert!(files_under(&data.join("components")).is_empty());
     assert!(files_under(&data.join("tmp")).is_empty());
 
-    // Over the tenant's component storage quota: 507, nothing stored.
+    // Over the tenant's component storage quota: 403, nothing stored.
     let (st, v) = s.call(
         "POST",
         "/v1/tenants",
@@ -174,7 +174,11 @@ fn bad_uploads_are_refused_with_their_reason_and_nothing_is_stored() {
         Some(&small),
         Some(Body::Bytes(std::fs::read(guest("uppercase")).unwrap())),
     );
-    assert_eq!((st, v["error"].as_str()), (507, Some("quota")), "{v}");
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (403, Some("quota-exceeded")),
+        "{v}"
+    );
     assert!(
         v["detail"]
             .as_str()

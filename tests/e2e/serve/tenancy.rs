@@ -86,11 +86,11 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
     let (st, v) = s.call("POST", "/v1/pipelines/fill/start", Some(&acme), None);
     assert_eq!(
         (st, v["error"].as_str()),
-        (507, Some("quota-exceeded")),
+        (403, Some("quota-exceeded")),
         "{v}"
     );
     let (st, _) = put(&s, &acme, "another", &spec.replace("\"out\"", "\"out2\""));
-    assert_eq!(st, 507);
+    assert_eq!(st, 403);
 
     // Raised: the pipeline that should run starts again, from its checkpoint.
     let (st, v) = patch(&s, "acme", json!({"max-data-bytes": "64MiB"}));
@@ -123,6 +123,22 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    // The pipeline-count quota refuses the same way.
+    let (st, _) = patch(&s, "acme", json!({"max-pipelines": 1}));
+    assert_eq!(st, 200);
+    let (st, v) = put(&s, &acme, "another", &spec.replace("\"out\"", "\"out2\""));
+    assert_eq!(
+        (st, v["error"].as_str()),
+        (403, Some("quota-exceeded")),
+        "{v}"
+    );
+    assert!(
+        v["detail"]
+            .as_str()
+            .unwrap()
+            .contains("may have 1 pipeline"),
+        "{v}"
+    );
     // Only the admin sets quotas.
     let mut r = s
         .http
