@@ -233,6 +233,15 @@ impl Query {
         }
     }
 
+    /// Fire every window and event-time timer at the end of a bounded
+    /// (`once` / `available-now`) micro-batch run; see
+    /// [`crate::engine::QueryOptions::end_of_input_watermark`].
+    pub fn flush_event_time_at_end(&mut self) {
+        if let Query::MicroBatch(q) = self {
+            q.flush_event_time_at_end();
+        }
+    }
+
     pub fn run(&mut self, report: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
         match self {
             Query::MicroBatch(q) => q.run(report),

@@ -8,6 +8,7 @@ mod bad_components;
 mod cli;
 mod continuous;
 mod examples;
+mod guest_test;
 #[cfg(feature = "kafka")]
 mod kafka;
 mod microbatch;

@@ -8,6 +8,7 @@ mod run;
 mod serve;
 mod status;
 mod tenant_log;
+mod test;
 mod transform;
 mod validate;
 
@@ -42,6 +43,8 @@ enum Command {
     Transform(transform::Args),
     /// Run a pipeline file.
     Run(run::Args),
+    /// Run a guest over sample records as a pipeline would, and compare its output.
+    Test(test::Args),
     /// Run several tenants' pipelines in one process (quotas, CPU shares).
     Host(host::Args),
     /// Run weir as a service: an HTTP API for tenants and components.
@@ -114,6 +117,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Validate(args) => validate::run(&runtime()?, args),
         Command::Transform(args) => transform::run(&runtime()?, args),
         Command::Run(args) => run::run(&runtime()?, args),
+        Command::Test(args) => test::run(&runtime()?, args),
         Command::Host(args) => host::run(&runtime()?, args),
         Command::Serve(args) => serve::run(runtime()?, args),
         Command::Deploy(a) => client::commands::deploy(a),

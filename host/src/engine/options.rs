@@ -64,6 +64,11 @@ pub struct QueryOptions {
     /// With one source that wakes on data, how long an idle query waits on
     /// it before looking anyway (time alone can move an idle watermark).
     pub idle_wake: Duration,
+    /// At the end of a `once` / `available-now` run, move the watermark past
+    /// every event time so all windows and event-time timers fire, as
+    /// Flink does at the end of bounded input. Afterwards the checkpoint
+    /// takes any later record as late; `weir test` uses it.
+    pub end_of_input_watermark: bool,
     /// Size batches by a PID estimate of the processing rate (needs a
     /// processing-time trigger).
     pub backpressure: Option<super::backpressure::PidConfig>,
@@ -87,6 +92,7 @@ impl Default for QueryOptions {
             keep_batches: 100,
             idle_poll: Duration::from_millis(2),
             max_idle_poll: Duration::from_millis(20),
+            end_of_input_watermark: false,
             idle_wake: Duration::from_millis(1000),
             backpressure: None,
             state: Default::default(),

@@ -115,6 +115,27 @@ impl MicroBatchQuery {
         &self.id
     }
 
+    /// Ask for the end-of-input watermark (see
+    /// [`QueryOptions::end_of_input_watermark`]).
+    pub fn flush_event_time_at_end(&mut self) {
+        self.options.end_of_input_watermark = true;
+    }
+
+    /// At the end of bounded input, once: move the watermark to the end of
+    /// time so the next (no-data) batch fires everything. True if it moved.
+    fn end_of_input(&mut self) -> bool {
+        let end = crate::engine::state::watermark::END_OF_INPUT_MS;
+        if !self.options.end_of_input_watermark
+            || !self.options.state.stateful
+            || self.options.state.event_time.is_none()
+            || self.watermark.watermark_ms.is_none_or(|w| w >= end)
+        {
+            return false;
+        }
+        self.watermark.watermark_ms = Some(end);
+        true
+    }
+
     /// A flag that stops `run` after the current batch.
     pub fn stop_handle(&self) -> Arc<AtomicBool> {
         self.stop.clone()
@@ -213,7 +234,12 @@ impl MicroBatchQuery {
                         && self.watermark.watermark_ms != last_watermark;
                     if ranges.iter().all(|r| r.start == r.end) && !no_data_batch {
                         match self.options.trigger {
-                            Trigger::Once | Trigger::AvailableNow => break,
+                            Trigger::Once | Trigger::AvailableNow => {
+                                if self.end_of_input() {
+                                    continue;
+                                }
+                                break;
+                            }
                             Trigger::Default => {
                                 self.idle_wait(idle_polls);
                                 idle_polls = idle_polls.saturating_add(1);

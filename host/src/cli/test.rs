@@ -1,0 +1,246 @@
+//! `weir test GUEST.wasm --input FILE [--expect FILE]`: run a guest over
+//! sample records as a real pipeline would (files source, the guard and its
+//! limits, keyed state, event time and the final watermark of an
+//! `available-now` run, so windows fire), print what came out and what was
+//! refused, and compare with the expectation. The pipeline is built by the
+//! library from a spec, in a temporary directory, exactly as `weir run`
+//! builds one.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+use weir::pipeline::build_query;
+use weir::runtime::Runtime;
+use weir::spec::Pipeline;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The guest component.
+    guest: PathBuf,
+    /// Sample records, one per line.
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Expected output lines, as this command prints them; exits 1 when the
+    /// output differs.
+    #[arg(long, value_name = "FILE")]
+    expect: Option<PathBuf>,
+    /// Compare in order (default: as a multiset, since keyed guests emit in
+    /// state-partition order).
+    #[arg(long)]
+    ordered: bool,
+    /// How input lines are read: "raw" (every line a record) or "json"
+    /// (JSON lines; blank lines skipped).
+    #[arg(long, default_value = "raw")]
+    format: String,
+    /// A transform config pair (repeatable).
+    #[arg(short, long = "config", value_name = "KEY=VALUE", value_parser = super::parse_pair)]
+    config: Vec<(String, String)>,
+    /// Allow an extra imported interface (repeatable), as a pipeline's `grants`.
+    #[arg(long = "grant", value_name = "INTERFACE")]
+    grants: Vec<String>,
+    /// Call the guest once per record instead of once per batch.
+    #[arg(long)]
+    per_record: bool,
+    /// JSON field keying state (stateful guests need one).
+    #[arg(long, value_name = "FIELD")]
+    key_field: Option<String>,
+    /// JSON field with each record's event time (epoch ms or RFC 3339).
+    #[arg(long, value_name = "FIELD")]
+    event_time: Option<String>,
+    /// Watermark delay, e.g. "1s".
+    #[arg(long, value_name = "DURATION", default_value = "0s")]
+    delay: String,
+    /// A stateful guest's output mode: append, update or complete.
+    #[arg(long)]
+    output_mode: Option<String>,
+    /// A named output the guest routes to (repeatable); its records print
+    /// as `[NAME] value`.
+    #[arg(long = "output", value_name = "NAME")]
+    outputs: Vec<String>,
+    /// Print whole output records as JSON (output, key, value, headers, timestamp).
+    #[arg(long)]
+    json: bool,
+}
+
+fn spec(a: &Args, dir: &Path) -> anyhow::Result<String> {
+    use toml::Value as T;
+    let path = |p: &str| T::String(dir.join(p).display().to_string());
+    let mut t = toml::Table::new();
+    t.insert("name".into(), "weir-test".into());
+    t.insert("checkpoint".into(), path("checkpoint"));
+    let mut source = toml::Table::new();
+    source.insert("type".into(), "files".into());
+    source.insert("path".into(), path("in"));
+    source.insert("format".into(), a.format.clone().into());
+    t.insert("source".into(), T::Array(vec![T::Table(source)]));
+    let mut transform = toml::Table::new();
+    let guest =
+        std::fs::canonicalize(&a.guest).with_context(|| format!("{}", a.guest.display()))?;
+    transform.insert("component".into(), guest.display().to_string().into());
+    transform.insert("on-error".into(), "dead-letter".into());
+    if a.per_record {
+        transform.insert("call".into(), "record".into());
+    }
+    let config: toml::Table = a
+        .config
+        .iter()
+        .map(|(k, v)| (k.clone(), T::String(v.clone())))
+        .collect();
+    transform.insert("config".into(), T::Table(config));
+    let grants = a.grants.iter().map(|g| T::String(g.clone())).collect();
+    transform.insert("grants".into(), T::Array(grants));
+    t.insert("transform".into(), T::Table(transform));
+    let files = |dir_name: &str, format: &str| {
+        let mut s = toml::Table::new();
+        s.insert("type".into(), "files".into());
+        s.insert("path".into(), path(dir_name));
+        s.insert("format".into(), format.into());
+        T::Table(s)
+    };
+    let mut sinks = toml::Table::new();
+    sinks.insert("default".into(), files("out/default", "records"));
+    sinks.insert("dead-letter".into(), files("dead", "values"));
+    for o in &a.outputs {
+        sinks.insert(o.clone(), files(&format!("out/{o}"), "records"));
+    }
+    t.insert("sink".into(), T::Table(sinks));
+    let mut trigger = toml::Table::new();
+    trigger.insert("type".into(), "available-now".into());
+    t.insert("trigger".into(), T::Table(trigger));
+    if let Some(k) = &a.key_field {
+        let mut s = toml::Table::new();
+        s.insert("key-field".into(), k.clone().into());
+        t.insert("state".into(), T::Table(s));
+    }
+    if let Some(f) = &a.event_time {
+        let mut e = toml::Table::new();
+        e.insert("field".into(), f.clone().into());
+        e.insert("delay".into(), a.delay.clone().into());
+        t.insert("event-time".into(), T::Table(e));
+    }
+    if let Some(m) = &a.output_mode {
+        t.insert("output-mode".into(), m.clone().into());
+    }
+    Ok(toml::to_string(&t)?)
+}
+
+/// One printed line per committed output record of `name`'s sink.
+fn printed(dir: &Path, name: &str, json: bool) -> anyhow::Result<Vec<String>> {
+    let lines = weir::connectors::file_sink::read_committed(&dir.join("out").join(name))?;
+    let mut out = Vec::with_capacity(lines.len());
+    for l in lines {
+        let mut rec: Value = serde_json::from_slice(&l).context("reading the output back")?;
+        let line = if json {
+            if name != "default" {
+                rec["output"] = name.into();
+            }
+            rec.to_string()
+        } else {
+            let v = rec["value"].as_str().unwrap_or_default().to_string();
+            if name == "default" {
+                v
+            } else {
+                format!("[{name}] {v}")
+            }
+        };
+        out.push(line);
+    }
+    Ok(out)
+}
+
+pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
+    let dir = tempfile::tempdir()?;
+    std::fs::create_dir_all(dir.path().join("in"))?;
+    std::fs::copy(&a.input, dir.path().join("in").join("input"))
+        .with_context(|| format!("{}", a.input.display()))?;
+    let text = spec(&a, dir.path())?;
+    let spec = Pipeline::parse(&text, "weir test", dir.path())
+        .map_err(|e| anyhow::anyhow!("{} (from the options given to weir test)", e.message))?;
+    let mut query = match build_query(runtime, &spec, None, None, false) {
+        Ok(q) => q,
+        Err(e) if e.to_string().contains("[state] key") => {
+            bail!("{e}\n(weir test: give --key-field FIELD)")
+        }
+        Err(e) => return Err(e.into()),
+    };
+    // Sample input is all there is: windows still open at its end fire.
+    query.flush_event_time_at_end();
+    query.run(&mut |_| {})?;
+    let mut got = printed(dir.path(), "default", a.json)?;
+    for o in &a.outputs {
+        got.extend(printed(dir.path(), o, a.json)?);
+    }
+    for line in &got {
+        println!("{line}");
+    }
+    let dead = weir::connectors::file_sink::read_committed(&dir.path().join("dead"))?;
+    for d in &dead {
+        let v: Value = serde_json::from_slice(d).unwrap_or_default();
+        eprintln!(
+            "line {}: {}: {}",
+            v["source"]["offset"],
+            v["error"]["kind"].as_str().unwrap_or("?"),
+            v["error"]["message"].as_str().unwrap_or("?")
+        );
+    }
+    if !dead.is_empty() {
+        eprintln!("{} record(s) rejected", dead.len());
+    }
+    let Some(expect) = &a.expect else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let text = std::fs::read_to_string(expect).with_context(|| format!("{}", expect.display()))?;
+    let mut want: Vec<String> = text.lines().map(str::to_string).collect();
+    if !a.ordered {
+        want.sort();
+        got.sort();
+    }
+    if want == got {
+        eprintln!("ok: {} output record(s) as expected", got.len());
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "differs from {}: expected {} line(s), got {}",
+        expect.display(),
+        want.len(),
+        got.len()
+    );
+    diff(&want, &got, a.ordered);
+    Ok(ExitCode::FAILURE)
+}
+
+/// The first differences: by position when ordered, else the lines only
+/// one side has.
+fn diff(want: &[String], got: &[String], ordered: bool) {
+    if ordered {
+        for (i, (w, g)) in want
+            .iter()
+            .zip(got)
+            .enumerate()
+            .filter(|(_, (w, g))| w != g)
+            .take(10)
+        {
+            eprintln!("line {}: expected {w:?}, got {g:?}", i + 1);
+        }
+        return;
+    }
+    let (mut missing, mut extra) = (Vec::new(), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < want.len() || j < got.len() {
+        match (want.get(i), got.get(j)) {
+            (Some(w), Some(g)) if w == g => (i, j) = (i + 1, j + 1),
+            (Some(w), Some(g)) if w < g => (missing.push(w), i += 1).1,
+            (Some(w), None) => (missing.push(w), i += 1).1,
+            (_, Some(g)) => (extra.push(g), j += 1).1,
+            (None, None) => break,
+        }
+    }
+    for m in missing.iter().take(10) {
+        eprintln!("- {m}");
+    }
+    for e in extra.iter().take(10) {
+        eprintln!("+ {e}");
+    }
+}

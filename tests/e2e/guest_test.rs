@@ -1,0 +1,178 @@
+//! `weir test GUEST.wasm --input FILE [--expect FILE]`: a guest over sample
+//! records as a pipeline runs it, compared with an expectation, including a
+//! windowed count checked against a reference computed here.
+
+use std::collections::BTreeMap;
+use std::process::Output;
+
+use crate::testkit::{guest, weir};
+
+fn weir_test(args: &[&str]) -> Output {
+    weir().arg("test").args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_guest_is_tested_against_an_expectation_with_rejections_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    std::fs::write(&input, "hello\nbad\nworld\n").unwrap();
+    let expect = dir.path().join("expect.txt");
+    std::fs::write(&expect, "WORLD\nHELLO\n").unwrap();
+    let upper = guest("uppercase");
+    let (input, expect) = (input.to_str().unwrap(), expect.to_str().unwrap());
+    let misbehave = guest("misbehave");
+
+    // Unordered by default: keyed guests emit in state-partition order.
+    std::fs::write(dir.path().join("in2.txt"), "hello\nworld\n").unwrap();
+    let in2 = dir.path().join("in2.txt");
+    let o = weir_test(&[
+        upper.to_str().unwrap(),
+        "--input",
+        in2.to_str().unwrap(),
+        "--expect",
+        expect,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "HELLO\nWORLD\n");
+    assert!(
+        stderr(&o).contains("ok: 2 output record(s) as expected"),
+        "{}",
+        stderr(&o)
+    );
+    let o = weir_test(&[
+        upper.to_str().unwrap(),
+        "--input",
+        in2.to_str().unwrap(),
+        "--expect",
+        expect,
+        "--ordered",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("line 1: expected \"WORLD\", got \"HELLO\""),
+        "{}",
+        stderr(&o)
+    );
+
+    // Rejections are printed with their line and kind, and compared output
+    // shows what is missing and what is extra.
+    let o = weir_test(&[
+        misbehave.to_str().unwrap(),
+        "--input",
+        input,
+        "--expect",
+        expect,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains("line 2: bad-record: this record is bad on purpose"),
+        "{err}"
+    );
+    assert!(err.contains("1 record(s) rejected"), "{err}");
+    assert!(err.contains("- HELLO") && err.contains("+ hello"), "{err}");
+
+    // Named outputs print with their name.
+    let routed = dir.path().join("routed.jsonl");
+    std::fs::write(
+        &routed,
+        "{\"region\":\"eu\",\"n\":1}\n{\"region\":\"us\",\"n\":2}\n",
+    )
+    .unwrap();
+    let router = guest("router");
+    let o = weir_test(&[
+        router.to_str().unwrap(),
+        "--input",
+        routed.to_str().unwrap(),
+        "-c",
+        "field=region",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("eu"),
+        "an unrouted output is named: {}",
+        stderr(&o)
+    );
+    let o = weir_test(&[
+        router.to_str().unwrap(),
+        "--input",
+        routed.to_str().unwrap(),
+        "-c",
+        "field=region",
+        "--output",
+        "eu",
+        "--output",
+        "us",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.lines().any(|l| l.starts_with("[eu] ")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("[us] ")), "{out}");
+}
+
+#[test]
+fn windows_fire_at_the_final_watermark_and_match_a_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = String::new();
+    let mut reference: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    // 5 keys over about 80 s, out of order by up to 20 s (within the delay).
+    for i in 0..600i64 {
+        let key = format!("k{}", (i * 7) % 5);
+        let ts = 1_700_000_000_000 + i * 100 + (i * 7919) % 20_000;
+        lines.push_str(&format!("{{\"key\":\"{key}\",\"ts\":{ts}}}\n"));
+        *reference
+            .entry((key, ts - ts.rem_euclid(10_000)))
+            .or_default() += 1;
+    }
+    let input = dir.path().join("events.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    let expect = dir.path().join("expect.jsonl");
+    let want: String = reference
+        .iter()
+        .map(|((k, start), n)| {
+            format!(
+                "{{\"key\":\"{k}\",\"start\":{start},\"end\":{},\"count\":{n}}}\n",
+                start + 10_000
+            )
+        })
+        .collect();
+    std::fs::write(&expect, want).unwrap();
+    let counts = guest("window-count");
+    let args = [
+        counts.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--format",
+        "json",
+        "--key-field",
+        "key",
+        "--event-time",
+        "ts",
+        "--delay",
+        "30s",
+        "-c",
+        "key-field=key",
+        "-c",
+        "size=10s",
+        "--expect",
+        expect.to_str().unwrap(),
+    ];
+    let o = weir_test(&args);
+    assert!(
+        o.status.success(),
+        "{}\n{}",
+        stderr(&o),
+        String::from_utf8_lossy(&o.stdout)
+    );
+    // A stateful guest needs a key, and says how to give one.
+    let o = weir_test(&args[..5]);
+    assert!(
+        stderr(&o).contains("give --key-field FIELD"),
+        "{}",
+        stderr(&o)
+    );
+}
