@@ -8,12 +8,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Which event times the watermark follows.
-
 /// The watermark of the end of bounded input: 9999-12-31T23:59:59.999Z,
 /// past any event time a record carries (and still printable).
 pub const END_OF_INPUT_MS: i64 = 253_402_300_799_999;
 
+/// Which event times the watermark follows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum WatermarkRule {
     /// Spark's rule: the largest event time seen in each source's input,
