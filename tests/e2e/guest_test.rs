@@ -176,3 +176,70 @@ fn windows_fire_at_the_final_watermark_and_match_a_reference() {
         stderr(&o)
     );
 }
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_dir = |args: &[&str], cwd: &std::path::Path| {
+        weir()
+            .args(args)
+            .current_dir(cwd)
+            // Flags meant for the host build must not leak into the guest's.
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .env(
+                "CARGO_TARGET_DIR",
+                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
+            )
+            .output()
+            .unwrap()
+    };
+    let o = in_dir(&["new", "--lang", "rust", "shout"], dir.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let project = dir.path().join("shout");
+    for f in [
+        "README.md",
+        "src/lib.rs",
+        "sample/input.txt",
+        "sample/expected.txt",
+    ] {
+        assert!(project.join(f).exists(), "{f}");
+    }
+    let o = in_dir(&["new", "--lang", "rust", "shout"], dir.path());
+    assert!(stderr(&o).contains("exists already"), "{}", stderr(&o));
+    let o = in_dir(&["build"], &project);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./shout.wasm"));
+    let o = in_dir(
+        &[
+            "test",
+            "shout.wasm",
+            "--input",
+            "sample/input.txt",
+            "--expect",
+            "sample/expected.txt",
+        ],
+        &project,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ok: 3 output record(s) as expected"));
+    // The scaffold's own unit test passes natively.
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let t = std::process::Command::new(cargo)
+        .args(["test", "--release", "--quiet"])
+        .current_dir(&project)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET")
+        .env(
+            "CARGO_TARGET_DIR",
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
+        )
+        .output()
+        .unwrap();
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    // Languages without an SDK yet say so.
+    let o = in_dir(&["new", "--lang", "python", "py"], dir.path());
+    assert!(stderr(&o).contains("not available yet"), "{}", stderr(&o));
+}

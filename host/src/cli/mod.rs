@@ -1,9 +1,11 @@
 //! Argument parsing and wiring; the only place that uses `anyhow` and
 //! installs a tracing subscriber.
 
+mod build;
 mod client;
 mod host;
 mod log;
+mod new;
 mod run;
 mod serve;
 mod status;
@@ -45,6 +47,10 @@ enum Command {
     Run(run::Args),
     /// Run a guest over sample records as a pipeline would, and compare its output.
     Test(test::Args),
+    /// Scaffold a guest project (README, sample input, unit test).
+    New(new::Args),
+    /// Build a guest project into a component.
+    Build(build::Args),
     /// Run several tenants' pipelines in one process (quotas, CPU shares).
     Host(host::Args),
     /// Run weir as a service: an HTTP API for tenants and components.
@@ -118,6 +124,8 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Transform(args) => transform::run(&runtime()?, args),
         Command::Run(args) => run::run(&runtime()?, args),
         Command::Test(args) => test::run(&runtime()?, args),
+        Command::New(args) => new::run(args),
+        Command::Build(args) => build::run(&runtime()?, args),
         Command::Host(args) => host::run(&runtime()?, args),
         Command::Serve(args) => serve::run(runtime()?, args),
         Command::Deploy(a) => client::commands::deploy(a),

@@ -1,0 +1,104 @@
+//! `weir new --lang LANG NAME`: scaffold a guest project with a README, a
+//! sample input with its expected output, and a unit test, ready for
+//! `weir build` and `weir test`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
+    Js,
+    Go,
+    C,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The guest's language.
+    #[arg(long, value_enum)]
+    lang: Lang,
+    /// The project's name, and its directory (created; must not exist).
+    name: String,
+    /// Where the Rust SDK (`guest-sdk`) is (default: the copy this weir was built from).
+    #[arg(long, value_name = "DIR")]
+    sdk: Option<PathBuf>,
+}
+
+/// Crate and component names: what cargo and file names accept.
+fn valid(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// The SDK weir was built from, next to its host crate in the repository.
+pub fn default_sdk() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk")
+}
+
+pub fn run(a: Args) -> anyhow::Result<ExitCode> {
+    if !valid(&a.name) {
+        bail!(
+            "project name `{}`: use lowercase letters, digits, `-` and `_`, starting with a letter",
+            a.name
+        );
+    }
+    let dir = PathBuf::from(&a.name);
+    if dir.exists() {
+        bail!("{} exists already; pick another name", dir.display());
+    }
+    match a.lang {
+        Lang::Rust => {}
+        other => bail!(
+            "weir new --lang {}: not available yet; Rust is (the other languages' SDKs come with contract 0.2)",
+            match other {
+                Lang::Python => "python",
+                Lang::Js => "js",
+                Lang::Go => "go",
+                _ => "c",
+            }
+        ),
+    }
+    let sdk = std::fs::canonicalize(a.sdk.unwrap_or_else(default_sdk))
+        .context("finding the Rust guest SDK (give --sdk DIR)")?;
+    let fill = |t: &str| {
+        t.replace("{{name}}", &a.name)
+            .replace("{{sdk}}", &sdk.display().to_string())
+    };
+    let files: [(&str, &str); 6] = [
+        ("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.tmpl")),
+        ("src/lib.rs", include_str!("scaffold/rust/lib.rs.tmpl")),
+        (
+            ".cargo/config.toml",
+            include_str!("scaffold/rust/cargo-config.toml.tmpl"),
+        ),
+        ("README.md", include_str!("scaffold/rust/README.md.tmpl")),
+        (
+            "sample/input.txt",
+            include_str!("scaffold/rust/input.txt.tmpl"),
+        ),
+        (
+            "sample/expected.txt",
+            include_str!("scaffold/rust/expected.txt.tmpl"),
+        ),
+    ];
+    for (path, template) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, fill(template)).with_context(|| format!("{}", p.display()))?;
+    }
+    println!(
+        "created {}/ (Rust): cd {} && weir build && weir test {}.wasm --input sample/input.txt --expect sample/expected.txt",
+        a.name, a.name, a.name
+    );
+    Ok(ExitCode::SUCCESS)
+}
