@@ -243,3 +243,69 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     let o = in_dir(&["new", "--lang", "python", "py"], dir.path());
     assert!(stderr(&o).contains("not available yet"), "{}", stderr(&o));
 }
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = weir()
+        .args(["new", "--lang", "c", "up"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let project = dir.path().join("up");
+    for f in [
+        "README.md",
+        "src/transform.c",
+        "weir/transformer.h",
+        "sample/input.txt",
+    ] {
+        assert!(project.join(f).exists(), "{f}");
+    }
+    // clang to a core module, then weir's own component step.
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./up.wasm"));
+    let o = weir()
+        .args(["validate", "up.wasm"])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = weir()
+        .args([
+            "test",
+            "up.wasm",
+            "--input",
+            "sample/input.txt",
+            "--expect",
+            "sample/expected.txt",
+        ])
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Both call paths, and a bad record refused with its line.
+    std::fs::write(project.join("mixed.txt"), "héllo\n\nweir\n").unwrap();
+    for extra in [None, Some("--per-record")] {
+        let mut args = vec!["test", "up.wasm", "--input", "mixed.txt"];
+        args.extend(extra);
+        let o = weir().args(&args).current_dir(&project).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "HéLLO\nWEIR\n",
+            "{extra:?}"
+        );
+        assert!(
+            stderr(&o).contains("line 2: bad-record: empty record"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // A compile error comes back as clang's own message.
+    std::fs::write(project.join("src/broken.c"), "int broken( {").unwrap();
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("broken.c"), "{}", stderr(&o));
+}

@@ -1,7 +1,9 @@
 //! `weir build [DIR]`: turn a guest project into a component with the
-//! language's own toolchain, then check it as `weir validate` does. Rust:
-//! `cargo build --release --target wasm32-wasip2` (which emits a component
-//! directly); the result is copied to `DIR/<name>.wasm`.
+//! language's own toolchain, then check it as `weir validate` does. Rust
+//! (a `Cargo.toml`): `cargo build --release --target wasm32-wasip2`, which
+//! emits a component directly. C (`weir/transformer.h` and `src/*.c`, as
+//! `weir new --lang c` makes them): clang to a core module, then weir's own
+//! component step ([`weir::build`]). The result is `DIR/<name>.wasm`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -31,13 +33,72 @@ fn crate_name(manifest: &Path) -> anyhow::Result<String> {
 
 pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let manifest = a.dir.join("Cargo.toml");
-    if !manifest.exists() {
+    let out = if manifest.exists() {
+        rust(&a.dir, &manifest)?
+    } else if a.dir.join("weir/transformer.h").exists() {
+        c(&a.dir)?
+    } else {
         bail!(
-            "{}: no Cargo.toml; weir build knows Rust projects (as `weir new --lang rust` makes them)",
+            "{}: neither a Rust project (Cargo.toml) nor a C one (weir/transformer.h); start one with `weir new`",
             a.dir.display()
         );
+    };
+    let component = runtime
+        .load(&out, &[])
+        .with_context(|| format!("{} is not a weir transform", out.display()))?;
+    let info = component.info();
+    println!(
+        "built {} ({} bytes{})",
+        out.display(),
+        info.size,
+        if info.stateful { ", stateful" } else { "" }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The project's name: its directory's.
+fn dir_name(dir: &Path) -> anyhow::Result<String> {
+    let abs = std::fs::canonicalize(dir).with_context(|| format!("{}", dir.display()))?;
+    abs.file_name()
+        .and_then(|n| n.to_str())
+        .map(str::to_string)
+        .context("the project directory has no name")
+}
+
+fn c(dir: &Path) -> anyhow::Result<PathBuf> {
+    let name = dir_name(dir)?;
+    let mut sources = vec![
+        dir.join("weir/transformer.c"),
+        dir.join("weir/transformer_component_type.c"),
+    ];
+    let src = dir.join("src");
+    let mut own: Vec<PathBuf> = std::fs::read_dir(&src)
+        .with_context(|| format!("{}", src.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    own.sort();
+    if own.is_empty() {
+        bail!("{}: no .c files", src.display());
     }
-    let name = crate_name(&manifest)?;
+    sources.extend(own);
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target)?;
+    let core = target.join(format!("{name}.core.wasm"));
+    weir::build::c::compile(&sources, &dir.join("weir"), &core)?;
+    let module = std::fs::read(&core)?;
+    let component =
+        weir::build::componentize(&module, &core.display().to_string(), weir::build::c::WORLD)?;
+    let out = dir.join(format!("{name}.wasm"));
+    std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
+    Ok(out)
+}
+
+fn rust(dir: &Path, manifest: &Path) -> anyhow::Result<PathBuf> {
+    let a = Args {
+        dir: dir.to_path_buf(),
+    };
+    let name = crate_name(manifest)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(&cargo)
         .args(["build", "--release", "--target", "wasm32-wasip2"])
@@ -57,15 +118,5 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         .join(format!("{}.wasm", name.replace('-', "_")));
     let out = a.dir.join(format!("{name}.wasm"));
     std::fs::copy(&built, &out).with_context(|| format!("copying {}", built.display()))?;
-    let component = runtime
-        .load(&out, &[])
-        .with_context(|| format!("{} is not a weir transform", out.display()))?;
-    let info = component.info();
-    println!(
-        "built {} ({} bytes{})",
-        out.display(),
-        info.size,
-        if info.stateful { ", stateful" } else { "" }
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(out)
 }

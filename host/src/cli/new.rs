@@ -56,13 +56,13 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     }
     match a.lang {
         Lang::Rust => {}
+        Lang::C => return c(&a.name, &dir),
         other => bail!(
-            "weir new --lang {}: not available yet; Rust is (the other languages' SDKs come with contract 0.2)",
+            "weir new --lang {}: not available yet; Rust and C are (the other languages' SDKs come with contract 0.2)",
             match other {
                 Lang::Python => "python",
                 Lang::Js => "js",
-                Lang::Go => "go",
-                _ => "c",
+                _ => "go",
             }
         ),
     }
@@ -99,6 +99,44 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     println!(
         "created {}/ (Rust): cd {} && weir build && weir test {}.wasm --input sample/input.txt --expect sample/expected.txt",
         a.name, a.name, a.name
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A C project: the generated bindings in `weir/`, the transform in
+/// `src/transform.c`, a sample and a README.
+fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let fill = |t: &str| t.replace("{{name}}", name);
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        (
+            "src/transform.c".into(),
+            fill(include_str!("scaffold/c/transform.c.tmpl")).into_bytes(),
+        ),
+        (
+            "README.md".into(),
+            fill(include_str!("scaffold/c/README.md.tmpl")).into_bytes(),
+        ),
+        (
+            "sample/input.txt".into(),
+            include_str!("scaffold/rust/input.txt.tmpl").into(),
+        ),
+        (
+            "sample/expected.txt".into(),
+            include_str!("scaffold/rust/expected.txt.tmpl").into(),
+        ),
+    ];
+    for (file, bytes) in weir::build::c::bindings()? {
+        files.push((format!("weir/{file}"), bytes));
+    }
+    for (path, bytes) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, bytes).with_context(|| format!("{}", p.display()))?;
+    }
+    println!(
+        "created {name}/ (C): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,105 @@
+//! C guests: bindings generated from the contract (wit-bindgen's C
+//! generator, run in-process), compiled by clang for `wasm32-wasi` as a
+//! reactor, then made a component by [`super::componentize`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::BuildError;
+
+/// The world C guests are built for.
+pub const WORLD: &str = "transformer";
+
+/// The generated bindings: (file name, contents), e.g. `transformer.h`.
+pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
+    let (mut resolve, id) = super::contract(WORLD)?;
+    let opts = wit_bindgen_c::Opts {
+        // weir embeds the type information itself when it builds.
+        no_object_file: true,
+        ..Default::default()
+    };
+    let mut files = wit_bindgen_core::Files::default();
+    opts.build()
+        .generate(&mut resolve, id, &mut files)
+        .map_err(|err| BuildError::Bindings { lang: "C", err })?;
+    let mut out: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+        .collect();
+    // The generated C links against the type-information object it was
+    // told not to write; weir embeds that information itself at build.
+    out.push((
+        format!("{WORLD}_component_type.c"),
+        format!(
+            "// weir embeds the component type when it builds; this only satisfies the link.\nvoid __component_type_object_force_link_{WORLD}(void) {{}}\n"
+        )
+        .into_bytes(),
+    ));
+    Ok(out)
+}
+
+/// The clang that targets WebAssembly: `$CC` if set, else the first of
+/// `clang-19`, `clang` found on PATH.
+fn clang() -> Result<String, BuildError> {
+    if let Ok(cc) = std::env::var("CC") {
+        return Ok(cc);
+    }
+    for c in ["clang-19", "clang"] {
+        if Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return Ok(c.to_string());
+        }
+    }
+    Err(BuildError::Toolchain(
+        "no clang found: install clang-19, lld-19, wasi-libc and libclang-rt-19-dev-wasm32 (Debian), or set CC".into(),
+    ))
+}
+
+/// Compile `sources` (with `include` on the include path) into a reactor
+/// core module at `out`.
+pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), BuildError> {
+    let cc = clang()?;
+    let output = Command::new(&cc)
+        .args([
+            "--target=wasm32-wasi",
+            "-mexec-model=reactor",
+            "-O2",
+            "-Wall",
+        ])
+        .args(["-Wl,--strip-debug"])
+        .arg("-I")
+        .arg(include)
+        .arg("-o")
+        .arg(out)
+        .args(sources)
+        .output()
+        .map_err(|e| BuildError::Toolchain(format!("running {cc}: {e}")))?;
+    if !output.status.success() {
+        return Err(BuildError::Toolchain(format!(
+            "{cc} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bindings_name_the_exports_a_guest_implements() {
+        let files = super::bindings().unwrap();
+        let header = files
+            .iter()
+            .find(|(n, _)| n == "transformer.h")
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .expect("transformer.h");
+        assert!(
+            header.contains("exports_weir_transform_transform_process_batch"),
+            "{header}"
+        );
+        assert!(files.iter().any(|(n, _)| n == "transformer.c"));
+    }
+}

@@ -1,0 +1,90 @@
+//! Building guests into components (`weir new`, `weir build`). For
+//! languages whose toolchains emit a WebAssembly *core* module (C with
+//! clang, Go), weir does the component step itself: the contract's WIT
+//! (compiled into weir) is embedded in the module, and the module is
+//! wrapped with the WASI preview1 reactor adapter into a component. So a
+//! guest author needs only their language's own toolchain.
+
+pub mod c;
+
+use wit_parser::{Resolve, WorldId};
+
+/// The contract, as this weir speaks it.
+pub const WIT: &str = include_str!("../../../wit/transform.wit");
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("the weir contract: {0:#}")]
+    Contract(anyhow::Error),
+    #[error("making a component of {module}: {err:#}")]
+    Componentize { module: String, err: anyhow::Error },
+    #[error("generating {lang} bindings: {err:#}")]
+    Bindings {
+        lang: &'static str,
+        err: anyhow::Error,
+    },
+    #[error("{0}")]
+    Toolchain(String),
+    #[error("{path}: {err}")]
+    Io {
+        path: std::path::PathBuf,
+        err: std::io::Error,
+    },
+}
+
+/// The contract parsed, and the id of `world` in it.
+pub fn contract(world: &str) -> Result<(Resolve, WorldId), BuildError> {
+    let mut resolve = Resolve::default();
+    let pkg = resolve
+        .push_str("transform.wit", WIT)
+        .map_err(BuildError::Contract)?;
+    let id = resolve
+        .select_world(&[pkg], Some(world))
+        .map_err(BuildError::Contract)?;
+    Ok((resolve, id))
+}
+
+/// Turn a core module built for `world` (a preview1 reactor) into a
+/// component: embed the world's type information, then adapt its WASI
+/// preview1 imports to the preview2 interfaces the host provides.
+pub fn componentize(module: &[u8], name: &str, world: &str) -> Result<Vec<u8>, BuildError> {
+    let (resolve, id) = contract(world)?;
+    let err = |err: anyhow::Error| BuildError::Componentize {
+        module: name.to_string(),
+        err,
+    };
+    let mut bytes = module.to_vec();
+    wit_component::embed_component_metadata(
+        &mut bytes,
+        &resolve,
+        id,
+        wit_component::StringEncoding::UTF8,
+        false,
+    )
+    .map_err(err)?;
+    wit_component::ComponentEncoder::default()
+        .module(&bytes)
+        .map_err(err)?
+        .adapter(
+            wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_ADAPTER_NAME,
+            wasi_preview1_component_adapter_provider::WASI_SNAPSHOT_PREVIEW1_REACTOR_ADAPTER,
+        )
+        .map_err(err)?
+        .validate(true)
+        .encode()
+        .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_contract_parses_and_a_module_without_exports_is_refused() {
+        contract("transformer").unwrap();
+        contract("stateful-transformer").unwrap();
+        let module = wat::parse_str("(module (memory (export \"memory\") 1))").unwrap();
+        let err = componentize(&module, "empty.wasm", "transformer").unwrap_err();
+        assert!(err.to_string().contains("empty.wasm"), "{err}");
+    }
+}
