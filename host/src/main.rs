@@ -5,7 +5,6 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    cli::init_logging();
     match cli::run() {
         Ok(code) => code,
         // A closed stdout (`weir log read ... | head`) is a normal way to stop.

@@ -76,6 +76,35 @@ fn a_guest_is_tested_against_an_expectation_with_rejections_shown() {
     assert!(err.contains("1 record(s) rejected"), "{err}");
     assert!(err.contains("- HELLO") && err.contains("+ hello"), "{err}");
 
+    // Limits apply as in a pipeline: a guest past its call timeout on a
+    // record has that record rejected; an unknown limit is named.
+    let looping = dir.path().join("loop.txt");
+    std::fs::write(&looping, "a\nloop\nb\n").unwrap();
+    let o = weir_test(&[
+        misbehave.to_str().unwrap(),
+        "--input",
+        looping.to_str().unwrap(),
+        "--limit",
+        "call-timeout=50ms",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "a\nb\n");
+    assert!(stderr(&o).contains("line 2: deadline:"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("WARN"),
+        "the engine's warnings stay quiet: {}",
+        stderr(&o)
+    );
+    let o = weir_test(&[
+        misbehave.to_str().unwrap(),
+        "--input",
+        input,
+        "--limit",
+        "speed=11",
+    ]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("speed"), "{}", stderr(&o));
+
     // Named outputs print with their name.
     let routed = dir.path().join("routed.jsonl");
     std::fs::write(

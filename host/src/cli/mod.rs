@@ -84,13 +84,22 @@ enum Command {
     },
 }
 
-pub fn init_logging() {
+/// Install the log subscriber. `quiet_engine`: the command reports what
+/// matters itself (`weir test` prints rejections), so the engine's warnings
+/// would only repeat it; errors and guest lines still show.
+pub fn init_logging(quiet_engine: bool) {
     use tracing_subscriber::filter::LevelFilter;
     use tracing_subscriber::prelude::*;
     use tracing_subscriber::{EnvFilter, fmt};
     let filter = EnvFilter::try_from_env("WEIR_LOG")
         // Guests' own logs and prints are for their authors to see.
-        .unwrap_or_else(|_| EnvFilter::new("warn,weir::guest=info"));
+        .unwrap_or_else(|_| {
+            EnvFilter::new(if quiet_engine {
+                "error,weir::guest=info"
+            } else {
+                "warn,weir::guest=info"
+            })
+        });
     tracing_subscriber::registry()
         .with(
             fmt::layer()
@@ -106,6 +115,7 @@ pub fn init_logging() {
 
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
+    init_logging(matches!(cli.command, Command::Test(_)));
     if std::env::var_os("WEIR_FAULT").is_some() && !weir::engine::FAULT_INJECTION {
         tracing::warn!(
             "WEIR_FAULT is ignored: this weir was built without the fault-injection feature"

@@ -55,6 +55,10 @@ pub struct Args {
     /// A stateful guest's output mode: append, update or complete.
     #[arg(long)]
     output_mode: Option<String>,
+    /// A `[transform.limits]` setting (repeatable), e.g. `memory=64MiB`,
+    /// `call-timeout=50ms`, `fuel=1000000`.
+    #[arg(long = "limit", value_name = "KEY=VALUE", value_parser = super::parse_pair)]
+    limits: Vec<(String, String)>,
     /// A named output the guest routes to (repeatable); its records print
     /// as `[NAME] value`.
     #[arg(long = "output", value_name = "NAME")]
@@ -91,6 +95,18 @@ fn spec(a: &Args, dir: &Path) -> anyhow::Result<String> {
     transform.insert("config".into(), T::Table(config));
     let grants = a.grants.iter().map(|g| T::String(g.clone())).collect();
     transform.insert("grants".into(), T::Array(grants));
+    // Numbers as numbers (fuel, counts), the rest as text (sizes, durations).
+    let limits: toml::Table = a
+        .limits
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .parse::<i64>()
+                .map_or_else(|_| T::String(v.clone()), T::Integer);
+            (k.clone(), v)
+        })
+        .collect();
+    transform.insert("limits".into(), T::Table(limits));
     t.insert("transform".into(), T::Table(transform));
     let files = |dir_name: &str, format: &str| {
         let mut s = toml::Table::new();
