@@ -124,6 +124,7 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
     out.keys.extend_from_slice(&input.keys);
     out.key_ends.extend_from_slice(&input.key_ends);
     out.has_key.extend_from_slice(&input.has_key);
+    out.has_value.extend_from_slice(&input.has_value);
     out.headers.extend_from_slice(&input.headers);
     out.header_ends.extend_from_slice(&input.header_ends);
     Ok(())

@@ -137,7 +137,7 @@ fn read(root: PathBuf, topic: &str, follow: bool, json: bool) -> anyhow::Result<
                         .headers()
                         .map(|(k, v)| (k.to_string(), text(v).into()))
                         .collect();
-                    let rec = serde_json::json!({"partition": p, "offset": r.offset, "key": r.key.map(text), "value": text(r.value), "headers": headers, "timestamp": r.timestamp});
+                    let rec = serde_json::json!({"partition": p, "offset": r.offset, "key": r.key.map(text), "value": r.value_opt().map(text), "headers": headers, "timestamp": r.timestamp});
                     writeln!(out, "{rec}")?;
                 } else {
                     out.write_all(r.value)?;

@@ -46,6 +46,8 @@ impl FileSink {
 
     fn encode(&self, o: &crate::engine::OutputRef<'_>, buf: &mut Vec<u8>) {
         match self.format {
+            // A record without a value writes an empty line here, as an
+            // empty value does; `records` tells them apart (`null`).
             FileFormat::Values => buf.extend_from_slice(o.value),
             FileFormat::Records => {
                 let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
@@ -53,7 +55,7 @@ impl FileSink {
                     .headers()
                     .map(|(k, v)| (k.to_string(), text(v).into()))
                     .collect();
-                let rec = serde_json::json!({"key": o.key.map(text), "value": text(o.value), "headers": headers, "timestamp": o.timestamp});
+                let rec = serde_json::json!({"key": o.key.map(text), "value": o.value_opt().map(text), "headers": headers, "timestamp": o.timestamp});
                 serde_json::to_writer(&mut *buf, &rec).expect("JSON to a Vec");
             }
         }

@@ -64,7 +64,7 @@ impl Sink for LogSink {
                 Some(k) => self.topic.partition_for(k),
                 None => (i as u64 % n as u64) as u32,
             };
-            parts[p as usize].push_raw(o.key, o.value, o.headers, o.timestamp, 0);
+            parts[p as usize].push_raw_value(o.key, o.value_opt(), o.headers, o.timestamp, 0);
             rows += 1;
         }
         let writer = Writer {

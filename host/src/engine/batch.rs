@@ -18,6 +18,10 @@ pub struct RecordBatch {
     /// Empty when no record has a key; otherwise one entry per record.
     pub key_ends: Vec<u32>,
     pub has_key: Vec<bool>,
+    /// Whether record i has a value: false for a record without one (a
+    /// Kafka tombstone), whose `values` span is empty. Empty when every
+    /// record has a value.
+    pub has_value: Vec<bool>,
     /// Encoded headers: per entry `name-len u32 LE, name, value-len u32 LE, value`.
     pub headers: Vec<u8>,
     /// Empty when no record has headers; otherwise one entry per record.
@@ -30,13 +34,21 @@ pub struct RecordBatch {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RecordRef<'a> {
     pub key: Option<&'a [u8]>,
+    /// Empty when the record has no value (see `has_value`).
     pub value: &'a [u8],
+    /// False for a record without a value (a Kafka tombstone).
+    pub has_value: bool,
     pub headers: &'a [u8],
     pub timestamp: i64,
     pub offset: i64,
 }
 
-impl RecordRef<'_> {
+impl<'a> RecordRef<'a> {
+    /// The value, `None` for a record without one.
+    pub fn value_opt(&self) -> Option<&'a [u8]> {
+        self.has_value.then_some(self.value)
+    }
+
     pub fn headers(&self) -> HeaderIter<'_> {
         HeaderIter(self.headers)
     }
@@ -152,6 +164,7 @@ impl RecordBatch {
         self.keys.clear();
         self.key_ends.clear();
         self.has_key.clear();
+        self.has_value.clear();
         self.headers.clear();
         self.header_ends.clear();
         self.timestamps.clear();
@@ -181,7 +194,7 @@ impl RecordBatch {
             key,
         );
         push_headers(&mut self.headers, &mut self.header_ends, n, headers);
-        self.push_value(value, timestamp, offset);
+        self.push_value(Some(value), timestamp, offset);
     }
 
     /// Append a record whose headers are already in the batch encoding.
@@ -189,6 +202,24 @@ impl RecordBatch {
         &mut self,
         key: Option<&[u8]>,
         value: &[u8],
+        encoded_headers: &[u8],
+        timestamp: i64,
+        offset: i64,
+    ) {
+        self.push_raw_value(key, Some(value), encoded_headers, timestamp, offset);
+    }
+
+    /// Append a copy of `r` (its value's absence included).
+    pub fn push_copy(&mut self, r: &RecordRef<'_>) {
+        self.push_raw_value(r.key, r.value_opt(), r.headers, r.timestamp, r.offset);
+    }
+
+    /// [`Self::push_raw`] for a value that may be absent (`None`: a
+    /// tombstone). The `has_value` column materialises on the first one.
+    pub fn push_raw_value(
+        &mut self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
         encoded_headers: &[u8],
         timestamp: i64,
         offset: i64,
@@ -209,8 +240,14 @@ impl RecordBatch {
         self.push_value(value, timestamp, offset);
     }
 
-    /// The columns every record has.
-    fn push_value(&mut self, value: &[u8], timestamp: i64, offset: i64) {
+    /// The columns every record has, and `has_value`, which materialises
+    /// on the first record without a value.
+    fn push_value(&mut self, value: Option<&[u8]>, timestamp: i64, offset: i64) {
+        if value.is_none() || !self.has_value.is_empty() {
+            self.has_value.resize(self.len(), true);
+            self.has_value.push(value.is_some());
+        }
+        let value = value.unwrap_or_default();
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
         self.timestamps.push(timestamp);
@@ -233,6 +270,7 @@ impl RecordBatch {
         RecordRef {
             key,
             value: span(&self.values, &self.value_ends, i),
+            has_value: self.has_value.is_empty() || self.has_value[i],
             headers,
             timestamp: self.timestamps[i],
             offset: self.offsets[i],
@@ -250,6 +288,7 @@ impl RecordBatch {
         check_ends("value-ends", &self.value_ends, self.values.len())?;
         check_optional_column("key-ends", &self.key_ends, n)?;
         check_optional_column("has-key", &self.has_key, self.key_ends.len())?;
+        check_optional_column("has-value", &self.has_value, n)?;
         check_ends("key-ends", &self.key_ends, self.keys.len())?;
         check_optional_column("header-ends", &self.header_ends, n)?;
         check_ends("header-ends", &self.header_ends, self.headers.len())?;
@@ -364,6 +403,17 @@ mod tests {
         assert_eq!(b.get(2).key, None);
         assert_eq!(b.get(2).headers().count(), 0);
         assert_eq!(b.get(1).value, b"bc");
+        assert!(b.has_value.is_empty(), "no tombstone yet, no column");
+        b.push_raw_value(Some(b"k"), None, &[], 4, 13);
+        b.validate().unwrap();
+        assert_eq!(b.has_value, vec![true, true, true, false]);
+        assert_eq!((b.get(2).value_opt(), b.get(3).value_opt()), (Some(&b""[..]), None));
+        // A copy keeps the absence.
+        let mut c = RecordBatch::new(1);
+        c.push_copy(&b.get(3));
+        assert_eq!(c.get(0).value_opt(), None);
+        b.has_value.pop();
+        assert!(b.validate().is_err(), "has-value must cover every record");
     }
 
     #[test]

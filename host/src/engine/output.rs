@@ -20,6 +20,10 @@ pub struct OutputBatch {
     pub keys: Vec<u8>,
     pub key_ends: Vec<u32>,
     pub has_key: Vec<bool>,
+    /// As in [`RecordBatch::has_value`]: false for an output without a
+    /// value (a tombstone); empty when every output has one. Contract 0.1
+    /// guests cannot produce one; engine-made outputs can.
+    pub has_value: Vec<bool>,
     pub headers: Vec<u8>,
     pub header_ends: Vec<u32>,
     pub timestamps: Vec<i64>,
@@ -141,14 +145,21 @@ pub struct OutputRef<'a> {
     /// `None` for the default output.
     pub output: Option<&'a str>,
     pub key: Option<&'a [u8]>,
+    /// Empty when the output has no value (see `has_value`).
     pub value: &'a [u8],
+    pub has_value: bool,
     pub headers: &'a [u8],
     pub timestamp: i64,
     /// Index of the input record it came from.
     pub origin: u32,
 }
 
-impl OutputRef<'_> {
+impl<'a> OutputRef<'a> {
+    /// The value, `None` for an output without one.
+    pub fn value_opt(&self) -> Option<&'a [u8]> {
+        self.has_value.then_some(self.value)
+    }
+
     pub fn headers(&self) -> super::batch::HeaderIter<'_> {
         super::batch::HeaderIter::new(self.headers)
     }
@@ -176,6 +187,10 @@ impl OutputBatch {
         timestamp: i64,
     ) {
         let n = self.len();
+        if !self.has_value.is_empty() {
+            self.has_value.resize(n, true);
+            self.has_value.push(true);
+        }
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
         push_key(
@@ -221,6 +236,7 @@ impl OutputBatch {
                 Some(span(&self.keys, &self.key_ends, i))
             },
             value: span(&self.values, &self.value_ends, i),
+            has_value: self.has_value.is_empty() || self.has_value[i],
             headers: if self.header_ends.is_empty() {
                 &[]
             } else {
@@ -246,6 +262,7 @@ impl OutputBatch {
         check_optional_column("key-ends", &self.key_ends, n)?;
         check_len("has-key", self.has_key.len(), self.key_ends.len())?;
         check_ends("key-ends", &self.key_ends, self.keys.len())?;
+        check_optional_column("has-value", &self.has_value, n)?;
         check_optional_column("header-ends", &self.header_ends, n)?;
         check_ends("header-ends", &self.header_ends, self.headers.len())?;
         check_headers(&self.headers, &self.header_ends)?;

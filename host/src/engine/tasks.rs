@@ -248,7 +248,7 @@ fn dead_letter(
         "source": { "name": source, "partition": partition, "offset": rec.offset },
         "timestamp": rec.timestamp,
         "key": rec.key.map(text),
-        "value": text(rec.value),
+        "value": rec.value_opt().map(text),
     })
     .to_string()
 }

@@ -203,7 +203,7 @@ impl Partition {
                         path: seg.path.clone(),
                         problem: format!("record {cur} is malformed"),
                     })?;
-                    out.push_raw(d.key, d.value, d.headers, d.timestamp, cur as i64);
+                    out.push_raw_value(d.key, d.value, d.headers, d.timestamp, cur as i64);
                 }
                 p += len;
                 cur += 1;

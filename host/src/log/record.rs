@@ -1,7 +1,8 @@
 //! On-disk record framing: `body-len u32 LE, crc32(body) u32 LE, body`, with
-//! body = `timestamp i64, key-len i32 (-1: none), key, value-len u32, value,
-//! headers-len u32, headers` (headers in the batch encoding). The CRC lets a
-//! reader detect a torn or corrupt tail and stop there.
+//! body = `timestamp i64, key-len i32 (-1: none), key, value-len u32
+//! (`u32::MAX`: no value, a tombstone), value, headers-len u32, headers`
+//! (headers in the batch encoding). The CRC lets a reader detect a torn or
+//! corrupt tail and stop there.
 
 use crate::engine::batch::RecordRef;
 
@@ -9,6 +10,9 @@ pub(crate) const FRAME_HEADER: usize = 8;
 /// Largest record body accepted, so a corrupt length cannot make us
 /// allocate gigabytes.
 pub(crate) const MAX_BODY: usize = 256 << 20;
+/// The value length of a record without a value. Segments written before
+/// tombstones existed never hold it, so they read as before.
+const NO_VALUE: u32 = u32::MAX;
 
 /// Append one framed record to `out`.
 pub(crate) fn encode(out: &mut Vec<u8>, r: &RecordRef<'_>) {
@@ -22,8 +26,13 @@ pub(crate) fn encode(out: &mut Vec<u8>, r: &RecordRef<'_>) {
         }
         None => out.extend_from_slice(&(-1i32).to_le_bytes()),
     }
-    out.extend_from_slice(&(r.value.len() as u32).to_le_bytes());
-    out.extend_from_slice(r.value);
+    match r.value_opt() {
+        Some(v) => {
+            out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            out.extend_from_slice(v);
+        }
+        None => out.extend_from_slice(&NO_VALUE.to_le_bytes()),
+    }
     out.extend_from_slice(&(r.headers.len() as u32).to_le_bytes());
     out.extend_from_slice(r.headers);
     let body = &out[start + FRAME_HEADER..];
@@ -37,7 +46,8 @@ pub(crate) fn encode(out: &mut Vec<u8>, r: &RecordRef<'_>) {
 pub(crate) struct Decoded<'a> {
     pub timestamp: i64,
     pub key: Option<&'a [u8]>,
-    pub value: &'a [u8],
+    /// `None`: the record has no value (a tombstone).
+    pub value: Option<&'a [u8]>,
     pub headers: &'a [u8],
 }
 
@@ -66,10 +76,15 @@ pub(crate) fn decode(frame: &[u8]) -> Option<Decoded<'_>> {
         pos += key_len as usize;
         Some(k)
     };
-    let value_len = u32::from_le_bytes(body.get(pos..pos + 4)?.try_into().ok()?) as usize;
+    let value_len = u32::from_le_bytes(body.get(pos..pos + 4)?.try_into().ok()?);
     pos += 4;
-    let value = body.get(pos..pos + value_len)?;
-    pos += value_len;
+    let value = if value_len == NO_VALUE {
+        None
+    } else {
+        let v = body.get(pos..pos + value_len as usize)?;
+        pos += value_len as usize;
+        Some(v)
+    };
     let headers_len = u32::from_le_bytes(body.get(pos..pos + 4)?.try_into().ok()?) as usize;
     pos += 4;
     let headers = body.get(pos..pos + headers_len)?;

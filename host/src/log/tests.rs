@@ -123,3 +123,20 @@ fn a_leftover_segment_that_cannot_be_removed_fails_the_truncation() {
     let err = part.truncate_to(2).unwrap_err().to_string();
     assert!(err.contains("00000000000000000002.log"), "{err}");
 }
+
+#[test]
+fn a_record_without_a_value_reads_back_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Topic::create(dir.path(), "t", 1).unwrap();
+    let mut b = RecordBatch::new(0);
+    b.push(Some(b"k"), b"v", 1, 0);
+    b.push_raw_value(Some(b"k"), None, &[], 2, 0);
+    b.push(Some(b"k"), b"", 3, 0);
+    t.append(None, &[b], || {}).unwrap();
+    let mut t = Topic::open(dir.path(), "t").unwrap();
+    let mut out = RecordBatch::new(0);
+    t.read(0, 0, 3, &mut out).unwrap();
+    let got: Vec<Option<&[u8]>> = out.iter().map(|r| r.value_opt()).collect();
+    assert_eq!(got, vec![Some(&b"v"[..]), None, Some(&b""[..])]);
+    assert!(out.iter().all(|r| r.key == Some(&b"k"[..])));
+}

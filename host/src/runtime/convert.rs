@@ -1,6 +1,8 @@
 //! Moves batches between the engine's representation and the generated WIT
 //! types. Both share one columnar layout, so this is a handful of buffer
-//! copies or moves per batch, never work per record.
+//! copies or moves per batch, never work per record. Contract 0.1 has no
+//! absent value: a record without one (a tombstone) reaches the guest with
+//! an empty value, and every guest output has a value.
 
 use super::bindings::{Header, OutputBatch, Record};
 use crate::engine::batch::{RecordBatch, RecordRef};
@@ -52,6 +54,7 @@ pub(crate) fn from_wit(o: OutputBatch) -> TransformOutput {
             keys: o.keys,
             key_ends: o.key_ends,
             has_key: o.has_key,
+            has_value: Vec::new(),
             headers: o.headers,
             header_ends: o.header_ends,
             timestamps: o.timestamps,

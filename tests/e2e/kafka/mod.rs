@@ -8,6 +8,7 @@ mod exactly_once;
 mod mixed;
 mod outages;
 mod source_options;
+mod tombstones;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -19,7 +19,7 @@ use crate::engine::{ConnectorError, RecordBatch};
 struct Stashed {
     offset: i64,
     key: Option<Vec<u8>>,
-    value: Vec<u8>,
+    value: Option<Vec<u8>>,
     headers: Vec<u8>,
     timestamp: i64,
 }
@@ -149,9 +149,9 @@ impl PartitionConsumer {
                 self.stash = Some(s);
                 return Ok(until);
             }
-            out.push_raw(
+            out.push_raw_value(
                 s.key.as_deref(),
-                &s.value,
+                s.value.as_deref(),
                 &s.headers,
                 s.timestamp,
                 s.offset,
@@ -179,7 +179,8 @@ impl PartitionConsumer {
                         continue;
                     }
                     let key = m.key();
-                    let value = m.payload().unwrap_or_default();
+                    // A null payload (a tombstone) stays a record without a value.
+                    let value = m.payload();
                     self.headers.clear();
                     if let Some(h) = m.headers() {
                         for h in h.iter() {
@@ -194,13 +195,13 @@ impl PartitionConsumer {
                         self.stash = Some(Stashed {
                             offset: o,
                             key: key.map(<[u8]>::to_vec),
-                            value: value.to_vec(),
+                            value: value.map(<[u8]>::to_vec),
                             headers: self.headers.clone(),
                             timestamp: ts,
                         });
                         return Ok(until);
                     }
-                    out.push_raw(key, value, &self.headers, ts, o);
+                    out.push_raw_value(key, value, &self.headers, ts, o);
                     pos = o + 1;
                     taken += 1;
                 }

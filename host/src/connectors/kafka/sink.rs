@@ -63,7 +63,11 @@ impl KafkaSink {
         let producer = self.producer();
         let mut rows = 0;
         for o in batch.records() {
-            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic).payload(o.value);
+            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic);
+            // No value: a null payload (a tombstone, which compaction honours).
+            if let Some(v) = o.value_opt() {
+                record = record.payload(v);
+            }
             // Most records have no headers: no header list to allocate.
             if !o.headers.is_empty() {
                 let mut headers = OwnedHeaders::new();

@@ -157,7 +157,7 @@ impl Partitioning {
             } else {
                 &mut per[t as usize]
             };
-            to.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
+            to.push_copy(&r);
         }
         routed.parts = per
             .into_iter()

@@ -161,7 +161,7 @@ impl Guarded {
                 });
                 continue;
             }
-            single.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
+            single.push_copy(&r);
             match self.call(&single, ctx.as_deref_mut()) {
                 Ok(Ok(out)) => append(&mut merged, &out, &single, i as u32),
                 Ok(Err(why)) => merged.rejected.push(Rejected {
@@ -279,8 +279,7 @@ impl Guarded {
                 batch: RecordBatch::new(fired.batch.partition),
                 domains: vec![fired.domains[i]],
             };
-            one.batch
-                .push_raw(t.key, t.value, t.headers, t.timestamp, t.offset);
+            one.batch.push_copy(&t);
             let reject = |kind, reason| Rejected {
                 index: i as u32,
                 kind,

@@ -148,7 +148,7 @@ pub fn split(mut batch: RecordBatch, options: &EventTimeOptions, watermark: Opti
         } else {
             &mut s.on_time
         };
-        target.push_raw(r.key, r.value, r.headers, r.timestamp, r.offset);
+        target.push_copy(&r);
     }
     s
 }
