@@ -8,6 +8,7 @@ mod bad_components;
 mod cli;
 mod continuous;
 mod examples;
+mod golden_languages;
 mod guest_test;
 #[cfg(feature = "kafka")]
 mod kafka;

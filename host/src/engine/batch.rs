@@ -407,7 +407,10 @@ mod tests {
         b.push_raw_value(Some(b"k"), None, &[], 4, 13);
         b.validate().unwrap();
         assert_eq!(b.has_value, vec![true, true, true, false]);
-        assert_eq!((b.get(2).value_opt(), b.get(3).value_opt()), (Some(&b""[..]), None));
+        assert_eq!(
+            (b.get(2).value_opt(), b.get(3).value_opt()),
+            (Some(&b""[..]), None)
+        );
         // A copy keeps the absence.
         let mut c = RecordBatch::new(1);
         c.push_copy(&b.get(3));
