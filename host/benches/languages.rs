@@ -2,9 +2,9 @@
 //! of 100-byte values on the batch path (batches of 1,000), against the same
 //! loop native; with each component's size and its cached load time.
 //! Guests are built from source as users build them: Rust by cargo (the
-//! `uppercase` example), C by `weir new --lang c` + `weir build`, Python
+//! `uppercase` example), C and Go by `weir new` + `weir build`, Python
 //! and JavaScript by componentize-py / componentize-js
-//! (`scripts/build-polyglot`). Go has no route yet.
+//! (`scripts/build-polyglot`).
 //!
 //! Run: cargo bench -p weir --bench languages
 //! WEIR_BENCH_RECORDS (default 1,000,000; Python and JavaScript get a tenth).
@@ -68,17 +68,16 @@ fn native(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformErr
     Ok(())
 }
 
-/// The C scaffold, made and built by the `weir` binary as a user would.
-fn c_guest(dir: &Path) -> PathBuf {
+/// The `lang` scaffold, made and built by the `weir` binary as a user would.
+fn scaffolded(dir: &Path, lang: &str) -> PathBuf {
     let weir = env!("CARGO_BIN_EXE_weir");
     let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
+    let name = format!("upper-{lang}");
     ok(Command::new(weir)
-        .args(["new", "--lang", "c", "upper"])
+        .args(["new", "--lang", lang, &name])
         .current_dir(dir));
-    ok(Command::new(weir)
-        .arg("build")
-        .current_dir(dir.join("upper")));
-    dir.join("upper/upper.wasm")
+    ok(Command::new(weir).arg("build").current_dir(dir.join(&name)));
+    dir.join(&name).join(format!("{name}.wasm"))
 }
 
 fn main() {
@@ -91,7 +90,8 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let guests: Vec<(&str, PathBuf, Vec<String>, &[RecordBatch])> = vec![
         ("Rust", testkit::guest("uppercase"), vec![], &full),
-        ("C", c_guest(dir.path()), vec![], &full),
+        ("C", scaffolded(dir.path(), "c"), vec![], &full),
+        ("Go", scaffolded(dir.path(), "go"), vec![], &full),
         (
             "Python",
             testkit::polyglot_guest("uppercase-py.wasm"),

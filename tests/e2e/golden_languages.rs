@@ -1,12 +1,11 @@
 //! The golden suite across guest languages: the same pipeline, input and
 //! expected output for each language's guest, through `weir run` in
 //! micro-batch and continuous mode, each with SIGKILLs mid-run and a
-//! restore. Today: uppercase in Rust (the example crate) and C (built by
-//! `weir new --lang c` + `weir build`, as a user would); other languages
-//! join as their SDKs land.
+//! restore. Today: uppercase in Rust (the example crate), C and Go (built
+//! by `weir new` + `weir build`, as a user would); other languages join as
+//! their SDKs land.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use weir::engine::RecordBatch;
@@ -14,29 +13,25 @@ use weir::log::Topic;
 
 use crate::testkit::{guest, run_command, run_ok, topic_values, weir, xorshift};
 
-/// The C uppercase guest, built once per test run.
-fn c_uppercase() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("golden-c");
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            let o = weir()
-                .args(["new", "--lang", "c", "upper"])
-                .current_dir(&dir)
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            let o = weir()
-                .arg("build")
-                .current_dir(dir.join("upper"))
-                .output()
-                .unwrap();
-            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-            dir.join("upper/upper.wasm")
-        })
-        .clone()
+/// The scaffold's uppercase guest in `lang`, made and built as a user
+/// would (`weir new` + `weir build`).
+fn scaffolded(lang: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("golden-{lang}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = weir()
+        .args(["new", "--lang", lang, "upper"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = weir()
+        .arg("build")
+        .current_dir(dir.join("upper"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    dir.join("upper/upper.wasm")
 }
 
 const RECORDS: usize = 20_000;
@@ -121,5 +116,10 @@ fn uppercase_in_rust_matches_the_golden_output_in_both_modes_across_sigkills() {
 
 #[test]
 fn uppercase_in_c_matches_the_golden_output_in_both_modes_across_sigkills() {
-    golden(&c_uppercase(), "c");
+    golden(&scaffolded("c"), "c");
+}
+
+#[test]
+fn uppercase_in_go_matches_the_golden_output_in_both_modes_across_sigkills() {
+    golden(&scaffolded("go"), "go");
 }

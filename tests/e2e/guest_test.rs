@@ -273,11 +273,12 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     assert!(stderr(&o).contains("not available yet"), "{}", stderr(&o));
 }
 
-#[test]
-fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
+/// `weir new` -> `weir build` -> `weir validate` -> `weir test` for a
+/// language whose core module weir makes a component itself.
+fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     let dir = tempfile::tempdir().unwrap();
     let o = weir()
-        .args(["new", "--lang", "c", "up"])
+        .args(["new", "--lang", lang, "up"])
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -285,22 +286,22 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
     let project = dir.path().join("up");
     for f in [
         "README.md",
-        "src/transform.c",
-        "weir/transformer.h",
+        own_file,
         "sample/input.txt",
+        "sample/expected.txt",
     ] {
-        assert!(project.join(f).exists(), "{f}");
+        assert!(project.join(f).exists(), "{lang}: {f}");
     }
-    // clang to a core module, then weir's own component step.
+    // The language's compiler to a core module, then weir's component step.
     let o = weir().arg("build").current_dir(&project).output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./up.wasm"));
     let o = weir()
         .args(["validate", "up.wasm"])
         .current_dir(&project)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
     let o = weir()
         .args([
             "test",
@@ -313,18 +314,18 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
         .current_dir(&project)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
     // Both call paths, and a bad record refused with its line.
     std::fs::write(project.join("mixed.txt"), "héllo\n\nweir\n").unwrap();
     for extra in [None, Some("--per-record")] {
         let mut args = vec!["test", "up.wasm", "--input", "mixed.txt"];
         args.extend(extra);
         let o = weir().args(&args).current_dir(&project).output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(o.status.success(), "{lang}: {}", stderr(&o));
         assert_eq!(
             String::from_utf8_lossy(&o.stdout),
             "HéLLO\nWEIR\n",
-            "{extra:?}"
+            "{lang} {extra:?}"
         );
         assert!(
             stderr(&o).contains("line 2: bad-record: empty record"),
@@ -332,9 +333,27 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
             stderr(&o)
         );
     }
-    // A compile error comes back as clang's own message.
-    std::fs::write(project.join("src/broken.c"), "int broken( {").unwrap();
+    // A compile error comes back as the compiler's own message.
+    std::fs::write(project.join(broken.0), broken.1).unwrap();
     let o = weir().arg("build").current_dir(&project).output().unwrap();
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("broken.c"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(broken.0.rsplit('/').next().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
+    new_build_test("c", "src/transform.c", ("src/broken.c", "int broken( {"));
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_go() {
+    new_build_test(
+        "go",
+        "main.go",
+        ("broken.go", "package main\nfunc broken( {"),
+    );
 }

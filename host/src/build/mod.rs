@@ -6,6 +6,7 @@
 //! guest author needs only their language's own toolchain.
 
 pub mod c;
+pub mod go;
 
 use wit_parser::{Resolve, WorldId};
 

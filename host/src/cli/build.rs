@@ -37,9 +37,11 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         rust(&a.dir, &manifest)?
     } else if a.dir.join("weir/transformer.h").exists() {
         c(&a.dir)?
+    } else if a.dir.join("go.mod").exists() {
+        go(&a.dir)?
     } else {
         bail!(
-            "{}: neither a Rust project (Cargo.toml) nor a C one (weir/transformer.h); start one with `weir new`",
+            "{}: not a Rust (Cargo.toml), C (weir/transformer.h) or Go (go.mod) project; start one with `weir new`",
             a.dir.display()
         );
     };
@@ -89,6 +91,23 @@ fn c(dir: &Path) -> anyhow::Result<PathBuf> {
     let module = std::fs::read(&core)?;
     let component =
         weir::build::componentize(&module, &core.display().to_string(), weir::build::c::WORLD)?;
+    let out = dir.join(format!("{name}.wasm"));
+    std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
+    Ok(out)
+}
+
+fn go(dir: &Path) -> anyhow::Result<PathBuf> {
+    let name = dir_name(dir)?;
+    let target = dir.join("target");
+    std::fs::create_dir_all(&target)?;
+    let core = target.join(format!("{name}.core.wasm"));
+    weir::build::go::compile(
+        dir,
+        &std::fs::canonicalize(&target)?.join(format!("{name}.core.wasm")),
+    )?;
+    let module = weir::build::go::adapter_realloc(&std::fs::read(&core)?)?;
+    let component =
+        weir::build::componentize(&module, &core.display().to_string(), weir::build::go::WORLD)?;
     let out = dir.join(format!("{name}.wasm"));
     std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
     Ok(out)

@@ -57,12 +57,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     match a.lang {
         Lang::Rust => {}
         Lang::C => return c(&a.name, &dir),
+        Lang::Go => return go(&a.name, &dir),
         other => bail!(
-            "weir new --lang {}: not available yet; Rust and C are (the other languages' SDKs come with contract 0.2)",
+            "weir new --lang {}: not available yet; Rust, C and Go are (the other languages' SDKs come with contract 0.2)",
             match other {
                 Lang::Python => "python",
-                Lang::Js => "js",
-                _ => "go",
+                _ => "js",
             }
         ),
     }
@@ -137,6 +137,42 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     }
     println!(
         "created {name}/ (C): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A Go project: `main.go` with the transform, package `weir/` with the
+/// bindings, a sample and a README.
+fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let module = format!("example.com/{}", name.replace('-', "_"));
+    let fill = |t: &str| t.replace("{{name}}", name).replace("{{module}}", &module);
+    let files: [(&str, &str); 7] = [
+        ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
+        ("main.go", include_str!("scaffold/go/main.go.tmpl")),
+        ("weir/abi.go", include_str!("scaffold/go/weir/abi.go.tmpl")),
+        (
+            "weir/arena.go",
+            include_str!("scaffold/go/weir/arena.go.tmpl"),
+        ),
+        ("README.md", include_str!("scaffold/go/README.md.tmpl")),
+        (
+            "sample/input.txt",
+            include_str!("scaffold/rust/input.txt.tmpl"),
+        ),
+        (
+            "sample/expected.txt",
+            include_str!("scaffold/rust/expected.txt.tmpl"),
+        ),
+    ];
+    for (path, template) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, fill(template)).with_context(|| format!("{}", p.display()))?;
+    }
+    println!(
+        "created {name}/ (Go): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
     );
     Ok(ExitCode::SUCCESS)
 }
