@@ -1,0 +1,57 @@
+use super::*;
+
+#[test]
+fn optional_columns_materialise_on_first_use() {
+    let mut b = RecordBatch::new(1);
+    b.push(None, b"a", 1, 10);
+    assert!(b.key_ends.is_empty() && b.header_ends.is_empty());
+    b.push_with_headers(Some(b"k"), b"bc", &[("h", b"v")], 2, 11);
+    b.push(None, b"", 3, 12);
+    b.validate().unwrap();
+    assert_eq!(b.get(0).key, None);
+    assert_eq!(b.get(1).key, Some(&b"k"[..]));
+    assert_eq!(
+        b.get(1).headers().collect::<Vec<_>>(),
+        vec![("h", &b"v"[..])]
+    );
+    assert_eq!(b.get(2).key, None);
+    assert_eq!(b.get(2).headers().count(), 0);
+    assert_eq!(b.get(1).value, b"bc");
+    assert!(b.has_value.is_empty(), "no tombstone yet, no column");
+    b.push_raw_value(Some(b"k"), None, &[], 4, 13);
+    b.validate().unwrap();
+    assert_eq!(b.has_value, vec![true, true, true, false]);
+    assert_eq!(
+        (b.get(2).value_opt(), b.get(3).value_opt()),
+        (Some(&b""[..]), None)
+    );
+    // A copy keeps the absence.
+    let mut c = RecordBatch::new(1);
+    c.push_copy(&b.get(3));
+    assert_eq!(c.get(0).value_opt(), None);
+    b.has_value.pop();
+    assert!(b.validate().is_err(), "has-value must cover every record");
+}
+
+#[test]
+fn validate_names_the_broken_column() {
+    let mut b = RecordBatch::new(0);
+    b.push(None, b"abc", 0, 0);
+    b.value_ends[0] = 9;
+    assert_eq!(
+        b.validate().unwrap_err().to_string(),
+        "value-ends: last end 9 is past the data length 3"
+    );
+    let mut b = RecordBatch::new(0);
+    b.push(None, b"abc", 0, 0);
+    b.offsets.clear();
+    assert_eq!(
+        b.validate().unwrap_err().to_string(),
+        "offsets: has 0 entries, expected 1"
+    );
+    let mut b = RecordBatch::new(0);
+    b.push_with_headers(None, b"x", &[("n", b"v")], 0, 0);
+    b.headers.truncate(b.headers.len() - 1);
+    b.header_ends[0] -= 1;
+    assert!(b.validate().unwrap_err().to_string().contains("truncated"));
+}
