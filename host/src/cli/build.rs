@@ -100,11 +100,9 @@ fn go(dir: &Path) -> anyhow::Result<PathBuf> {
     let name = dir_name(dir)?;
     let target = dir.join("target");
     std::fs::create_dir_all(&target)?;
-    let core = target.join(format!("{name}.core.wasm"));
-    weir::build::go::compile(
-        dir,
-        &std::fs::canonicalize(&target)?.join(format!("{name}.core.wasm")),
-    )?;
+    // Absolute: go build runs in the project directory.
+    let core = std::fs::canonicalize(&target)?.join(format!("{name}.core.wasm"));
+    weir::build::go::compile(dir, &core)?;
     let module = weir::build::go::adapter_realloc(&std::fs::read(&core)?)?;
     let component =
         weir::build::componentize(&module, &core.display().to_string(), weir::build::go::WORLD)?;

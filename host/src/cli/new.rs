@@ -38,6 +38,26 @@ fn valid(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
+/// Write `files` (path under `dir`, contents), creating directories.
+fn write_all(dir: &Path, files: Vec<(String, Vec<u8>)>) -> anyhow::Result<()> {
+    for (path, bytes) in files {
+        let p = dir.join(path);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&p, bytes).with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Templates filled by `fill`, as files to write.
+fn filled(templates: &[(&str, &str)], fill: impl Fn(&str) -> String) -> Vec<(String, Vec<u8>)> {
+    templates
+        .iter()
+        .map(|(path, t)| (path.to_string(), fill(t).into_bytes()))
+        .collect()
+}
+
 /// The SDK weir was built from, next to its host crate in the repository.
 pub fn default_sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk")
@@ -89,56 +109,37 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             include_str!("scaffold/rust/expected.txt.tmpl"),
         ),
     ];
-    for (path, template) in files {
-        let p = dir.join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&p, fill(template)).with_context(|| format!("{}", p.display()))?;
-    }
-    println!(
-        "created {}/ (Rust): cd {} && weir build && weir test {}.wasm --input sample/input.txt --expect sample/expected.txt",
-        a.name, a.name, a.name
-    );
-    Ok(ExitCode::SUCCESS)
+    write_all(&dir, filled(&files, fill))?;
+    Ok(created(&a.name, "Rust"))
 }
 
 /// A C project: the generated bindings in `weir/`, the transform in
 /// `src/transform.c`, a sample and a README.
 fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     let fill = |t: &str| t.replace("{{name}}", name);
-    let mut files: Vec<(String, Vec<u8>)> = vec![
-        (
-            "src/transform.c".into(),
-            fill(include_str!("scaffold/c/transform.c.tmpl")).into_bytes(),
-        ),
-        (
-            "README.md".into(),
-            fill(include_str!("scaffold/c/README.md.tmpl")).into_bytes(),
-        ),
-        (
-            "sample/input.txt".into(),
-            include_str!("scaffold/rust/input.txt.tmpl").into(),
-        ),
-        (
-            "sample/expected.txt".into(),
-            include_str!("scaffold/rust/expected.txt.tmpl").into(),
-        ),
-    ];
+    let mut files = filled(
+        &[
+            (
+                "src/transform.c",
+                include_str!("scaffold/c/transform.c.tmpl"),
+            ),
+            ("README.md", include_str!("scaffold/c/README.md.tmpl")),
+            (
+                "sample/input.txt",
+                include_str!("scaffold/rust/input.txt.tmpl"),
+            ),
+            (
+                "sample/expected.txt",
+                include_str!("scaffold/rust/expected.txt.tmpl"),
+            ),
+        ],
+        fill,
+    );
     for (file, bytes) in weir::build::c::bindings()? {
         files.push((format!("weir/{file}"), bytes));
     }
-    for (path, bytes) in files {
-        let p = dir.join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&p, bytes).with_context(|| format!("{}", p.display()))?;
-    }
-    println!(
-        "created {name}/ (C): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
-    );
-    Ok(ExitCode::SUCCESS)
+    write_all(dir, files)?;
+    Ok(created(name, "C"))
 }
 
 /// A Go project: `main.go` with the transform, package `weir/` with the
@@ -164,15 +165,14 @@ fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
             include_str!("scaffold/rust/expected.txt.tmpl"),
         ),
     ];
-    for (path, template) in files {
-        let p = dir.join(path);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&p, fill(template)).with_context(|| format!("{}", p.display()))?;
-    }
+    write_all(dir, filled(&files, fill))?;
+    Ok(created(name, "Go"))
+}
+
+/// Say what was made and what to run next.
+fn created(name: &str, lang: &str) -> ExitCode {
     println!(
-        "created {name}/ (Go): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
+        "created {name}/ ({lang}): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
     );
-    Ok(ExitCode::SUCCESS)
+    ExitCode::SUCCESS
 }

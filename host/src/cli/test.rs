@@ -167,6 +167,14 @@ fn printed(dir: &Path, name: &str, json: bool) -> anyhow::Result<Vec<String>> {
 }
 
 pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
+    // A pipeline needs a key for keyed state; here the flag gives it.
+    // (Loading is cached: the build below loads the compiled component.)
+    if a.key_field.is_none() && runtime.load(&a.guest, &a.grants)?.info().stateful {
+        bail!(
+            "{} keeps keyed state, so its records need a key: give --key-field FIELD",
+            a.guest.display()
+        );
+    }
     let dir = tempfile::tempdir()?;
     std::fs::create_dir_all(dir.path().join("in"))?;
     std::fs::copy(&a.input, dir.path().join("in").join("input"))
@@ -174,13 +182,7 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let text = spec(&a, dir.path())?;
     let spec = Pipeline::parse(&text, "weir test", dir.path())
         .map_err(|e| anyhow::anyhow!("{} (from the options given to weir test)", e.message))?;
-    let mut query = match build_query(runtime, &spec, None, None, false) {
-        Ok(q) => q,
-        Err(e) if e.to_string().contains("[state] key") => {
-            bail!("{e}\n(weir test: give --key-field FIELD)")
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let mut query = build_query(runtime, &spec, None, None, false)?;
     // Sample input is all there is: windows still open at its end fire.
     query.flush_event_time_at_end();
     query.run(&mut |_| {})?;

@@ -132,7 +132,7 @@ pub fn check(
         // its checkpoint depends on the code.
         if was != now && state_involved && !upgrade {
             return refuse(format!(
-                "checkpoint {location} was written with {name} {was}, and this pipeline has {now}; restart with --upgrade to keep the checkpoint's state and position with the new {name}, or use a new checkpoint location"
+                "checkpoint {location} was written with {name} {was}, and this pipeline has {now}; restart with --upgrade to keep the checkpoint's state and position with the new {name}, or use a new checkpoint location (through weir serve: PUT the pipeline again with ?upgrade=true)"
             ));
         }
     }

@@ -148,7 +148,7 @@ pub async fn put(
             let st = state.clone();
             let _ = tokio::task::spawn_blocking(move || start_or_halt(&st, &t, &p, "kept")).await;
         }
-        return Err(api_hint(e));
+        return Err(e);
     }
     let new = state.store.put_pipeline(&row)?;
     state.store.event(
@@ -317,13 +317,4 @@ pub fn resume_all(state: &AppState) {
             Err(e) => tracing::error!("serve: reading tenant {}: {e}", p.tenant),
         }
     }
-}
-
-/// The engine's refusals name `weir run`'s flag; say the API's way too.
-fn api_hint(mut e: ApiError) -> ApiError {
-    if e.detail.contains("--upgrade") {
-        e.detail
-            .push_str(" (through the API: PUT the pipeline again with ?upgrade=true)");
-    }
-    e
 }

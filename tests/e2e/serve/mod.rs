@@ -126,6 +126,19 @@ impl Server {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
+    /// Upload the test guest `guest` as `token`'s tenant; its id.
+    pub(crate) fn upload(&self, token: &str, guest: &str) -> String {
+        let bytes = std::fs::read(crate::testkit::guest(guest)).unwrap();
+        let (st, c) = self.call(
+            "POST",
+            "/v1/components",
+            Some(token),
+            Some(Body::Bytes(bytes)),
+        );
+        assert_eq!(st, 201, "{c}");
+        c["id"].as_str().unwrap().to_string()
+    }
+
     pub(crate) fn tenant(&self, name: &str) -> String {
         let (s, v) = self.call(
             "POST",

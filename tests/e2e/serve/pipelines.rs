@@ -6,8 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::{Body, Server};
-use crate::testkit::guest;
+use super::Server;
 
 fn append(log: &Path, values: std::ops::Range<u32>) {
     let values: Vec<String> = values.map(|i| format!("v{i:05}")).collect();
@@ -83,15 +82,7 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     let s = Server::start(&data, &[]);
     let acme = s.tenant("acme");
     let other = s.tenant("other");
-    let bytes = std::fs::read(guest("uppercase")).unwrap();
-    let (st, c) = s.call(
-        "POST",
-        "/v1/components",
-        Some(&acme),
-        Some(Body::Bytes(bytes)),
-    );
-    assert_eq!(st, 201, "{c}");
-    let id = c["id"].as_str().unwrap().to_string();
+    let id = s.upload(&acme, "uppercase");
     let spec = PIPELINE.replace("COMPONENT", &id);
     // Confinement: nothing outside the tenant's data, no Kafka, own components only.
     for (bad, why) in [
@@ -220,18 +211,7 @@ fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
     let data = dir.path().join("data");
     let s = Server::start(&data, &[]);
     let acme = s.tenant("acme");
-    let bytes = std::fs::read(guest("uppercase")).unwrap();
-    let id = s
-        .call(
-            "POST",
-            "/v1/components",
-            Some(&acme),
-            Some(Body::Bytes(bytes)),
-        )
-        .1["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = s.upload(&acme, "uppercase");
     let spec = PIPELINE.replace("COMPONENT", &id).replace(
         "type = \"log\"\npath = \"log\"\ntopic = \"out\"\npartitions = 2",
         "type = \"files\"\npath = \"out\"",

@@ -8,9 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::Server;
 use super::pipelines::{append_values, put};
-use super::{Body, Server};
-use crate::testkit::guest;
 
 const PIPELINE: &str = r#"
 [[source]]
@@ -43,15 +42,7 @@ fn progress_logs_dead_letters_and_metrics_reach_their_tenant_only() {
     let s = Server::start(&data, &[]);
     let acme = s.tenant("acme");
     let other = s.tenant("other");
-    let bytes = std::fs::read(guest("misbehave")).unwrap();
-    let (st, c) = s.call(
-        "POST",
-        "/v1/components",
-        Some(&acme),
-        Some(Body::Bytes(bytes)),
-    );
-    assert_eq!(st, 201, "{c}");
-    let spec = PIPELINE.replace("COMPONENT", c["id"].as_str().unwrap());
+    let spec = PIPELINE.replace("COMPONENT", &s.upload(&acme, "misbehave"));
     let log = data.join("tenants/acme/log");
     weir::log::Topic::create(&log, "in", 2).unwrap();
     let (st, v) = put(&s, &acme, "obs", &spec);

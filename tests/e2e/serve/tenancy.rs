@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use super::pipelines::{append_values, put};
 use super::{Body, Server};
-use crate::testkit::guest;
 
 fn patch(s: &Server, tenant: &str, body: Value) -> (u16, Value) {
     let mut r = s
@@ -21,18 +20,6 @@ fn patch(s: &Server, tenant: &str, body: Value) -> (u16, Value) {
         r.status().as_u16(),
         serde_json::from_str(&text).unwrap_or(Value::Null),
     )
-}
-
-fn upload(s: &Server, token: &str) -> String {
-    let bytes = std::fs::read(guest("uppercase")).unwrap();
-    let (st, c) = s.call(
-        "POST",
-        "/v1/components",
-        Some(token),
-        Some(Body::Bytes(bytes)),
-    );
-    assert_eq!(st, 201, "{c}");
-    c["id"].as_str().unwrap().to_string()
 }
 
 fn wait_state(s: &Server, token: &str, name: &str, state: &str) -> Value {
@@ -63,7 +50,7 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
     );
     assert_eq!(st, 201, "{v}");
     let acme = v["token"].as_str().unwrap().to_string();
-    let id = upload(&s, &acme);
+    let id = s.upload(&acme, "uppercase");
     let log = data.join("tenants/acme/log");
     weir::log::Topic::create(&log, "in", 2).unwrap();
     let spec = format!(
@@ -162,7 +149,7 @@ fn kafka_brokers_and_properties_come_from_the_tenants_allow_list() {
     let data = dir.path().join("data");
     let s = Server::start(&data, &[]);
     let acme = s.tenant("acme");
-    let id = upload(&s, &acme);
+    let id = s.upload(&acme, "uppercase");
     let spec = |servers: &str, extra: &str| {
         format!(
             "[[source]]\ntype = \"kafka\"\nbootstrap-servers = \"{servers}\"\ntopics = [\"in\"]\n{extra}[transform]\ncomponent = \"{id}\"\n[sink.default]\ntype = \"files\"\npath = \"out\"\n"

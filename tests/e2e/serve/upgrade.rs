@@ -3,21 +3,8 @@
 
 use serde_json::Value;
 
+use super::Server;
 use super::pipelines::put;
-use super::{Body, Server};
-use crate::testkit::guest;
-
-fn upload(s: &Server, token: &str, name: &str) -> String {
-    let bytes = std::fs::read(guest(name)).unwrap();
-    let (st, c) = s.call(
-        "POST",
-        "/v1/components",
-        Some(token),
-        Some(Body::Bytes(bytes)),
-    );
-    assert_eq!(st, 201, "{c}");
-    c["id"].as_str().unwrap().to_string()
-}
 
 fn put_with(s: &Server, token: &str, path: &str, text: &str) -> (u16, Value) {
     let mut r = s
@@ -39,8 +26,8 @@ fn a_stateful_component_swap_needs_upgrade_and_keeps_the_old_one_running_until_t
     let data = dir.path().join("data");
     let s = Server::start(&data, &[]);
     let acme = s.tenant("acme");
-    let dedup = upload(&s, &acme, "dedup");
-    let counts = upload(&s, &acme, "window-count");
+    let dedup = s.upload(&acme, "dedup");
+    let counts = s.upload(&acme, "window-count");
     let log = data.join("tenants/acme/log");
     weir::log::Topic::create(&log, "in", 2).unwrap();
     let spec = |id: &str| {
