@@ -23,20 +23,7 @@ const VALUE_LEN: usize = 100;
 const BATCH: usize = 1_000;
 
 fn batches(records: usize) -> Vec<RecordBatch> {
-    let mut out = Vec::new();
-    let mut value = [0u8; VALUE_LEN];
-    for start in (0..records).step_by(BATCH) {
-        let n = BATCH.min(records - start);
-        let mut b = RecordBatch::with_capacity(0, n, n * VALUE_LEN);
-        for i in start..start + n {
-            for (j, c) in value.iter_mut().enumerate() {
-                *c = b'a' + ((i + j) % 26) as u8;
-            }
-            b.push(None, &value, i as i64, i as i64);
-        }
-        out.push(b);
-    }
-    out
+    testkit::letter_batches(records, VALUE_LEN, BATCH)
 }
 
 /// Records per second through `t` (best of 3 passes).

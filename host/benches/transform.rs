@@ -24,20 +24,7 @@ const VALUE_LEN: usize = 100;
 const RUNS: usize = 3;
 
 fn make_batches(batch_size: usize) -> Vec<RecordBatch> {
-    let mut out = Vec::new();
-    let mut value = [0u8; VALUE_LEN];
-    for start in (0..RECORDS).step_by(batch_size) {
-        let n = batch_size.min(RECORDS - start);
-        let mut b = RecordBatch::with_capacity(0, n, n * VALUE_LEN);
-        for i in start..start + n {
-            for (j, c) in value.iter_mut().enumerate() {
-                *c = b'a' + ((i + j) % 26) as u8;
-            }
-            b.push(None, &value, i as i64, i as i64);
-        }
-        out.push(b);
-    }
-    out
+    testkit::letter_batches(RECORDS, VALUE_LEN, batch_size)
 }
 
 /// Median records/second of `RUNS` passes of `run` over all batches.

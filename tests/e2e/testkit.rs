@@ -184,3 +184,22 @@ pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
         seed
     }
 }
+
+/// `records` lowercase-letter values of `value_len` bytes in batches of
+/// `batch_size`: the transform benchmarks' uppercase input.
+pub fn letter_batches(records: usize, value_len: usize, batch_size: usize) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
+    let mut value = vec![0u8; value_len];
+    for start in (0..records).step_by(batch_size) {
+        let n = batch_size.min(records - start);
+        let mut b = RecordBatch::with_capacity(0, n, n * value_len);
+        for i in start..start + n {
+            for (j, c) in value.iter_mut().enumerate() {
+                *c = b'a' + ((i + j) % 26) as u8;
+            }
+            b.push(None, &value, i as i64, i as i64);
+        }
+        out.push(b);
+    }
+    out
+}
