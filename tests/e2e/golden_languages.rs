@@ -1,10 +1,11 @@
 //! The golden suite across guest languages: the same pipeline, input and
 //! expected output for each language's guest, through `weir run` in
-//! micro-batch and continuous mode, each with SIGKILLs mid-run and a
-//! restore. Today: uppercase in Rust (the example crate), C and Go (built
+//! micro-batch and continuous mode, each SIGKILLed at a fixed step and at
+//! a varied moment, then restored. Today: uppercase in Rust (the example crate), C and Go (built
 //! by `weir new` + `weir build`, as a user would); other languages join as
 //! their SDKs land.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -89,17 +90,31 @@ fn golden(component: &Path, lang: &str) {
         let dir = tempfile::tempdir().unwrap();
         fixture(dir.path(), component, continuous);
         let idle = continuous.then_some("300ms");
-        // Killed twice, then run to the end; a kill must land before the
-        // output is whole, or it tests nothing.
-        let mut unfinished = 0;
-        for _ in 0..2 {
-            let mut child = run_command(dir.path(), idle).spawn().unwrap();
-            std::thread::sleep(Duration::from_millis(20 + next() % 60));
-            child.kill().unwrap(); // SIGKILL
-            child.wait().unwrap();
-            unfinished += usize::from(output(dir.path()).len() < RECORDS);
-        }
-        assert!(unfinished > 0, "{lang}: both kills came after the end");
+        // First a kill at a fixed step, so one always lands mid-run however
+        // fast the machine: batch 5 of 40 committed its output, or the first
+        // epoch wrote part of its output and not its commit.
+        let fault = if continuous {
+            "mid-sink#1"
+        } else {
+            "after-sink-commit@5"
+        };
+        let out = run_command(dir.path(), idle)
+            .env("WEIR_FAULT", fault)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{lang}: {fault}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(output(dir.path()).len() < RECORDS, "{lang}: {fault}");
+        // Then one at a varied moment, which may land anywhere, even after
+        // the end.
+        let mut child = run_command(dir.path(), idle).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(20 + next() % 60));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
         run_ok(run_command(dir.path(), idle));
         assert_eq!(
             output(dir.path()),
