@@ -1,7 +1,9 @@
 //! Output side of a transform: records are written straight into the
 //! columnar output buffers, so emitting a record allocates nothing per record.
 
-use crate::record::{Record, encode_header, span};
+use weir_wire::{end, push_key, push_optional, span};
+
+use crate::record::Record;
 use crate::wit::{BadRecord, Header as WireHeader, OutputBatch, OutputRecord};
 
 /// Collects the output of one call in the columnar wire form.
@@ -14,10 +16,11 @@ use crate::wit::{BadRecord, Header as WireHeader, OutputBatch, OutputRecord};
 pub struct Emitter {
     values: Vec<u8>,
     value_ends: Vec<u32>,
+    has_value: Vec<bool>,
     keys: Vec<u8>,
     key_ends: Vec<u32>,
     has_key: Vec<bool>,
-    headers: Vec<u8>,
+    headers: Vec<WireHeader>,
     header_ends: Vec<u32>,
     /// `(output index, timestamp)` of records with an explicit timestamp;
     /// expanded to a full column by `finish`, which knows the input's.
@@ -82,6 +85,7 @@ impl Emitter {
     pub(crate) fn rollback(&mut self, m: Mark) {
         self.values.truncate(m.values);
         self.value_ends.truncate(m.records);
+        self.has_value.truncate(m.records);
         self.keys.truncate(m.keys);
         self.key_ends.truncate(m.records);
         self.has_key.truncate(m.records);
@@ -98,62 +102,58 @@ impl Emitter {
 
     #[inline(never)]
     fn route(&mut self, name: &str) -> u32 {
-        match self.outputs.iter().position(|o| o == name) {
-            Some(i) => i as u32 + 1,
-            None => {
-                self.outputs.push(name.to_owned());
-                self.outputs.len() as u32
-            }
-        }
+        weir_wire::route(&mut self.outputs, name)
     }
 
     /// Append one output record. The value is written by `write_value`
-    /// directly into the output buffer.
+    /// directly into the output buffer; `None` emits a record without a
+    /// value (a tombstone).
     #[inline]
     pub(crate) fn push(
         &mut self,
         origin: &Record<'_>,
-        write_value: impl FnOnce(&mut Vec<u8>),
+        write_value: Option<impl FnOnce(&mut Vec<u8>)>,
         key: KeySpec<'_>,
         headers: Option<&[(String, Vec<u8>)]>,
         timestamp: Option<i64>,
         output: Option<&str>,
     ) {
         let n = self.value_ends.len();
-        write_value(&mut self.values);
-        self.value_ends.push(self.values.len() as u32);
+        push_optional(&mut self.has_value, n, true, write_value.is_some());
+        if let Some(write) = write_value {
+            write(&mut self.values);
+        }
+        self.value_ends.push(end(self.values.len()));
 
         let key = match key {
             KeySpec::Inherit => origin.key(),
             KeySpec::Set(k) => k,
         };
-        if key.is_some() || !self.key_ends.is_empty() {
-            self.key_ends.resize(n, self.keys.len() as u32);
-            self.has_key.resize(n, false);
-            self.keys.extend_from_slice(key.unwrap_or_default());
-            self.key_ends.push(self.keys.len() as u32);
-            self.has_key.push(key.is_some());
-        }
+        push_key(
+            &mut self.keys,
+            &mut self.key_ends,
+            &mut self.has_key,
+            n,
+            key,
+        );
 
         let has_headers = match headers {
             None => !origin.headers().is_empty(),
             Some(list) => !list.is_empty(),
         };
         if has_headers || !self.header_ends.is_empty() {
-            self.header_ends.resize(n, self.headers.len() as u32);
+            self.header_ends.resize(n, end(self.headers.len()));
+            let header = |(name, value): (&str, &[u8])| WireHeader {
+                name: name.to_owned(),
+                value: value.to_vec(),
+            };
             match headers {
-                None => {
-                    for (name, value) in origin.headers().iter() {
-                        encode_header(&mut self.headers, name, value);
-                    }
-                }
-                Some(list) => {
-                    for (name, value) in list {
-                        encode_header(&mut self.headers, name, value);
-                    }
-                }
+                None => self.headers.extend(origin.headers().iter().map(header)),
+                Some(list) => self
+                    .headers
+                    .extend(list.iter().map(|(n, v)| header((n.as_str(), v.as_slice())))),
             }
-            self.header_ends.push(self.headers.len() as u32);
+            self.header_ends.push(end(self.headers.len()));
         }
 
         if let Some(ts) = timestamp {
@@ -172,10 +172,7 @@ impl Emitter {
             None => 0,
             Some(name) => self.route(name),
         };
-        if route != 0 || !self.routes.is_empty() {
-            self.routes.resize(n, 0);
-            self.routes.push(route);
-        }
+        push_optional(&mut self.routes, n, 0, route);
     }
 
     /// Origin of output record `i`.
@@ -207,6 +204,7 @@ impl Emitter {
         OutputBatch {
             values: self.values,
             value_ends: self.value_ends,
+            has_value: self.has_value,
             keys: self.keys,
             key_ends: self.key_ends,
             has_key: self.has_key,
@@ -230,20 +228,15 @@ impl Emitter {
                 let headers = if self.header_ends.is_empty() {
                     Vec::new()
                 } else {
-                    crate::record::Headers::Encoded(span(&self.headers, &self.header_ends, i))
-                        .iter()
-                        .map(|(name, value)| WireHeader {
-                            name: name.to_owned(),
-                            value: value.to_vec(),
-                        })
-                        .collect()
+                    span(&self.headers, &self.header_ends, i).to_vec()
                 };
+                let has_value = weir_wire::optional(&self.has_value, i, true);
                 let route = self.routes.get(i).copied().unwrap_or(0);
                 let timestamp = explicit.next_if(|(k, _)| *k as usize == i).map(|(_, t)| *t);
                 OutputRecord {
                     output: (route != 0).then(|| self.outputs[route as usize - 1].clone()),
                     key,
-                    value: span(&self.values, &self.value_ends, i).to_vec(),
+                    value: has_value.then(|| span(&self.values, &self.value_ends, i).to_vec()),
                     headers,
                     timestamp,
                 }
@@ -282,7 +275,7 @@ impl<'e, 'r> Output<'e, 'r> {
     pub fn emit_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         let input = self.input;
         self.emitter
-            .push(&input, write, KeySpec::Inherit, None, None, None);
+            .push(&input, Some(write), KeySpec::Inherit, None, None, None);
     }
 
     /// Emit `value` to the named output `output`.
@@ -291,7 +284,7 @@ impl<'e, 'r> Output<'e, 'r> {
         let v = value.as_ref();
         self.emitter.push(
             &input,
-            |buf| buf.extend_from_slice(v),
+            Some(|buf: &mut Vec<u8>| buf.extend_from_slice(v)),
             KeySpec::Inherit,
             None,
             None,
@@ -299,16 +292,24 @@ impl<'e, 'r> Output<'e, 'r> {
         );
     }
 
-    /// Pass the input record through unchanged.
+    /// Pass the input record through unchanged (a record without a value
+    /// stays without one).
     pub fn forward(&mut self) {
-        let v = self.input.value();
-        self.emit(v);
+        self.forward_inner(None);
     }
 
     /// Pass the input record through unchanged to the named output.
     pub fn forward_to(&mut self, output: &str) {
-        let v = self.input.value();
-        self.emit_to(output, v);
+        self.forward_inner(Some(output));
+    }
+
+    fn forward_inner(&mut self, output: Option<&str>) {
+        let input = self.input;
+        let write = input
+            .value_opt()
+            .map(|v| move |buf: &mut Vec<u8>| buf.extend_from_slice(v));
+        self.emitter
+            .push(&input, write, KeySpec::Inherit, None, None, output);
     }
 
     /// Start a record whose key, headers, timestamp and output can be set.
@@ -366,15 +367,24 @@ impl RecordBuilder<'_, '_, '_> {
     }
 
     pub fn emit(self, value: impl AsRef<[u8]>) {
+        self.emit_opt(Some(value.as_ref()));
+    }
+
+    /// Emit a record without a value: a tombstone, which deletes its key
+    /// from a compacted Kafka topic.
+    pub fn emit_tombstone(self) {
+        self.emit_opt(None);
+    }
+
+    fn emit_opt(self, value: Option<&[u8]>) {
         let input = self.out.input;
-        let v = value.as_ref();
         let key = match &self.key {
             None => KeySpec::Inherit,
             Some(k) => KeySpec::Set(k.as_deref()),
         };
         self.out.emitter.push(
             &input,
-            |buf| buf.extend_from_slice(v),
+            value.map(|v| move |buf: &mut Vec<u8>| buf.extend_from_slice(v)),
             key,
             self.headers.as_deref(),
             self.timestamp,

@@ -105,10 +105,14 @@ macro_rules! export {
                 }
                 fn process_batch(
                     input: $crate::wit::Batch,
-                ) -> ::std::result::Result<$crate::wit::OutputBatch, ::std::string::String>
+                ) -> ::std::result::Result<$crate::wit::OutputBatch, $crate::wit::BatchError>
                 {
                     $crate::rt::process_batch::<$t>(input)
                 }
+            }
+            impl $crate::bindings::exports::weir::transform::record_transform::Guest
+                for __WeirGuest
+            {
                 fn process_record(
                     input: $crate::wit::Record,
                 ) -> ::std::result::Result<
@@ -121,7 +125,7 @@ macro_rules! export {
             impl $crate::bindings::exports::weir::transform::timer_handler::Guest for __WeirGuest {
                 fn on_timers(
                     fired: $crate::bindings::exports::weir::transform::timer_handler::FiredTimers,
-                ) -> ::std::result::Result<$crate::wit::OutputBatch, ::std::string::String>
+                ) -> ::std::result::Result<$crate::wit::OutputBatch, $crate::wit::BatchError>
                 {
                     $crate::rt::on_timers::<$t>(fired)
                 }
@@ -133,6 +137,7 @@ macro_rules! export {
             // Natively, mark the exports used so the user's code is not dead.
             #[cfg(not(target_arch = "wasm32"))]
             const _: () = {
+                use $crate::bindings::exports::weir::transform::record_transform::Guest as _;
                 use $crate::bindings::exports::weir::transform::timer_handler::Guest as _;
                 use $crate::bindings::exports::weir::transform::transform::Guest as _;
                 let _ = __WeirGuest::on_timers;
@@ -174,6 +179,7 @@ macro_rules! __export_fn {
 
 /// Export `f: fn(&Record) -> V` (or `-> Result<V, RecordError>`) as a map:
 /// one output per input with value `V`, keeping key, headers and timestamp.
+/// A record without a value (a tombstone) passes through without calling `f`.
 #[macro_export]
 macro_rules! map {
     ($f:expr) => {

@@ -1,6 +1,8 @@
 //! Borrowed views over input records, so a transform reads keys, values and
 //! headers straight out of the batch buffers without copying them.
 
+pub(crate) use weir_wire::span;
+
 use crate::wit::{Batch as WireBatch, Header as WireHeader};
 
 /// Where a record came from in its source.
@@ -15,7 +17,9 @@ pub struct Position {
 pub struct Record<'a> {
     pub(crate) index: u32,
     pub(crate) key: Option<&'a [u8]>,
+    /// Empty when the record has no value (see `has_value`).
     pub(crate) value: &'a [u8],
+    pub(crate) has_value: bool,
     pub(crate) headers: Headers<'a>,
     pub(crate) timestamp: i64,
     pub(crate) position: Position,
@@ -28,7 +32,8 @@ impl<'a> Record<'a> {
             index: 0,
             key: None,
             value,
-            headers: Headers::Encoded(&[]),
+            has_value: true,
+            headers: Headers(&[]),
             timestamp: 0,
             position: Position {
                 partition: 0,
@@ -52,9 +57,15 @@ impl<'a> Record<'a> {
         self
     }
 
-    /// Headers given as an encoded blob (see the WIT `batch` docs).
-    pub fn with_encoded_headers(mut self, encoded: &'a [u8]) -> Self {
-        self.headers = Headers::Encoded(encoded);
+    pub fn with_headers(mut self, headers: &'a [WireHeader]) -> Self {
+        self.headers = Headers(headers);
+        self
+    }
+
+    /// This record without a value (a tombstone), for tests.
+    pub fn without_value(mut self) -> Self {
+        self.value = &[];
+        self.has_value = false;
         self
     }
 
@@ -67,8 +78,20 @@ impl<'a> Record<'a> {
         self.key
     }
 
+    /// The value; empty for a record without one (see [`Record::has_value`]).
     pub fn value(&self) -> &'a [u8] {
         self.value
+    }
+
+    /// False for a record without a value: a Kafka tombstone, which says
+    /// "delete this key" to a compacted topic.
+    pub fn has_value(&self) -> bool {
+        self.has_value
+    }
+
+    /// The value, `None` for a record without one.
+    pub fn value_opt(&self) -> Option<&'a [u8]> {
+        self.has_value.then_some(self.value)
     }
 
     /// The value as UTF-8, or a bad-record error saying it is not.
@@ -99,65 +122,33 @@ impl<'a> Record<'a> {
     }
 }
 
-/// The headers of one record, either still encoded (batch path) or as the
-/// list the per-record call received.
+/// The headers of one record, in order.
 #[derive(Clone, Copy, Debug)]
-pub enum Headers<'a> {
-    Encoded(&'a [u8]),
-    List(&'a [WireHeader]),
-}
+pub struct Headers<'a>(pub(crate) &'a [WireHeader]);
 
 impl<'a> Headers<'a> {
     pub fn iter(&self) -> HeaderIter<'a> {
-        match *self {
-            Headers::Encoded(buf) => HeaderIter::Encoded(buf),
-            Headers::List(list) => HeaderIter::List(list.iter()),
-        }
+        HeaderIter(self.0.iter())
     }
 
     pub fn is_empty(&self) -> bool {
-        match self {
-            Headers::Encoded(buf) => buf.is_empty(),
-            Headers::List(list) => list.is_empty(),
-        }
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
-/// Iterates `(name, value)` pairs. A malformed encoding ends the iteration;
-/// the host validates header encodings before a batch reaches the guest.
-pub enum HeaderIter<'a> {
-    Encoded(&'a [u8]),
-    List(std::slice::Iter<'a, WireHeader>),
-}
+/// Iterates a record's headers as `(name, value)` pairs.
+pub struct HeaderIter<'a>(std::slice::Iter<'a, WireHeader>);
 
 impl<'a> Iterator for HeaderIter<'a> {
     type Item = (&'a str, &'a [u8]);
 
     fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            HeaderIter::List(it) => it.next().map(|h| (h.name.as_str(), h.value.as_slice())),
-            HeaderIter::Encoded(buf) => {
-                let (name, rest) = take_chunk(buf)?;
-                let (value, rest) = take_chunk(rest)?;
-                *buf = rest;
-                Some((std::str::from_utf8(name).ok()?, value))
-            }
-        }
+        self.0.next().map(|h| (h.name.as_str(), h.value.as_slice()))
     }
-}
-
-fn take_chunk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
-    let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
-    let rest = &buf[4..];
-    (rest.len() >= len).then(|| rest.split_at(len))
-}
-
-/// Append one header entry in the batch encoding.
-pub(crate) fn encode_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
-    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-    out.extend_from_slice(value);
 }
 
 /// A borrowed view of a whole input batch.
@@ -202,7 +193,8 @@ impl<'a> Batch<'a> {
             index: i as u32,
             key,
             value,
-            headers: Headers::Encoded(headers),
+            has_value: weir_wire::optional(&w.has_value, i, true),
+            headers: Headers(headers),
             timestamp: w.timestamps.get(i).copied().unwrap_or(0),
             position: Position {
                 partition: w.partition,
@@ -213,33 +205,5 @@ impl<'a> Batch<'a> {
 
     pub fn records(&self) -> impl Iterator<Item = Record<'a>> + '_ {
         (0..self.len()).map(|i| self.get(i))
-    }
-}
-
-#[inline]
-pub(crate) fn span<'a>(data: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
-    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-    &data[start..ends[i] as usize]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn headers_round_trip_through_the_encoding() {
-        let mut buf = Vec::new();
-        encode_header(&mut buf, "a", b"1");
-        encode_header(&mut buf, "trace-id", b"");
-        let got: Vec<_> = Headers::Encoded(&buf).iter().collect();
-        assert_eq!(got, vec![("a", &b"1"[..]), ("trace-id", &b""[..])]);
-    }
-
-    #[test]
-    fn truncated_header_encoding_stops_iteration() {
-        let mut buf = Vec::new();
-        encode_header(&mut buf, "a", b"12345");
-        buf.truncate(buf.len() - 2);
-        assert_eq!(Headers::Encoded(&buf).iter().count(), 0);
     }
 }

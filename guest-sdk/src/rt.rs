@@ -8,8 +8,10 @@ use crate::bindings::exports::weir::transform::timer_handler::FiredTimers as Wir
 use crate::emit::{Emitter, Output};
 use crate::record::{Batch, Headers, Position, Record};
 use crate::transform::{FilterFn, FlatMapFn, MapFn};
-use crate::wit::RecordError as WireRecordError;
-use crate::wit::{Batch as WireBatch, OutputBatch, OutputRecord, Record as WireRecord};
+use crate::wit::{
+    Batch as WireBatch, BatchError, OutputBatch, OutputRecord, Record as WireRecord,
+    RecordError as WireRecordError,
+};
 use crate::{BatchOutput, Config, RecordError, Transform};
 
 thread_local! {
@@ -54,8 +56,10 @@ pub(crate) fn run_batch_with(
     Ok(out.emitter.finish(&input.timestamps))
 }
 
-pub fn process_batch<T: Transform>(input: WireBatch) -> Result<OutputBatch, String> {
-    with_instance::<T, _>(|t| run_batch(t, &input))?
+pub fn process_batch<T: Transform>(input: WireBatch) -> Result<OutputBatch, BatchError> {
+    with_instance::<T, _>(|t| run_batch(t, &input))
+        .and_then(|r| r)
+        .map_err(BatchError::Broken)
 }
 
 pub fn process_record<T: Transform>(
@@ -64,8 +68,9 @@ pub fn process_record<T: Transform>(
     let record = Record {
         index: 0,
         key: input.key.as_deref(),
-        value: &input.value,
-        headers: Headers::List(&input.headers),
+        value: input.value.as_deref().unwrap_or_default(),
+        has_value: input.value.is_some(),
+        headers: Headers(&input.headers),
         timestamp: input.timestamp,
         position: Position {
             partition: input.position.partition,
@@ -84,11 +89,11 @@ pub fn process_record<T: Transform>(
             })
             .map(|r| r.map(|()| emitter.to_records()))
         })
-        .map_err(WireRecordError::Fatal)?;
+        .map_err(WireRecordError::Broken)?;
     match result {
         Ok(records) => Ok(records),
         Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),
-        Err(RecordError::Fatal(m)) => Err(WireRecordError::Fatal(m)),
+        Err(RecordError::Fatal(m)) => Err(WireRecordError::Broken(m)),
     }
 }
 
@@ -113,7 +118,8 @@ pub fn run_timers<T: Transform>(t: &mut T, fired: &Fired<'_>) -> Result<OutputBa
             index: i as u32,
             key: Some(fired.keys[i]),
             value: &[],
-            headers: Headers::Encoded(&[]),
+            has_value: true,
+            headers: Headers(&[]),
             timestamp: fired.times[i],
             position: Position {
                 partition: 0,
@@ -126,7 +132,11 @@ pub fn run_timers<T: Transform>(t: &mut T, fired: &Fired<'_>) -> Result<OutputBa
     Ok(emitter.finish(&fired.times))
 }
 
-pub fn on_timers<T: Transform>(fired: WireFired) -> Result<OutputBatch, String> {
+pub fn on_timers<T: Transform>(fired: WireFired) -> Result<OutputBatch, BatchError> {
+    on_timers_inner::<T>(fired).map_err(BatchError::Broken)
+}
+
+fn on_timers_inner<T: Transform>(fired: WireFired) -> Result<OutputBatch, String> {
     use crate::bindings::weir::transform::types::TimeDomain as D;
     let mut keys = Vec::with_capacity(fired.times.len());
     let mut start = 0;
@@ -162,11 +172,18 @@ pub fn no_config(config: &Config) -> Result<(), String> {
     }
 }
 
+/// A map changes values, and a record without one (a tombstone) has none:
+/// it passes through unchanged, so deletes still reach compacted topics.
+/// Filters and flat-maps see tombstones (`Record::has_value`).
 pub fn apply_map<F: MapFn>(
     f: &F,
     record: &Record<'_>,
     out: &mut Output<'_, '_>,
 ) -> Result<(), RecordError> {
+    if !record.has_value() {
+        out.forward();
+        return Ok(());
+    }
     f.apply(record, out)
 }
 

@@ -4,9 +4,9 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use crate::record::{Headers, encode_header, span};
+use crate::record::span;
 use crate::state::{OutputMode, TimeDomain};
-use crate::wit::{Batch as WireBatch, OutputBatch};
+use crate::wit::{Batch as WireBatch, Header, OutputBatch};
 use crate::{Config, FilterFn, FlatMapFn, MapFn, Output, Record, RecordError, Transform};
 
 #[derive(Default)]
@@ -125,7 +125,10 @@ pub fn gauge(name: &str) -> Option<f64> {
 pub struct Emitted {
     pub output: Option<String>,
     pub key: Option<Vec<u8>>,
+    /// Empty for a record without a value (see `has_value`).
     pub value: Vec<u8>,
+    /// False for a tombstone.
+    pub has_value: bool,
     pub headers: Vec<(String, Vec<u8>)>,
     pub timestamp: i64,
     /// Index of the input record it came from.
@@ -196,7 +199,7 @@ pub fn records<'a>(values: &[&'a str]) -> Vec<Record<'a>> {
 
 /// Test a `map!` function on plain values.
 pub fn map<F: MapFn>(f: F, values: &[&str]) -> Result<Run, String> {
-    run_fn(&records(values), |r, o| f.apply(r, o))
+    run_fn(&records(values), |r, o| crate::rt::apply_map(&f, r, o))
 }
 
 /// Test a `filter!` function on plain values.
@@ -219,6 +222,7 @@ fn encode(records: &[Record<'_>]) -> WireBatch {
         partition: records.first().map_or(0, |r| r.position().partition),
         values: vec![],
         value_ends: vec![],
+        has_value: vec![],
         keys: vec![],
         key_ends: vec![],
         has_key: vec![],
@@ -227,25 +231,22 @@ fn encode(records: &[Record<'_>]) -> WireBatch {
         timestamps: vec![],
         offsets: vec![],
     };
-    for r in records {
+    for (n, r) in records.iter().enumerate() {
+        weir_wire::push_optional(&mut b.has_value, n, true, r.has_value());
         b.values.extend_from_slice(r.value());
-        b.value_ends.push(b.values.len() as u32);
-        b.keys.extend_from_slice(r.key().unwrap_or_default());
-        b.key_ends.push(b.keys.len() as u32);
-        b.has_key.push(r.key().is_some());
-        for (n, v) in r.headers().iter() {
-            encode_header(&mut b.headers, n, v);
+        b.value_ends.push(weir_wire::end(b.values.len()));
+        weir_wire::push_key(&mut b.keys, &mut b.key_ends, &mut b.has_key, n, r.key());
+        if !r.headers().is_empty() || !b.header_ends.is_empty() {
+            b.header_ends.resize(n, weir_wire::end(b.headers.len()));
+            b.headers
+                .extend(r.headers().iter().map(|(name, value)| Header {
+                    name: name.to_owned(),
+                    value: value.to_vec(),
+                }));
+            b.header_ends.push(weir_wire::end(b.headers.len()));
         }
-        b.header_ends.push(b.headers.len() as u32);
         b.timestamps.push(r.timestamp());
         b.offsets.push(r.position().offset);
-    }
-    if !b.has_key.iter().any(|k| *k) {
-        b.key_ends.clear();
-        b.has_key.clear();
-    }
-    if b.headers.is_empty() {
-        b.header_ends.clear();
     }
     b
 }
@@ -262,9 +263,9 @@ fn decode(input: &WireBatch, out: &OutputBatch) -> Run {
             let headers = if out.header_ends.is_empty() {
                 vec![]
             } else {
-                Headers::Encoded(span(&out.headers, &out.header_ends, i))
+                span(&out.headers, &out.header_ends, i)
                     .iter()
-                    .map(|(n, v)| (n.to_string(), v.to_vec()))
+                    .map(|h| (h.name.clone(), h.value.clone()))
                     .collect()
             };
             Emitted {
@@ -272,6 +273,7 @@ fn decode(input: &WireBatch, out: &OutputBatch) -> Run {
                 key: (!out.has_key.is_empty() && out.has_key[i])
                     .then(|| span(&out.keys, &out.key_ends, i).to_vec()),
                 value: span(&out.values, &out.value_ends, i).to_vec(),
+                has_value: weir_wire::optional(&out.has_value, i, true),
                 headers,
                 timestamp: out
                     .timestamps

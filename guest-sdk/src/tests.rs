@@ -117,3 +117,63 @@ fn config_durations_refuse_overflow_by_key() {
     let err = c.duration("ttl", d).unwrap_err();
     assert_eq!(err, "config `ttl`: `99999999999999999d` is too long");
 }
+
+/// Forwards everything; turns "delete" into a tombstone with a new header.
+struct Passthrough;
+impl Transform for Passthrough {
+    fn init(_: &Config) -> Result<Self, String> {
+        Ok(Passthrough)
+    }
+    fn process(&mut self, r: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+        if r.value() == b"delete" {
+            out.build().header("why", "asked").emit_tombstone();
+        } else {
+            out.forward();
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn tombstones_and_typed_headers_cross_the_encoding_both_ways() {
+    use crate::wit::Header;
+    let h = [Header {
+        name: "trace".into(),
+        value: b"7".to_vec(),
+    }];
+    let input = [
+        Record::new(b"keep").with_headers(&h),
+        Record::new(b"").with_key(Some(b"k")).without_value(),
+        Record::new(b"delete").with_headers(&h),
+    ];
+    assert!(!input[1].has_value() && input[1].value_opt().is_none());
+    let got = run(&mut Passthrough, &input).unwrap().emitted;
+    assert!(got[0].has_value && got[0].value == b"keep");
+    assert_eq!(got[0].headers, [("trace".to_string(), b"7".to_vec())]);
+    assert!(!got[1].has_value, "a forwarded tombstone stays one");
+    assert_eq!(got[1].key.as_deref(), Some(&b"k"[..]));
+    assert!(got[1].headers.is_empty());
+    assert!(!got[2].has_value);
+    assert_eq!(got[2].headers, [("why".to_string(), b"asked".to_vec())]);
+}
+
+#[test]
+fn a_map_passes_tombstones_through_without_calling_the_function() {
+    let upper = |r: &Record<'_>| -> Result<Vec<u8>, RecordError> {
+        assert!(r.has_value(), "called for a tombstone");
+        Ok(r.value().to_ascii_uppercase())
+    };
+    let input = [
+        Record::new(b"a"),
+        Record::new(b"").with_key(Some(b"k")).without_value(),
+    ];
+    let got = testing::run_fn(&input, |r, o| crate::rt::apply_map(&upper, r, o))
+        .unwrap()
+        .emitted;
+    assert_eq!(
+        (got[0].value.as_slice(), got[0].has_value),
+        (&b"A"[..], true)
+    );
+    assert!(!got[1].has_value);
+    assert_eq!(got[1].key.as_deref(), Some(&b"k"[..]));
+}

@@ -20,7 +20,7 @@ use crate::engine::{
     TransformFactory, Trigger,
 };
 use crate::runtime::tenant::Tenant;
-use crate::runtime::{LoadError, Runtime, WasmTransform};
+use crate::runtime::{CallMode, LoadError, RECORD_INTERFACE, Runtime, WasmTransform};
 use crate::spec::{Mode, OnError, Pipeline, SinkSpec, SourceSpec};
 
 /// Why a pipeline could not be built.
@@ -190,6 +190,18 @@ fn factory(
         return Err(refused(format!(
             "output-mode = \"{}\" needs a stateful transform, and {} imports no keyed state (weir:transform/state); stateless transforms emit in append mode",
             spec.state.output_mode.as_str(),
+            t.component.display()
+        )));
+    }
+    let per_record = component
+        .info()
+        .interfaces
+        .exports
+        .iter()
+        .any(|e| e == RECORD_INTERFACE);
+    if t.call == CallMode::PerRecord && !per_record {
+        return Err(refused(format!(
+            "call = \"record\" needs {} to export `{RECORD_INTERFACE}` (build it for the record-transformer world), or use call = \"batch\"",
             t.component.display()
         )));
     }

@@ -56,7 +56,7 @@ fn wrong_world_component_names_what_it_exports() {
     let msg = one_line(&e);
     assert!(matches!(e, LoadError::MissingExport { .. }), "{msg}");
     assert!(
-        msg.contains("does not export `weir:transform/transform@0.1.0`"),
+        msg.contains("does not export `weir:transform/transform@0.2.0`"),
         "{msg}"
     );
     assert!(msg.contains("wasi:cli/run@0.2"), "{msg}");
@@ -69,7 +69,7 @@ fn wrong_export_types_are_refused() {
         (core instance $i (instantiate $m))
         (func $f (canon lift (core func $i "f")))
         (instance $t (export "init" (func $f)))
-        (export "weir:transform/transform@0.1.0" (instance $t)))"#;
+        (export "weir:transform/transform@0.2.0" (instance $t)))"#;
     let bytes = wat::parse_str(wat).unwrap();
     let e = load_err(Path::new("shape.wasm"), &bytes);
     let msg = one_line(&e);
@@ -81,17 +81,17 @@ fn wrong_export_types_are_refused() {
 }
 
 #[test]
-fn other_interface_version_is_named() {
+fn a_contract_0_1_component_is_refused_with_how_to_rebuild() {
     let wat = r#"(component
         (core module $m (func (export "f")))
         (core instance $i (instantiate $m))
         (func $f (canon lift (core func $i "f")))
         (instance $t (export "init" (func $f)))
-        (export "weir:transform/transform@0.2.0" (instance $t)))"#;
-    let e = load_err(Path::new("v2.wasm"), &wat::parse_str(wat).unwrap());
+        (export "weir:transform/transform@0.1.0" (instance $t)))"#;
+    let e = load_err(Path::new("v1.wasm"), &wat::parse_str(wat).unwrap());
     assert_eq!(
         one_line(&e),
-        "v2.wasm: exports `weir:transform/transform@0.2.0` but this weir speaks `weir:transform/transform@0.1.0`; rebuild it against this weir's wit/"
+        "v1.wasm: exports `weir:transform/transform@0.1.0` but this weir speaks `weir:transform/transform@0.2.0` (contract 0.2 changed values, headers and errors); rebuild it against this weir's wit/ (`weir build`, or the current weir-guest SDK)"
     );
 }
 

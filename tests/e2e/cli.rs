@@ -42,7 +42,7 @@ fn validate_accepts_every_example() {
         let stdout = text(&out.stdout);
         assert!(out.status.success(), "{name}: {}", text(&out.stderr));
         assert!(
-            stdout.contains("package:   weir:transform@0.1.0"),
+            stdout.contains("package:   weir:transform@0.2.0"),
             "{stdout}"
         );
         let world = if stateful {
@@ -53,7 +53,7 @@ fn validate_accepts_every_example() {
         assert!(stdout.contains(world), "{name}: {stdout}");
         let exports = stdout.lines().find(|l| l.starts_with("exports:")).unwrap();
         assert!(
-            exports.contains("weir:transform/transform@0.1.0"),
+            exports.contains("weir:transform/transform@0.2.0"),
             "{stdout}"
         );
         // Only stateful guests import state; the SDK adds nothing else.
@@ -79,7 +79,7 @@ fn validate_rejects_bad_files_with_one_line() {
         (core, "is a core wasm module, not a component"),
         (
             guest("not-a-transform"),
-            "does not export `weir:transform/transform@0.1.0`",
+            "does not export `weir:transform/transform@0.2.0`",
         ),
     ];
     for (path, expected) in cases {

@@ -179,6 +179,10 @@ fn malformed_batch_encodings_are_caught() {
             "bad-reject-index",
             "rejected: index 12 is not below the input count 2",
         ),
+        (
+            "header-ends-past-list",
+            "header-ends: last end 2 is past the data length 0",
+        ),
     ];
     for (mode, expected) in cases {
         let mut t = WasmTransform::new(

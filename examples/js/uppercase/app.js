@@ -1,6 +1,6 @@
 // Uppercase guest in JavaScript: ASCII-uppercases each record's value; key and
 // headers pass through, timestamp is kept. Accepts no configuration.
-// Build: scripts/build-polyglot OUTDIR (componentize-js, world `transformer`).
+// Build: scripts/build-polyglot OUTDIR (componentize-js, world `record-transformer`).
 
 const upper = (bytes) => bytes.map((b) => (b >= 0x61 && b <= 0x7a ? b - 0x20 : b));
 
@@ -16,6 +16,7 @@ export const transform = {
     return {
       values: upper(input.values),
       valueEnds: input.valueEnds,
+      hasValue: input.hasValue,
       keys: input.keys,
       keyEnds: input.keyEnds,
       hasKey: input.hasKey,
@@ -28,8 +29,11 @@ export const transform = {
       rejected: [],
     };
   },
+};
 
+export const recordTransform = {
   processRecord(input) {
-    return [{ output: undefined, key: input.key, value: upper(input.value), headers: input.headers, timestamp: undefined }];
+    const value = input.value === undefined ? undefined : upper(input.value);
+    return [{ output: undefined, key: input.key, value, headers: input.headers, timestamp: undefined }];
   },
 };

@@ -1,7 +1,7 @@
 """Uppercase guest in Python: ASCII-uppercases each record's value; key and
 headers pass through, timestamp is kept. Accepts no configuration.
 
-Build: scripts/build-polyglot OUTDIR (componentize-py, world `transformer`).
+Build: scripts/build-polyglot OUTDIR (componentize-py, world `record-transformer`).
 """
 from typing import List, Tuple
 
@@ -20,6 +20,7 @@ class Transform(exports.Transform):
         return OutputBatch(
             values=input.values.upper(),  # bytes.upper() only touches ASCII
             value_ends=input.value_ends,
+            has_value=input.has_value,
             keys=input.keys,
             key_ends=input.key_ends,
             has_key=input.has_key,
@@ -32,6 +33,10 @@ class Transform(exports.Transform):
             rejected=[],
         )
 
+
+
+class RecordTransform(exports.RecordTransform):
     def process_record(self, input: Record) -> List[OutputRecord]:
-        return [OutputRecord(output=None, key=input.key, value=input.value.upper(),
+        value = None if input.value is None else input.value.upper()
+        return [OutputRecord(output=None, key=input.key, value=value,
                              headers=input.headers, timestamp=None)]

@@ -7,10 +7,13 @@ use std::process::Command;
 
 use super::BuildError;
 
-/// The world C guests are built for.
-pub const WORLD: &str = "transformer";
+/// The world C guests are built for: batch and per-record calls.
+pub const WORLD: &str = "record-transformer";
+/// The world's name as the C generator spells it: the stem of its files
+/// (`weir/record_transformer.h`, `.c`) and of its identifiers.
+pub const STEM: &str = "record_transformer";
 
-/// The generated bindings: (file name, contents), e.g. `transformer.h`.
+/// The generated bindings: (file name, contents), e.g. `record_transformer.h`.
 pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
     let (mut resolve, id) = super::contract(WORLD)?;
     let opts = wit_bindgen_c::Opts {
@@ -29,9 +32,9 @@ pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
     // The generated C links against the type-information object it was
     // told not to write; weir embeds that information itself at build.
     out.push((
-        format!("{WORLD}_component_type.c"),
+        format!("{STEM}_component_type.c"),
         format!(
-            "// weir embeds the component type when it builds; this only satisfies the link.\nvoid __component_type_object_force_link_{WORLD}(void) {{}}\n"
+            "// weir embeds the component type when it builds; this only satisfies the link.\nvoid __component_type_object_force_link_{STEM}(void) {{}}\n"
         )
         .into_bytes(),
     ));
@@ -93,13 +96,21 @@ mod tests {
         let files = super::bindings().unwrap();
         let header = files
             .iter()
-            .find(|(n, _)| n == "transformer.h")
+            .find(|(n, _)| *n == format!("{}.h", super::STEM))
             .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
-            .expect("transformer.h");
+            .expect("the header");
         assert!(
             header.contains("exports_weir_transform_transform_process_batch"),
             "{header}"
         );
-        assert!(files.iter().any(|(n, _)| n == "transformer.c"));
+        assert!(
+            header.contains("exports_weir_transform_record_transform_process_record"),
+            "{header}"
+        );
+        assert!(
+            files
+                .iter()
+                .any(|(n, _)| *n == format!("{}_component_type.c", super::STEM))
+        );
     }
 }

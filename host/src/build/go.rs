@@ -17,7 +17,7 @@ use std::process::Command;
 use super::BuildError;
 
 /// The world Go guests are built for.
-pub const WORLD: &str = "transformer";
+pub const WORLD: &str = "record-transformer";
 /// The first bytes of the Go side's adapter arena.
 pub const ARENA_MAGIC: &[u8] = b"weir-adapter-arena-v1\xff";
 /// Its size: the adapter's two 64 KiB blocks, and room to spare.

@@ -1,7 +1,7 @@
 //! `weir build [DIR]`: turn a guest project into a component with the
 //! language's own toolchain, then check it as `weir validate` does. Rust
 //! (a `Cargo.toml`): `cargo build --release --target wasm32-wasip2`, which
-//! emits a component directly. C (`weir/transformer.h` and `src/*.c`, as
+//! emits a component directly. C (`weir/record_transformer.h` and `src/*.c`, as
 //! `weir new --lang c` makes them): clang to a core module, then weir's own
 //! component step ([`weir::build`]). The result is `DIR/<name>.wasm`.
 
@@ -35,14 +35,19 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let manifest = a.dir.join("Cargo.toml");
     let out = if manifest.exists() {
         rust(&a.dir, &manifest)?
-    } else if a.dir.join("weir/transformer.h").exists() {
+    } else if a
+        .dir
+        .join(format!("weir/{}.h", weir::build::c::STEM))
+        .exists()
+    {
         c(&a.dir)?
     } else if a.dir.join("go.mod").exists() {
         go(&a.dir)?
     } else {
         bail!(
-            "{}: not a Rust (Cargo.toml), C (weir/transformer.h) or Go (go.mod) project; start one with `weir new`",
-            a.dir.display()
+            "{}: not a Rust (Cargo.toml), C (weir/{}.h) or Go (go.mod) project; start one with `weir new`",
+            a.dir.display(),
+            weir::build::c::STEM
         );
     };
     let component = runtime
@@ -70,8 +75,8 @@ fn dir_name(dir: &Path) -> anyhow::Result<String> {
 fn c(dir: &Path) -> anyhow::Result<PathBuf> {
     let name = dir_name(dir)?;
     let mut sources = vec![
-        dir.join("weir/transformer.c"),
-        dir.join("weir/transformer_component_type.c"),
+        dir.join(format!("weir/{}.c", weir::build::c::STEM)),
+        dir.join(format!("weir/{}_component_type.c", weir::build::c::STEM)),
     ];
     let src = dir.join("src");
     let mut own: Vec<PathBuf> = std::fs::read_dir(&src)

@@ -82,6 +82,7 @@ impl RejectKind {
             E::OutOfMemory { .. } | E::StateLimit { .. } | E::TenantMemory { .. } => {
                 RejectKind::OutOfMemory
             }
+            E::BadRecord { .. } => RejectKind::BadRecord,
             _ => RejectKind::Trap,
         }
     }
@@ -182,16 +183,13 @@ impl OutputBatch {
         origin: u32,
         output: Option<&str>,
         key: Option<&[u8]>,
-        value: &[u8],
+        value: Option<&[u8]>,
         headers: &[HeaderRef<'_>],
         timestamp: i64,
     ) {
         let n = self.len();
-        if !self.has_value.is_empty() {
-            self.has_value.resize(n, true);
-            self.has_value.push(true);
-        }
-        self.values.extend_from_slice(value);
+        weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
+        self.values.extend_from_slice(value.unwrap_or_default());
         self.value_ends.push(self.values.len() as u32);
         push_key(
             &mut self.keys,
@@ -203,20 +201,8 @@ impl OutputBatch {
         push_headers(&mut self.headers, &mut self.header_ends, n, headers);
         self.timestamps.push(timestamp);
         self.origins.push(origin);
-        let route = match output {
-            None => 0,
-            Some(name) => match self.outputs.iter().position(|o| o == name) {
-                Some(i) => i as u32 + 1,
-                None => {
-                    self.outputs.push(name.to_owned());
-                    self.outputs.len() as u32
-                }
-            },
-        };
-        if route != 0 || !self.routes.is_empty() {
-            self.routes.resize(n, 0);
-            self.routes.push(route);
-        }
+        let route = output.map_or(0, |name| weir_wire::route(&mut self.outputs, name));
+        weir_wire::push_optional(&mut self.routes, n, 0, route);
     }
 
     /// Output record `i`, resolving inherited fields from `input`.
@@ -356,8 +342,8 @@ mod tests {
         input.push(None, b"a", 5, 0);
         input.push(None, b"b", 6, 1);
         let mut out = OutputBatch::default();
-        out.push(0, Some("x"), Some(b"k"), b"A", &[], 50);
-        out.push(1, None, None, b"B", &[("h", b"1")], 60);
+        out.push(0, Some("x"), Some(b"k"), Some(b"A"), &[], 50);
+        out.push(1, None, None, Some(b"B"), &[("h", b"1")], 60);
         out.validate(2).unwrap();
         let got: Vec<_> = out.iter(&input).collect();
         assert_eq!(got[0].output, Some("x"));

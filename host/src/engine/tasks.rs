@@ -212,7 +212,7 @@ pub(crate) fn check_rejected(
                 r.index,
                 Some(DEAD_LETTER),
                 rec.key,
-                letter.as_bytes(),
+                Some(letter.as_bytes()),
                 &headers,
                 rec.timestamp,
             );

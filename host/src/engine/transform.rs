@@ -30,6 +30,11 @@ pub enum TransformError {
     /// The guest's keyed state would grow past its limit.
     #[error("guest exceeded its keyed state limit of {limit} bytes")]
     StateLimit { limit: usize },
+    /// The guest could not finish a call because of one bad record (or
+    /// fired timer) at `index`; the guard retries the call one record at
+    /// a time, so only the bad ones reach the error policy.
+    #[error("record {index} is bad: {reason}")]
+    BadRecord { index: u32, reason: String },
     /// The transform reported itself broken; the pipeline must stop.
     #[error("transform failed: {0}")]
     Fatal(String),

@@ -63,7 +63,7 @@ pub enum LoadError {
     )]
     MissingExport { path: PathBuf, found: String },
     #[error(
-        "{path}: exports `{found}` but this weir speaks `{EXPORT_INTERFACE}`; rebuild it against this weir's wit/"
+        "{path}: exports `{found}` but this weir speaks `{EXPORT_INTERFACE}` (contract 0.2 changed values, headers and errors); rebuild it against this weir's wit/ (`weir build`, or the current weir-guest SDK)"
     )]
     WrongVersion { path: PathBuf, found: String },
     #[error("{path}: `{EXPORT_INTERFACE}` does not match the transformer world: {message}")]

@@ -25,7 +25,7 @@ use std::time::Duration;
 use wasmtime::component::{HasSelf, InstancePre, Linker};
 use wasmtime::{Config, Engine};
 
-pub use bindings::{EXPORT_INTERFACE, PACKAGE, WORLD};
+pub use bindings::{EXPORT_INTERFACE, PACKAGE, RECORD_INTERFACE, WORLD};
 pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
@@ -33,7 +33,7 @@ pub use sandbox::{Sandbox, check_sandbox};
 pub use store_data::GuestMetrics;
 
 use bindings::{
-    GuestIndices, STATEFUL_IMPORTS, StatefulTransformer, TIMER_INTERFACE, TimerIndices,
+    FullTransformer, GuestIndices, RecordIndices, STATEFUL_IMPORTS, TIMER_INTERFACE, TimerIndices,
 };
 use store_data::StoreData;
 
@@ -126,7 +126,7 @@ impl Engines {
         let mut linker = Linker::<StoreData>::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
-        StatefulTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+        FullTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
         let ticker = Arc::new(ticker::Ticker::start(engine.clone(), options.epoch_tick));
         Ok(Engines {
@@ -240,11 +240,22 @@ impl Runtime {
         } else {
             None
         };
+        let record_indices = if interfaces.exports.iter().any(|e| e == RECORD_INTERFACE) {
+            Some(
+                RecordIndices::new(&pre).map_err(|e| LoadError::WrongExports {
+                    path: path.into(),
+                    message: one_line(&e),
+                })?,
+            )
+        } else {
+            None
+        };
         Ok(TransformComponent {
             inner: Arc::new(ComponentInner {
                 pre,
                 indices,
                 timer_indices,
+                record_indices,
                 engine: engines.engine.clone(),
                 _ticker: engines.ticker.clone(),
                 metered,
@@ -297,6 +308,8 @@ struct ComponentInner {
     indices: GuestIndices,
     /// Present when the component exports `timer-handler`.
     timer_indices: Option<TimerIndices>,
+    /// Present when the component exports `record-transform`.
+    record_indices: Option<RecordIndices>,
     engine: Engine,
     /// Keeps deadlines enforced for as long as any instance may run, even
     /// after the `Runtime` that loaded the component is dropped.

@@ -1,7 +1,6 @@
 //! Records without a value (tombstones) stay without one: from Kafka into
-//! the embedded log and from there back to Kafka, so compaction downstream
-//! still deletes their keys. The pipelines have no transform (contract 0.1
-//! guests cannot express an absent value yet).
+//! the embedded log (no transform) and from there through a guest back to
+//! Kafka, so compaction downstream still deletes their keys.
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +12,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{broker, create_topic, unique};
-use crate::testkit::{run_pipeline as run, weir};
+use crate::testkit::{guest, run_pipeline as run, weir};
 
 /// (key, payload) of every record of a 1-partition topic, read committed.
 fn payloads(topic: &str) -> Vec<(Option<String>, Option<String>)> {
@@ -104,7 +103,8 @@ fn tombstones_stay_tombstones_from_kafka_through_the_log_and_back() {
     std::fs::write(
         outbound.join("p.toml"),
         format!(
-            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"log\"\npath = \"../log\"\ntopic = \"copy\"\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"{b}\"\ntopic = \"{output}\"\n[trigger]\ntype = \"available-now\"\n"
+            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"log\"\npath = \"../log\"\ntopic = \"copy\"\n[transform]\ncomponent = \"{}\"\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"{b}\"\ntopic = \"{output}\"\n[trigger]\ntype = \"available-now\"\n",
+            guest("uppercase").display()
         ),
     )
     .unwrap();
@@ -114,10 +114,10 @@ fn tombstones_stay_tombstones_from_kafka_through_the_log_and_back() {
     assert_eq!(
         payloads(&output),
         vec![
-            (some("k1"), some("v1")),
+            (some("k1"), some("V1")),
             (some("k1"), None),
             (some("k2"), some("")),
-            (some("k2"), some("v2")),
+            (some("k2"), some("V2")),
         ]
     );
 }

@@ -1,10 +1,15 @@
 //! Uppercases each record's value (ASCII); key, headers and timestamp pass
-//! through. Writes straight into the output buffer in one pass, so the loop
-//! allocates nothing per record and vectorises with simd128.
+//! through, and so do records without a value (tombstones). Writes straight
+//! into the output buffer in one pass, so the loop allocates nothing per
+//! record and vectorises with simd128.
 
 use weir_guest::{Output, Record, RecordError};
 
 fn uppercase(record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    if !record.has_value() {
+        out.forward();
+        return Ok(());
+    }
     out.emit_with(|buf| buf.extend(record.value().iter().map(u8::to_ascii_uppercase)));
     Ok(())
 }

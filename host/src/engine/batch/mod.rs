@@ -5,6 +5,11 @@
 /// The timestamp of a record that has none (Kafka's `NO_TIMESTAMP`).
 pub const NO_TIMESTAMP: i64 = -1;
 
+pub use weir_wire::{EncodingError, span};
+pub(crate) use weir_wire::{
+    check_ends, check_len, check_optional as check_optional_column, malformed, push_key,
+};
+
 /// A record header as a borrowed `(name, value)` pair.
 pub type HeaderRef<'a> = (&'a str, &'a [u8]);
 
@@ -54,13 +59,6 @@ impl<'a> RecordRef<'a> {
     }
 }
 
-/// Record `i`'s bytes in a column described by end offsets.
-#[inline]
-pub fn span<'a>(data: &'a [u8], ends: &[u32], i: usize) -> &'a [u8] {
-    let start = if i == 0 { 0 } else { ends[i - 1] as usize };
-    &data[start..ends[i] as usize]
-}
-
 /// Iterates encoded headers; stops at the first malformed entry (batches are
 /// validated before they are trusted).
 pub struct HeaderIter<'a>(&'a [u8]);
@@ -88,24 +86,6 @@ fn take_chunk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
     (rest.len() >= len).then(|| rest.split_at(len))
 }
 
-/// Append record `n`'s key to the optional key columns, materialising them
-/// (back-filled with "no key") the first time a record has a key.
-pub(crate) fn push_key(
-    keys: &mut Vec<u8>,
-    key_ends: &mut Vec<u32>,
-    has_key: &mut Vec<bool>,
-    n: usize,
-    key: Option<&[u8]>,
-) {
-    if key.is_some() || !key_ends.is_empty() {
-        key_ends.resize(n, keys.len() as u32);
-        has_key.resize(n, false);
-        keys.extend_from_slice(key.unwrap_or_default());
-        key_ends.push(keys.len() as u32);
-        has_key.push(key.is_some());
-    }
-}
-
 /// Append record `n`'s headers, materialising the optional header column
 /// the first time a record has headers.
 pub(crate) fn push_headers(
@@ -115,11 +95,11 @@ pub(crate) fn push_headers(
     headers: &[HeaderRef<'_>],
 ) {
     if !headers.is_empty() || !ends.is_empty() {
-        ends.resize(n, data.len() as u32);
+        ends.resize(n, weir_wire::end(data.len()));
         for (name, v) in headers {
             encode_header(data, name, v);
         }
-        ends.push(data.len() as u32);
+        ends.push(weir_wire::end(data.len()));
     }
 }
 
@@ -243,10 +223,8 @@ impl RecordBatch {
     /// The columns every record has, and `has_value`, which materialises
     /// on the first record without a value.
     fn push_value(&mut self, value: Option<&[u8]>, timestamp: i64, offset: i64) {
-        if value.is_none() || !self.has_value.is_empty() {
-            self.has_value.resize(self.len(), true);
-            self.has_value.push(value.is_some());
-        }
+        let n = self.len();
+        weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
         let value = value.unwrap_or_default();
         self.values.extend_from_slice(value);
         self.value_ends.push(self.values.len() as u32);
@@ -296,69 +274,6 @@ impl RecordBatch {
         check_len("timestamps", self.timestamps.len(), n)?;
         check_len("offsets", self.offsets.len(), n)
     }
-}
-
-/// A batch encoding that breaks the WIT contract's rules.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{column}: {problem}")]
-pub struct EncodingError {
-    pub column: &'static str,
-    pub problem: String,
-}
-
-pub(crate) fn malformed(column: &'static str, problem: String) -> EncodingError {
-    EncodingError { column, problem }
-}
-
-pub(crate) fn check_len(
-    column: &'static str,
-    got: usize,
-    want: usize,
-) -> Result<(), EncodingError> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(malformed(
-            column,
-            format!("has {got} entries, expected {want}"),
-        ))
-    }
-}
-
-pub(crate) fn check_optional_column<T>(
-    column: &'static str,
-    col: &[T],
-    n: usize,
-) -> Result<(), EncodingError> {
-    if col.is_empty() {
-        Ok(())
-    } else {
-        check_len(column, col.len(), n)
-    }
-}
-
-pub(crate) fn check_ends(
-    column: &'static str,
-    ends: &[u32],
-    data_len: usize,
-) -> Result<(), EncodingError> {
-    let mut prev = 0u32;
-    for (i, &end) in ends.iter().enumerate() {
-        if end < prev {
-            return Err(malformed(
-                column,
-                format!("entry {i} ({end}) is below the previous end ({prev})"),
-            ));
-        }
-        prev = end;
-    }
-    if prev as usize > data_len {
-        return Err(malformed(
-            column,
-            format!("last end {prev} is past the data length {data_len}"),
-        ));
-    }
-    Ok(())
 }
 
 pub(crate) fn check_headers(data: &[u8], ends: &[u32]) -> Result<(), EncodingError> {

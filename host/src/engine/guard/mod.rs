@@ -169,6 +169,11 @@ impl Guarded {
                     kind: RejectKind::OutputLimit,
                     reason: why,
                 }),
+                Err(TransformError::BadRecord { reason, .. }) => merged.rejected.push(Rejected {
+                    index: i as u32,
+                    kind: RejectKind::BadRecord,
+                    reason,
+                }),
                 Err(e) if e.poisons_instance() => {
                     self.record_failure(&e)?;
                     merged.rejected.push(Rejected {
@@ -198,7 +203,7 @@ impl Guarded {
         match self.call(input, ctx.as_deref_mut()) {
             Ok(Ok(out)) => Ok(out),
             // Find the records that broke the limit.
-            Ok(Err(_)) => self.isolate(input, ctx),
+            Ok(Err(_)) | Err(TransformError::BadRecord { .. }) => self.isolate(input, ctx),
             Err(e) if e.poisons_instance() => {
                 self.record_failure(&e)?;
                 self.isolate(input, ctx)
@@ -237,7 +242,7 @@ impl Transform for Guarded {
     ) -> Result<TransformOutput, TransformError> {
         match self.timer_call(fired, ctx) {
             Ok(Ok(out)) => Ok(out),
-            Ok(Err(_)) => self.isolate_timers(fired, ctx),
+            Ok(Err(_)) | Err(TransformError::BadRecord { .. }) => self.isolate_timers(fired, ctx),
             Err(e) if e.poisons_instance() => {
                 self.record_failure(&e)?;
                 self.isolate_timers(fired, ctx)
@@ -288,6 +293,9 @@ impl Guarded {
             match self.timer_call(&one, ctx) {
                 Ok(Ok(out)) => append(&mut merged, &out, &one.batch, i as u32),
                 Ok(Err(why)) => merged.rejected.push(reject(RejectKind::OutputLimit, why)),
+                Err(TransformError::BadRecord { reason, .. }) => {
+                    merged.rejected.push(reject(RejectKind::BadRecord, reason))
+                }
                 Err(e) if e.poisons_instance() => {
                     self.record_failure(&e)?;
                     merged
@@ -306,9 +314,14 @@ impl Guarded {
 fn append(merged: &mut TransformOutput, out: &TransformOutput, single: &RecordBatch, origin: u32) {
     for o in out.batch.iter(single) {
         let headers: Vec<HeaderRef<'_>> = o.headers().collect();
-        merged
-            .batch
-            .push(origin, o.output, o.key, o.value, &headers, o.timestamp);
+        merged.batch.push(
+            origin,
+            o.output,
+            o.key,
+            o.value_opt(),
+            &headers,
+            o.timestamp,
+        );
     }
     merged
         .rejected

@@ -26,9 +26,22 @@ fn guest() -> Box<dyn Transform> {
                     message: "unreachable executed".into(),
                 });
             }
+            if v == "bad" {
+                return Err(TransformError::BadRecord {
+                    index: i as u32,
+                    reason: "not a number".into(),
+                });
+            }
             let copies = v.strip_prefix("many-").map_or(1, |n| n.parse().unwrap());
             for _ in 0..copies {
-                out.push(i as u32, None, None, v.to_uppercase().as_bytes(), &[], 0);
+                out.push(
+                    i as u32,
+                    None,
+                    None,
+                    Some(v.to_uppercase().as_bytes()),
+                    &[],
+                    0,
+                );
             }
         }
         Ok(())
@@ -52,6 +65,26 @@ fn a_trapping_record_is_isolated_and_the_rest_processed() {
     assert_eq!(out.rejected[0].index, 1);
     assert_eq!(out.rejected[0].kind, RejectKind::Trap);
     assert!(out.rejected[0].reason.contains("unreachable executed"));
+}
+
+#[test]
+fn a_bad_record_error_fails_only_that_record_and_is_no_failure_of_the_guest() {
+    let limits = RecordLimits {
+        crash_loop_traps: 1,
+        ..RecordLimits::default()
+    };
+    let mut g = Guarded::new(guest(), limits);
+    for _ in 0..3 {
+        let input = batch(&["a", "bad", "c", "bad"]);
+        let out = g.process_batch(&input).unwrap();
+        assert_eq!(values(&out, &input), ["A", "C"]);
+        let got: Vec<_> = out.rejected.iter().map(|r| (r.index, r.kind)).collect();
+        assert_eq!(
+            got,
+            [(1, RejectKind::BadRecord), (3, RejectKind::BadRecord)]
+        );
+        assert_eq!(out.rejected[0].reason, "not a number");
+    }
 }
 
 #[test]
@@ -204,7 +237,7 @@ impl Transform for Timers {
                 });
             }
             out.batch
-                .push(i as u32, None, None, t.key.unwrap(), &[], t.timestamp);
+                .push(i as u32, None, None, t.key, &[], t.timestamp);
         }
         Ok(out)
     }

@@ -55,7 +55,7 @@ impl Transform for WindowCount {
             ctx.state.delete(key);
             let v = format!("{}={n}", String::from_utf8_lossy(key));
             out.batch
-                .push(i as u32, None, None, v.as_bytes(), &[], r.timestamp);
+                .push(i as u32, None, None, Some(v.as_bytes()), &[], r.timestamp);
         }
         Ok(out)
     }

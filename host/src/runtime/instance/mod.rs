@@ -7,7 +7,8 @@ use wasmtime::Store;
 use wasmtime::component::Func;
 
 use super::bindings::{
-    EXPORT_INTERFACE, Guest, OutputBatch, Position, Record, RecordError, TimerGuest,
+    BatchError, EXPORT_INTERFACE, OutputBatch, Position, RECORD_INTERFACE, Record, RecordError,
+    RecordGuest, TimerGuest,
 };
 use super::convert::{BatchRef, fill_record, from_wit};
 use super::store_data::{GuestMetrics, StoreData};
@@ -28,9 +29,10 @@ pub enum CallMode {
 
 struct Live {
     store: Store<StoreData>,
-    bindings: Guest,
     /// The `timer-handler` export, for stateful components.
     timers: Option<TimerGuest>,
+    /// The `record-transform` export, when the component has it.
+    records: Option<RecordGuest>,
     /// `process-batch`, called with [`BatchRef`] so batches are lowered
     /// straight from the engine's buffers.
     process_batch: Func,
@@ -155,6 +157,11 @@ impl WasmTransform {
                 .as_ref()
                 .map(|t| t.load(&mut store, &instance))
                 .transpose()?;
+            let records = inner
+                .record_indices
+                .as_ref()
+                .map(|t| t.load(&mut store, &instance))
+                .transpose()?;
             let iface = instance
                 .get_export_index(&mut store, None, EXPORT_INTERFACE)
                 .ok_or_else(|| wasmtime::format_err!("no {EXPORT_INTERFACE} export"))?;
@@ -162,9 +169,9 @@ impl WasmTransform {
                 .get_export_index(&mut store, Some(&iface), "process-batch")
                 .and_then(|i| instance.get_func(&mut store, i))
                 .ok_or_else(|| wasmtime::format_err!("no process-batch export"))?;
-            Ok((bindings, timers, func))
+            Ok((bindings, timers, records, func))
         });
-        let (bindings, timers, process_batch) = match instantiated {
+        let (bindings, timers, records, process_batch) = match instantiated {
             Ok(b) => b,
             Err(e) => return Err(classify(&e, &store, &self.limits)),
         };
@@ -173,8 +180,8 @@ impl WasmTransform {
         match bindings.call_init(&mut store, &self.config) {
             Ok(Ok(())) => Ok(Live {
                 store,
-                bindings,
                 timers,
+                records,
                 process_batch,
             }),
             Ok(Err(msg)) => Err(TransformError::Config(msg)),
@@ -205,12 +212,11 @@ impl WasmTransform {
         arm(&mut live.store, ticks, limits.fuel);
         let call = live
             .process_batch
-            .typed::<(BatchRef<'_>,), (Result<OutputBatch, String>,)>(&live.store)
+            .typed::<(BatchRef<'_>,), (Result<OutputBatch, BatchError>,)>(&live.store)
             .and_then(|f| f.call(&mut live.store, (BatchRef::from(input),)))
             .map(|(r,)| r);
         match call {
-            Ok(Ok(out)) => Ok(from_wit(out)),
-            Ok(Err(msg)) => Err(TransformError::Fatal(msg)),
+            Ok(r) => from_call(r, ""),
             Err(e) => Err(classify(&e, &live.store, &limits)),
         }
     }
@@ -221,13 +227,19 @@ impl WasmTransform {
         let _running = self.running();
         let mut scratch = std::mem::replace(&mut self.scratch, empty_record());
         let live = self.ensure_live()?;
+        let Some(records) = &live.records else {
+            self.scratch = scratch;
+            return Err(TransformError::Fatal(format!(
+                "call = \"record\" needs the `{RECORD_INTERFACE}` export, which this component lacks"
+            )));
+        };
         let mut out = TransformOutput::default();
         let mut result = Ok(());
         for i in 0..input.len() {
             let r = input.get(i);
             fill_record(&mut scratch, input.partition, &r);
             arm(&mut live.store, ticks, limits.fuel);
-            match live.bindings.call_process_record(&mut live.store, &scratch) {
+            match records.call_process_record(&mut live.store, &scratch) {
                 Ok(Ok(records)) => {
                     for o in records {
                         let headers: Vec<(&str, &[u8])> = o
@@ -239,7 +251,7 @@ impl WasmTransform {
                             i as u32,
                             o.output.as_deref(),
                             o.key.as_deref(),
-                            &o.value,
+                            o.value.as_deref(),
                             &headers,
                             o.timestamp.unwrap_or(r.timestamp),
                         );
@@ -250,7 +262,7 @@ impl WasmTransform {
                     kind: RejectKind::BadRecord,
                     reason,
                 }),
-                Ok(Err(RecordError::Fatal(msg))) => {
+                Ok(Err(RecordError::Broken(msg))) => {
                     result = Err(TransformError::Fatal(format!(
                         "record {i} (partition {}, offset {}): {msg}",
                         input.partition, r.offset
@@ -271,13 +283,29 @@ impl WasmTransform {
 fn empty_record() -> Record {
     Record {
         key: None,
-        value: Vec::new(),
+        value: None,
         headers: Vec::new(),
         timestamp: 0,
         position: Position {
             partition: 0,
             offset: 0,
         },
+    }
+}
+
+/// The engine's form of a `process-batch` or `on-timers` result; `what`
+/// prefixes a broken transform's message.
+pub(super) fn from_call(
+    r: Result<OutputBatch, BatchError>,
+    what: &str,
+) -> Result<TransformOutput, TransformError> {
+    match r {
+        Ok(out) => from_wit(out).map_err(|e| TransformError::Malformed(e.to_string())),
+        Err(BatchError::BadRecord(b)) => Err(TransformError::BadRecord {
+            index: b.index,
+            reason: b.reason,
+        }),
+        Err(BatchError::Broken(msg)) => Err(TransformError::Fatal(format!("{what}{msg}"))),
     }
 }
 

@@ -6,7 +6,6 @@ use crate::engine::output::TransformOutput;
 use crate::engine::state::{FiredTimers, StateContext, TimeDomain};
 use crate::engine::transform::TransformError;
 use crate::runtime::bindings::{WitFiredTimers, WitTimeDomain};
-use crate::runtime::convert::from_wit;
 
 impl WasmTransform {
     pub(super) fn call_timers(
@@ -48,8 +47,7 @@ impl WasmTransform {
             Ok(Ok(_)) if data.state_exceeded => Err(TransformError::StateLimit {
                 limit: data.max_state,
             }),
-            Ok(Ok(out)) => Ok(from_wit(out)),
-            Ok(Err(msg)) => Err(TransformError::Fatal(format!("on-timers: {msg}"))),
+            Ok(r) => super::from_call(r, "on-timers: "),
             Err(e) => Err(classify(&e, &live.store, &limits)),
         }
     }

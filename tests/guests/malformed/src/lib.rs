@@ -1,11 +1,15 @@
 //! Implements the raw export with broken batch encodings, chosen by config
 //! `mode`: `ends-past-data`, `ends-decreasing`, `origin-out-of-range`,
-//! `route-out-of-range`, `count-mismatch`, `bad-reject-index`.
+//! `route-out-of-range`, `count-mismatch`, `bad-reject-index`,
+//! `header-ends-past-list`.
 
 use std::cell::RefCell;
 
 use weir_guest::bindings::exports::weir::transform::transform::Guest;
-use weir_guest::wit::{BadRecord, Batch, OutputBatch, OutputRecord, Record, RecordError};
+use weir_guest::bindings::exports::weir::transform::record_transform::Guest as RecordGuest;
+use weir_guest::wit::{
+    BadRecord, Batch, BatchError, OutputBatch, OutputRecord, Record, RecordError,
+};
 
 thread_local! {
     static MODE: RefCell<String> = const { RefCell::new(String::new()) };
@@ -24,11 +28,12 @@ impl Guest for Malformed {
         Ok(())
     }
 
-    fn process_batch(input: Batch) -> Result<OutputBatch, String> {
+    fn process_batch(input: Batch) -> Result<OutputBatch, BatchError> {
         let n = input.value_ends.len() as u32;
         let mut out = OutputBatch {
             values: input.values,
             value_ends: input.value_ends,
+            has_value: vec![],
             keys: vec![],
             key_ends: vec![],
             has_key: vec![],
@@ -50,13 +55,16 @@ impl Guest for Malformed {
                 index: n + 10,
                 reason: "x".into(),
             }),
-            other => return Err(format!("unknown mode {other}")),
+            "header-ends-past-list" => out.header_ends = vec![2; n as usize],
+            other => return Err(BatchError::Broken(format!("unknown mode {other}"))),
         }
         Ok(out)
     }
+}
 
+impl RecordGuest for Malformed {
     fn process_record(_: Record) -> Result<Vec<OutputRecord>, RecordError> {
-        Err(RecordError::Fatal(
+        Err(RecordError::Broken(
             "per-record path not implemented by this test guest".into(),
         ))
     }
@@ -67,8 +75,10 @@ impl Guest for Malformed {
 impl weir_guest::bindings::exports::weir::transform::timer_handler::Guest for Malformed {
     fn on_timers(
         _: weir_guest::bindings::exports::weir::transform::timer_handler::FiredTimers,
-    ) -> Result<OutputBatch, String> {
-        Err("this test guest registers no timers".into())
+    ) -> Result<OutputBatch, BatchError> {
+        Err(BatchError::Broken(
+            "this test guest registers no timers".into(),
+        ))
     }
 }
 
