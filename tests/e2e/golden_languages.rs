@@ -1,9 +1,9 @@
 //! The golden suite across guest languages: the same pipeline, input and
 //! expected output for each language's guest, through `weir run` in
 //! micro-batch and continuous mode, each SIGKILLed at a fixed step and at
-//! a varied moment, then restored. Today: uppercase in Rust (the example crate), C and Go (built
-//! by `weir new` + `weir build`, as a user would); other languages join as
-//! their SDKs land.
+//! a varied moment, then restored. Today: uppercase in Rust (the example
+//! crate), C, Go, Python and JavaScript (built by `weir new` + `weir build`, as a user
+//! would); other languages join as their SDKs land.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -71,8 +71,14 @@ fn fixture(dir: &Path, component: &Path, continuous: bool) {
             "[trigger]\ntype = \"available-now\"",
         )
     };
+    // CPython's runtime imports wasi:sockets (the network stays off).
+    let grants = if component.to_string_lossy().contains("golden-python") {
+        "grants = [\"wasi:sockets\"]\n"
+    } else {
+        ""
+    };
     let spec = format!(
-        "checkpoint = \"ckpt\"\n{mode}\n[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n{limit}\n[transform]\ncomponent = \"{}\"\n[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\npartitions = 2\n{trigger}\n",
+        "checkpoint = \"ckpt\"\n{mode}\n[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n{limit}\n[transform]\ncomponent = \"{}\"\n{grants}[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\npartitions = 2\n{trigger}\n",
         component.display()
     );
     std::fs::write(dir.join("p.toml"), spec).unwrap();
@@ -137,4 +143,18 @@ fn uppercase_in_c_matches_the_golden_output_in_both_modes_across_sigkills() {
 #[test]
 fn uppercase_in_go_matches_the_golden_output_in_both_modes_across_sigkills() {
     golden(&scaffolded("go"), "go");
+}
+
+#[test]
+fn uppercase_in_python_matches_the_golden_output_in_both_modes_across_sigkills() {
+    // componentize-py, as scripts/build-polyglot installs it.
+    crate::testkit::polyglot_guest("uppercase-py.wasm");
+    golden(&scaffolded("python"), "python");
+}
+
+#[test]
+fn uppercase_in_js_matches_the_golden_output_in_both_modes_across_sigkills() {
+    // componentize-js, as scripts/build-polyglot installs it.
+    crate::testkit::polyglot_guest("uppercase-js.wasm");
+    golden(&scaffolded("js"), "js");
 }

@@ -3,7 +3,7 @@
 //! windowed count checked against a reference computed here.
 
 use std::collections::BTreeMap;
-use std::process::Output;
+use std::process::{Command, Output};
 
 use crate::testkit::{guest, weir};
 
@@ -292,12 +292,37 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     ] {
         assert!(project.join(f).exists(), "{lang}: {f}");
     }
+    // The scaffold's unit test, natively.
+    let unit = match lang {
+        "python" => Some(("python3", ["-m", "pytest", "-q"].as_slice())),
+        "js" => Some(("node", ["--test"].as_slice())),
+        _ => None,
+    };
+    if let Some((tool, args)) = unit {
+        let o = Command::new(tool)
+            .args(args)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{lang}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
     // The language's compiler to a core module, then weir's component step.
     let o = weir().arg("build").current_dir(&project).output().unwrap();
     assert!(o.status.success(), "{lang}: {}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./up.wasm"));
+    // CPython's runtime imports wasi:sockets.
+    let grant: &[&str] = if lang == "python" {
+        &["--grant", "wasi:sockets"]
+    } else {
+        &[]
+    };
     let o = weir()
         .args(["validate", "up.wasm"])
+        .args(grant)
         .current_dir(&project)
         .output()
         .unwrap();
@@ -311,6 +336,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
             "--expect",
             "sample/expected.txt",
         ])
+        .args(grant)
         .current_dir(&project)
         .output()
         .unwrap();
@@ -320,6 +346,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     for extra in [None, Some("--per-record")] {
         let mut args = vec!["test", "up.wasm", "--input", "mixed.txt"];
         args.extend(extra);
+        args.extend(grant);
         let o = weir().args(&args).current_dir(&project).output().unwrap();
         assert!(o.status.success(), "{lang}: {}", stderr(&o));
         assert_eq!(
@@ -347,6 +374,31 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
 #[test]
 fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
     new_build_test("c", "src/transform.c", ("src/broken.c", "int broken( {"));
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_python() {
+    // componentize-py, as scripts/build-polyglot installs it.
+    crate::testkit::polyglot_guest("uppercase-py.wasm");
+    new_build_test(
+        "python",
+        "app.py",
+        ("app.py", "import weir\n@weir.map\ndef broken(:\n"),
+    );
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_js() {
+    // componentize-js, as scripts/build-polyglot installs it.
+    crate::testkit::polyglot_guest("uppercase-js.wasm");
+    new_build_test(
+        "js",
+        "app.js",
+        (
+            "app.js",
+            "import * as weir from \"./weir/index.js\";\nweir.map((r) => {;\n",
+        ),
+    );
 }
 
 #[test]

@@ -116,6 +116,15 @@ pub fn weir() -> Command {
         "WEIR_CACHE_DIR",
         Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
     );
+    // Where scripts/build-polyglot installs componentize-py and -js.
+    c.env(
+        "WEIR_COMPONENTIZE_PY",
+        repo_root().join(".tools/venv/bin/componentize-py"),
+    );
+    c.env(
+        "WEIR_COMPONENTIZE_JS",
+        repo_root().join(".tools/node/node_modules/.bin/componentize-js"),
+    );
     c
 }
 

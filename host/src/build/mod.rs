@@ -7,6 +7,8 @@
 
 pub mod c;
 pub mod go;
+pub mod js;
+pub mod python;
 
 use wit_parser::{Resolve, WorldId};
 

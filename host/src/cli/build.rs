@@ -2,8 +2,11 @@
 //! language's own toolchain, then check it as `weir validate` does. Rust
 //! (a `Cargo.toml`): `cargo build --release --target wasm32-wasip2`, which
 //! emits a component directly. C (`weir/record_transformer.h` and `src/*.c`, as
-//! `weir new --lang c` makes them): clang to a core module, then weir's own
-//! component step ([`weir::build`]). The result is `DIR/<name>.wasm`.
+//! `weir new --lang c` makes them) and Go (`go.mod`): the language's
+//! compiler to a core module, then weir's own component step
+//! ([`weir::build`]). Python (`app.py`) and JavaScript (`app.js`):
+//! componentize-py and componentize-js, which bundle their language's
+//! runtime. The result is `DIR/<name>.wasm`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -33,6 +36,8 @@ fn crate_name(manifest: &Path) -> anyhow::Result<String> {
 
 pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let manifest = a.dir.join("Cargo.toml");
+    // What the guest's language runtime imports beyond the defaults.
+    let mut grants = Vec::new();
     let out = if manifest.exists() {
         rust(&a.dir, &manifest)?
     } else if a
@@ -43,15 +48,20 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         c(&a.dir)?
     } else if a.dir.join("go.mod").exists() {
         go(&a.dir)?
+    } else if a.dir.join("app.py").exists() {
+        grants.push(weir::build::python::GRANT.to_string());
+        python(&a.dir)?
+    } else if a.dir.join("app.js").exists() {
+        js(&a.dir)?
     } else {
         bail!(
-            "{}: not a Rust (Cargo.toml), C (weir/{}.h) or Go (go.mod) project; start one with `weir new`",
+            "{}: not a Rust (Cargo.toml), C (weir/{}.h), Go (go.mod), Python (app.py) or JavaScript (app.js) project; start one with `weir new`",
             a.dir.display(),
             weir::build::c::STEM
         );
     };
     let component = runtime
-        .load(&out, &[])
+        .load(&out, &grants)
         .with_context(|| format!("{} is not a weir transform", out.display()))?;
     let info = component.info();
     println!(
@@ -60,6 +70,11 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         info.size,
         if info.stateful { ", stateful" } else { "" }
     );
+    for g in &grants {
+        println!(
+            "note: its language runtime imports {g}: pipelines need grants = [\"{g}\"] (`weir test --grant {g}`); the network stays off"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -113,6 +128,22 @@ fn go(dir: &Path) -> anyhow::Result<PathBuf> {
         weir::build::componentize(&module, &core.display().to_string(), weir::build::go::WORLD)?;
     let out = dir.join(format!("{name}.wasm"));
     std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
+    Ok(out)
+}
+
+fn python(dir: &Path) -> anyhow::Result<PathBuf> {
+    let name = dir_name(dir)?;
+    let out = dir.join(format!("{name}.wasm"));
+    let abs = std::fs::canonicalize(dir)?;
+    weir::build::python::compile(&abs, &abs.join(format!("{name}.wasm")))?;
+    Ok(out)
+}
+
+fn js(dir: &Path) -> anyhow::Result<PathBuf> {
+    let name = dir_name(dir)?;
+    let out = dir.join(format!("{name}.wasm"));
+    let abs = std::fs::canonicalize(dir)?;
+    weir::build::js::compile(&abs, &abs.join(format!("{name}.wasm")))?;
     Ok(out)
 }
 

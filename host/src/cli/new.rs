@@ -78,13 +78,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Lang::Rust => {}
         Lang::C => return c(&a.name, &dir),
         Lang::Go => return go(&a.name, &dir),
-        other => bail!(
-            "weir new --lang {}: not available yet; Rust, C and Go are (the other languages' SDKs come with contract 0.2)",
-            match other {
-                Lang::Python => "python",
-                _ => "js",
-            }
-        ),
+        Lang::Python => return python(&a.name, &dir),
+        Lang::Js => return js(&a.name, &dir),
     }
     let sdk = std::fs::canonicalize(a.sdk.unwrap_or_else(default_sdk))
         .context("finding the Rust guest SDK (give --sdk DIR)")?;
@@ -167,6 +162,70 @@ fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     ];
     write_all(dir, filled(&files, fill))?;
     Ok(created(name, "Go"))
+}
+
+/// A Python project: `app.py` with the transform, its unit test, the SDK
+/// in `weir/`, a sample and a README.
+fn python(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let fill = |t: &str| t.replace("{{name}}", name);
+    let mut files = filled(
+        &[
+            ("app.py", include_str!("scaffold/python/app.py.tmpl")),
+            (
+                "test_app.py",
+                include_str!("scaffold/python/test_app.py.tmpl"),
+            ),
+            ("README.md", include_str!("scaffold/python/README.md.tmpl")),
+            (
+                "sample/input.txt",
+                include_str!("scaffold/rust/input.txt.tmpl"),
+            ),
+            (
+                "sample/expected.txt",
+                include_str!("scaffold/rust/expected.txt.tmpl"),
+            ),
+        ],
+        fill,
+    );
+    for (file, text) in weir::build::python::SDK {
+        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
+    }
+    write_all(dir, files)?;
+    println!(
+        "created {name}/ (Python): cd {name} && weir build && weir test {name}.wasm --grant wasi:sockets --input sample/input.txt --expect sample/expected.txt"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A JavaScript project: `app.js` with the transform, its unit test, the
+/// SDK in `weir/`, a sample and a README.
+fn js(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let fill = |t: &str| t.replace("{{name}}", name);
+    let mut files = filled(
+        &[
+            ("app.js", include_str!("scaffold/js/app.js.tmpl")),
+            ("app.test.js", include_str!("scaffold/js/app.test.js.tmpl")),
+            (
+                "package.json",
+                include_str!("scaffold/js/package.json.tmpl"),
+            ),
+            ("README.md", include_str!("scaffold/js/README.md.tmpl")),
+            (
+                "sample/input.txt",
+                include_str!("scaffold/rust/input.txt.tmpl"),
+            ),
+            (
+                "sample/expected.txt",
+                include_str!("scaffold/rust/expected.txt.tmpl"),
+            ),
+        ],
+        fill,
+    );
+    for (file, text) in weir::build::js::SDK {
+        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
+    }
+    write_all(dir, files)?;
+    Ok(created(name, "JavaScript"))
 }
 
 /// Say what was made and what to run next.

@@ -1,0 +1,66 @@
+// Types of weir's JavaScript SDK (weir/index.js).
+
+export interface Header {
+  name: string;
+  value: Uint8Array;
+}
+
+/** One input record; `value` is undefined for a record without one (a tombstone). */
+export declare class Record {
+  readonly value: Uint8Array | undefined;
+  readonly index: number;
+  /** The value as UTF-8 text; a value that is not refuses the record. */
+  readonly text: string;
+  readonly key: Uint8Array | undefined;
+  readonly headers: Header[];
+  header(name: string): Uint8Array | undefined;
+  /** Event time, ms since the Unix epoch. */
+  readonly timestamp: number;
+  readonly offset: number;
+  readonly partition: number;
+}
+
+export interface EmitOptions {
+  /** Defaults to the input record's key; null or undefined for none. */
+  key?: Uint8Array | string | null;
+  /** Defaults to the input record's headers. */
+  headers?: { name: string; value: Uint8Array | string }[];
+  /** Event time in ms; defaults to the input record's. */
+  timestamp?: number;
+  /** A named output; defaults to the default output. */
+  to?: string;
+}
+
+/** Where a flatMap function writes the outputs of one record. */
+export declare class Output {
+  readonly record: Record;
+  emit(value: Uint8Array | string, options?: EmitOptions): void;
+  emitTombstone(options?: EmitOptions): void;
+  forward(to?: string): void;
+}
+
+/** The pipeline's `[transform.config]`; values are strings. */
+export declare class Config {
+  get(key: string, fallback?: string): string | undefined;
+  required(key: string): string;
+  integer(key: string, fallback: number): number;
+  only(...keys: string[]): void;
+}
+
+/** A bad record: refused with this reason; the pipeline's on-error decides. */
+export declare class BadRecord extends Error {}
+/** The transform cannot go on: the pipeline stops. */
+export declare class Broken extends Error {}
+
+export function map(f: (record: Record) => Uint8Array | string): typeof f;
+export function filter(f: (record: Record) => boolean): typeof f;
+export function flatMap(f: (record: Record, out: Output) => void): typeof f;
+export function route(f: (record: Record) => string | undefined): typeof f;
+export function init(f: (config: Config) => void): typeof f;
+
+export function logDebug(message: string): void;
+export function logInfo(message: string): void;
+export function logWarn(message: string): void;
+export function logError(message: string): void;
+export function counterAdd(name: string, delta?: number): void;
+export function gaugeSet(name: string, value: number): void;

@@ -1,0 +1,90 @@
+// Run a transform natively (`node --test`), through the same batch loop and
+// column rules the component uses.
+//
+//   import * as testing from "./weir/testing.js";
+//   import "./app.js";
+//   assert.deepEqual(testing.values(["a"]), ["A"]);
+
+import { Config, nativeMetrics } from "./host.js";
+import { registered, registeredInit } from "./register.js";
+import { runBatch } from "./run.js";
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+const bytes = (v) => (typeof v === "string" ? enc.encode(v) : v);
+
+/** A batch in the contract's fields from `{value, key, headers, timestamp}`
+ * records (or plain values); `value: undefined` is a tombstone. */
+export function batch(records) {
+  const rs = records.map((r) => (typeof r === "string" || r instanceof Uint8Array || r === undefined ? { value: r } : r));
+  const chunks = rs.map((r) => bytes(r.value) ?? new Uint8Array(0));
+  const keys = rs.map((r) => bytes(r.key) ?? new Uint8Array(0));
+  const ends = (cs) => {
+    let at = 0;
+    return cs.map((c) => (at += c.length));
+  };
+  const cat = (cs) => {
+    const out = new Uint8Array(cs.reduce((n, c) => n + c.length, 0));
+    let at = 0;
+    for (const c of cs) {
+      out.set(c, at);
+      at += c.length;
+    }
+    return out;
+  };
+  const headers = [];
+  const headerEnds = rs.map((r) => {
+    for (const [name, value] of r.headers ?? []) headers.push({ name, value: bytes(value) });
+    return headers.length;
+  });
+  const anyKey = rs.some((r) => r.key !== undefined);
+  return {
+    partition: 0,
+    values: cat(chunks),
+    valueEnds: ends(chunks),
+    hasValue: rs.every((r) => r.value !== undefined) ? [] : rs.map((r) => r.value !== undefined),
+    keys: cat(keys),
+    keyEnds: anyKey ? ends(keys) : [],
+    hasKey: anyKey ? rs.map((r) => r.key !== undefined) : [],
+    headers,
+    headerEnds: headers.length ? headerEnds : [],
+    timestamps: rs.map((r) => BigInt(r.timestamp ?? 0)),
+    offsets: rs.map((_, i) => BigInt(i)),
+  };
+}
+
+/** `{outputs, rejected}` for a batch of `records`, after init with `config`
+ * pairs. Each output: `{value, key, headers, timestamp, output, origin}`. */
+export function run(records, config = []) {
+  registered();
+  const f = registeredInit();
+  if (f) f(new Config(config));
+  else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
+  const b = batch(records);
+  const cols = runBatch(b);
+  const values = cols.values();
+  const keys = cols.keys();
+  const ts = cols.timestampColumn(b.timestamps);
+  const outputs = cols.valueEnds.map((end, i) => {
+    const origin = cols.origins[i];
+    const present = cols.hasValue.length === 0 || cols.hasValue[i];
+    const hasKey = cols.keyEnds.length && cols.hasKey[i];
+    return {
+      value: present ? values.slice(i ? cols.valueEnds[i - 1] : 0, end) : undefined,
+      key: hasKey ? keys.slice(i ? cols.keyEnds[i - 1] : 0, cols.keyEnds[i]) : undefined,
+      headers: cols.headerEnds.length ? cols.headers.slice(i ? cols.headerEnds[i - 1] : 0, cols.headerEnds[i]) : [],
+      timestamp: Number(ts.length ? ts[i] : b.timestamps[origin]),
+      output: cols.routes.length && cols.routes[i] ? cols.outputs[cols.routes[i] - 1] : undefined,
+      origin,
+    };
+  });
+  return { outputs, rejected: cols.rejected };
+}
+
+/** The output values as text (undefined for tombstones). */
+export function values(records, config = []) {
+  return run(records, config).outputs.map((o) => (o.value === undefined ? undefined : dec.decode(o.value)));
+}
+
+/** Counters and gauges reported so far. */
+export const metrics = () => nativeMetrics;

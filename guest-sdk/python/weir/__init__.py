@@ -1,0 +1,39 @@
+"""Write weir stream transforms in Python.
+
+A transform is one plain function per record, registered with a decorator::
+
+    import weir
+
+    @weir.map
+    def shout(record):
+        return record.value.upper()
+
+``weir build`` turns the project into a component (componentize-py); the
+SDK runs the per-record loop and builds the columnar batches of weir's
+contract, so no transform touches the encoding. Off weir (``pytest``),
+``weir.testing`` runs the same code natively.
+"""
+
+from ._batch import Output, Record
+from ._errors import BadRecord, Broken
+from ._host import config, counter_add, gauge_set, log_debug, log_error, log_info, log_warn
+from ._register import filter, flat_map, init, map, route
+
+__all__ = [
+    "BadRecord",
+    "Broken",
+    "Output",
+    "Record",
+    "config",
+    "counter_add",
+    "filter",
+    "flat_map",
+    "gauge_set",
+    "init",
+    "log_debug",
+    "log_error",
+    "log_info",
+    "log_warn",
+    "map",
+    "route",
+]

@@ -1,0 +1,207 @@
+"""The per-record loop over weir's columnar batches, and the output
+columns it builds, following the contract's rules (wit/transform.wit): an
+optional column stays empty while every record has its default there, and
+is back-filled at the first record that differs. Works on any object with
+the contract's batch fields (the generated ``Batch``, or the native one of
+``weir.testing``)."""
+
+from ._errors import BadRecord, Broken
+
+KEEP = object()
+"""Default of ``Output.emit``'s key and headers: the input record's."""
+
+
+class Record:
+    """One input record. ``value`` is ``bytes``, or ``None`` for a record
+    without a value (a tombstone); the other fields are read on demand."""
+
+    __slots__ = ("value", "index", "_b", "_start")
+
+    def __init__(self, value, index, batch):
+        self.value = value
+        self.index = index
+        self._b = batch
+
+    @property
+    def text(self):
+        """The value as UTF-8 text; a value that is not refuses the record."""
+        if self.value is None:
+            raise BadRecord("record has no value")
+        try:
+            return self.value.decode()
+        except UnicodeDecodeError as e:
+            raise BadRecord(f"value is not UTF-8: {e}") from None
+
+    @property
+    def key(self):
+        """``bytes``, or ``None`` for a record without a key."""
+        b, i = self._b, self.index
+        if not b.key_ends or not b.has_key[i]:
+            return None
+        return b.keys[b.key_ends[i - 1] if i else 0 : b.key_ends[i]]
+
+    @property
+    def headers(self):
+        """``[(name, value)]`` in order."""
+        b, i = self._b, self.index
+        if not b.header_ends:
+            return []
+        start = b.header_ends[i - 1] if i else 0
+        return [(h.name, h.value) for h in b.headers[start : b.header_ends[i]]]
+
+    def header(self, name):
+        """The first header called ``name``, or ``None``."""
+        for n, v in self.headers:
+            if n == name:
+                return v
+        return None
+
+    @property
+    def timestamp(self):
+        """Event time, ms since the Unix epoch."""
+        return self._b.timestamps[self.index]
+
+    @property
+    def offset(self):
+        return self._b.offsets[self.index]
+
+    @property
+    def partition(self):
+        return self._b.partition
+
+
+def _as_bytes(v, what):
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode()
+    if isinstance(v, (bytearray, memoryview)):
+        return bytes(v)
+    raise Broken(f"{what} must be bytes or str, not {type(v).__name__}")
+
+
+class Columns:
+    """Output columns of one call, built record by record."""
+
+    def __init__(self, inputs):
+        self.values = bytearray()
+        self.value_ends = []
+        self.has_value = []
+        self.keys = bytearray()
+        self.key_ends = []
+        self.has_key = []
+        self.headers = []  # (name, value) pairs
+        self.header_ends = []
+        self.timestamps = None  # {output index: explicit timestamp}
+        self.origins = []
+        self.in_order = True  # output i came from input i, so far
+        self.outputs = []
+        self.routes = []
+        self.rejected = []  # (index, reason)
+        self.inputs = inputs
+
+    def mark(self):
+        return (len(self.value_ends), len(self.values), len(self.keys), len(self.headers))
+
+    def rollback(self, m):
+        n, nv, nk, nh = m
+        del self.values[nv:], self.value_ends[n:], self.has_value[n:]
+        del self.keys[nk:], self.key_ends[n:], self.has_key[n:]
+        del self.headers[nh:], self.header_ends[n:], self.origins[n:], self.routes[n:]
+        if self.timestamps:
+            self.timestamps = {k: v for k, v in self.timestamps.items() if k < n}
+        self.in_order = all(o == i for i, o in enumerate(self.origins))
+
+    def push(self, origin, value, key, headers, timestamp, to):
+        n = len(self.value_ends)
+        if value is None:
+            if not self.has_value:
+                self.has_value = [True] * n
+            self.has_value.append(False)
+        else:
+            self.values += value
+            if self.has_value:
+                self.has_value.append(True)
+        self.value_ends.append(len(self.values))
+        if key is not None or self.key_ends:
+            if not self.key_ends:
+                self.key_ends = [0] * n
+                self.has_key = [False] * n
+            if key is not None:
+                self.keys += key
+            self.key_ends.append(len(self.keys))
+            self.has_key.append(key is not None)
+        if headers or self.header_ends:
+            if not self.header_ends:
+                self.header_ends = [0] * n
+            self.headers.extend(headers)
+            self.header_ends.append(len(self.headers))
+        if timestamp is not None:
+            if self.timestamps is None:
+                self.timestamps = {}
+            self.timestamps[n] = timestamp
+        if origin != n:
+            self.in_order = False
+        self.origins.append(origin)
+        if to is not None or self.routes:
+            r = 0
+            if to is not None:
+                if not isinstance(to, str) or not to:
+                    raise Broken(f"an output name must be a non-empty str, not {to!r}")
+                try:
+                    r = self.outputs.index(to) + 1
+                except ValueError:
+                    self.outputs.append(to)
+                    r = len(self.outputs)
+            if not self.routes:
+                self.routes = [0] * n
+            self.routes.append(r)
+
+    def timestamp_column(self, input_timestamps):
+        """The full timestamp column, or [] when every output keeps its
+        input's."""
+        if not self.timestamps:
+            return []
+        ts = [input_timestamps[o] for o in self.origins]
+        for i, t in self.timestamps.items():
+            ts[i] = t
+        return ts
+
+    def origin_column(self):
+        """[] when output i came from input i for every input."""
+        if self.in_order and len(self.origins) == self.inputs:
+            return []
+        return self.origins
+
+
+class Output:
+    """Where a ``flat_map`` function writes the outputs of one record."""
+
+    __slots__ = ("_cols", "record")
+
+    def __init__(self, cols, record):
+        self._cols = cols
+        self.record = record
+
+    def emit(self, value, *, key=KEEP, headers=KEEP, timestamp=None, to=None):
+        """Emit ``value`` (bytes or str). Key and headers default to the
+        input record's; ``timestamp`` (ms) to its; ``to`` names an output."""
+        self._push(_as_bytes(value, "an emitted value"), key, headers, timestamp, to)
+
+    def emit_tombstone(self, *, key=KEEP, headers=KEEP, timestamp=None, to=None):
+        """Emit a record without a value (it deletes its key from a
+        compacted Kafka topic)."""
+        self._push(None, key, headers, timestamp, to)
+
+    def forward(self, to=None):
+        """Pass the input record through unchanged."""
+        self._push(self.record.value, KEEP, KEEP, None, to)
+
+    def _push(self, value, key, headers, timestamp, to):
+        r = self.record
+        key = r.key if key is KEEP else (None if key is None else _as_bytes(key, "a key"))
+        if headers is KEEP:
+            headers = r.headers
+        else:
+            headers = [(str(n), _as_bytes(v, "a header value")) for n, v in headers]
+        self._cols.push(r.index, value, key, headers, timestamp, to)

@@ -1,0 +1,99 @@
+"""Running the registered function over a batch or one record. Shared by
+the component's exports (``weir._entry``) and ``weir.testing``."""
+
+from . import _register
+from ._batch import KEEP, Columns, Output, Record, _as_bytes
+from ._errors import BadRecord, Broken
+
+
+def _reason(e):
+    if isinstance(e, BadRecord):
+        return str(e) or "bad record"
+    return f"{type(e).__name__}: {e}"
+
+
+def run_batch(b):
+    """The output ``Columns`` of batch ``b``; raises ``Broken``."""
+    kind, f = _register.registered()
+    n = len(b.value_ends)
+    cols = Columns(n)
+    out = Output(cols, None)
+    values, ends, present = b.values, b.value_ends, b.has_value
+    plain = not b.key_ends and not b.header_ends and not present
+    start = 0
+    for i in range(n):
+        end = ends[i]
+        value = values[start:end] if not present or present[i] else None
+        start = end
+        record = Record(value, i, b)
+        out.record = record
+        mark = cols.mark()
+        try:
+            if kind == "map":
+                if value is None:
+                    out.forward()
+                    continue
+                v = f(record)
+                if plain and type(v) is bytes:
+                    # The common case, without the general push's checks.
+                    if len(cols.origins) != i:
+                        cols.in_order = False
+                    cols.values += v
+                    cols.value_ends.append(len(cols.values))
+                    cols.origins.append(i)
+                    continue
+                out._push(_as_bytes(v, f"the value {f.__name__} returned"), KEEP, KEEP, None, None)
+            elif kind == "filter":
+                if f(record):
+                    out.forward()
+            elif kind == "route":
+                out.forward(f(record))
+            else:
+                f(record, out)
+        except Broken:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure refuses the record
+            cols.rollback(mark)
+            cols.rejected.append((i, _reason(e)))
+    return cols
+
+
+class _OneRecord:
+    """A batch of one record, in the contract's batch fields."""
+
+    __slots__ = (
+        "partition", "values", "value_ends", "has_value", "keys", "key_ends",
+        "has_key", "headers", "header_ends", "timestamps", "offsets",
+    )
+
+    def __init__(self, r):
+        self.partition = r.position.partition
+        self.values = r.value or b""
+        self.value_ends = [len(self.values)]
+        self.has_value = [] if r.value is not None else [False]
+        self.keys = r.key or b""
+        self.key_ends = [len(self.keys)] if r.key is not None else []
+        self.has_key = [True] if r.key is not None else []
+        self.headers = list(r.headers)
+        self.header_ends = [len(self.headers)] if self.headers else []
+        self.timestamps = [r.timestamp]
+        self.offsets = [r.position.offset]
+
+
+def run_record(r):
+    """``Columns`` for one contract ``Record``: the batch path over a batch
+    of one, so both calls give the same answer."""
+    return run_batch(_OneRecord(r))
+
+
+def run_init(config):
+    """Call the registered ``@weir.init``, or refuse any config when there
+    is none; raises with the reason."""
+    from ._host import Config, _set_config
+
+    _register.registered()
+    _set_config(config)
+    if _register._init is not None:
+        _register._init(Config(config))
+    elif config:
+        raise Broken(f"unknown config key `{config[0][0]}`: this transform takes no config")

@@ -1,0 +1,122 @@
+"""Run a transform natively (``pytest``), through the same batch loop and
+column rules the component uses.
+
+    from weir import testing
+    import app
+
+    def test_shout():
+        assert testing.values(["a", "b"]) == ["A", "B"]
+"""
+
+from dataclasses import dataclass, field
+
+from ._host import native_metrics
+from ._run import run_batch, run_init
+
+
+@dataclass
+class Header:
+    name: str
+    value: bytes
+
+
+@dataclass
+class In:
+    """One input record for a test; ``value=None`` is a tombstone."""
+
+    value: object = b""
+    key: object = None
+    headers: list = field(default_factory=list)
+    timestamp: int = 0
+
+
+@dataclass
+class Out:
+    """One output record."""
+
+    value: object
+    key: object
+    headers: list
+    timestamp: int
+    output: object
+    origin: int
+
+
+def _b(v):
+    return v.encode() if isinstance(v, str) else v
+
+
+class Batch:
+    """A batch in the contract's columnar fields, built from ``In``s."""
+
+    def __init__(self, records, partition=0):
+        self.partition = partition
+        self.values, self.value_ends, self.has_value = b"", [], []
+        self.keys, self.key_ends, self.has_key = b"", [], []
+        self.headers, self.header_ends = [], []
+        self.timestamps, self.offsets = [], []
+        values, keys = bytearray(), bytearray()
+        for i, r in enumerate(records):
+            r = r if isinstance(r, In) else In(r)
+            value, key = _b(r.value), _b(r.key)
+            values += value or b""
+            self.value_ends.append(len(values))
+            self.has_value.append(value is not None)
+            keys += key or b""
+            self.key_ends.append(len(keys))
+            self.has_key.append(key is not None)
+            self.headers += [Header(n, _b(v)) for n, v in r.headers]
+            self.header_ends.append(len(self.headers))
+            self.timestamps.append(r.timestamp)
+            self.offsets.append(i)
+        self.values, self.keys = bytes(values), bytes(keys)
+        # Optional columns are empty when every record has the default.
+        if all(self.has_value):
+            self.has_value = []
+        if not any(self.has_key):
+            self.key_ends, self.has_key = [], []
+        if not self.headers:
+            self.header_ends = []
+
+
+def run(records, config=()):
+    """``(outputs, rejected)`` for a batch of ``records`` (``In``s, or
+    plain values), after ``init`` with ``config`` pairs."""
+    run_init(list(config))
+    b = Batch(records)
+    cols = run_batch(b)
+    ts = cols.timestamp_column(b.timestamps)
+    outs = []
+    h0 = 0
+    for i, end in enumerate(cols.value_ends):
+        start = cols.value_ends[i - 1] if i else 0
+        present = not cols.has_value or cols.has_value[i]
+        key = None
+        if cols.key_ends and cols.has_key[i]:
+            key = bytes(cols.keys[(cols.key_ends[i - 1] if i else 0) : cols.key_ends[i]])
+        h1 = cols.header_ends[i] if cols.header_ends else 0
+        route = cols.routes[i] if cols.routes else 0
+        origin = cols.origins[i]
+        outs.append(
+            Out(
+                value=bytes(cols.values[start:end]) if present else None,
+                key=key,
+                headers=list(cols.headers[h0:h1]),
+                timestamp=ts[i] if ts else b.timestamps[origin],
+                output=cols.outputs[route - 1] if route else None,
+                origin=origin,
+            )
+        )
+        h0 = h1
+    return outs, cols.rejected
+
+
+def values(records, config=()):
+    """The output values as text (``None`` for tombstones)."""
+    outs, _ = run(records, config)
+    return [None if o.value is None else o.value.decode() for o in outs]
+
+
+def metrics():
+    """Counters and gauges reported so far: ``{"counters", "gauges"}``."""
+    return native_metrics

@@ -1,0 +1,95 @@
+//! Python guests: the SDK (`guest-sdk/python/weir`, compiled into weir and
+//! written into each project by `weir new`) plus the user's `app.py`,
+//! made a component by componentize-py, which bundles CPython. weir hands
+//! it the contract and the SDK's entry module, so the user's code only
+//! registers functions.
+
+use std::path::Path;
+use std::process::Command;
+
+use super::BuildError;
+
+/// The world Python guests are built for: batch and per-record calls.
+pub const WORLD: &str = "record-transformer";
+/// What CPython's runtime imports beyond weir's default grants. The
+/// sandbox has no network, so the grant links the interface and nothing
+/// more (SECURITY.md).
+pub const GRANT: &str = "wasi:sockets";
+/// The componentize-py release the SDK is tested with.
+pub const COMPONENTIZE_PY: &str = "0.25.1";
+
+/// The SDK's files, as written into a project's `weir/` package.
+pub const SDK: &[(&str, &str)] = &[
+    (
+        "__init__.py",
+        include_str!("../../../guest-sdk/python/weir/__init__.py"),
+    ),
+    (
+        "_batch.py",
+        include_str!("../../../guest-sdk/python/weir/_batch.py"),
+    ),
+    (
+        "_entry.py",
+        include_str!("../../../guest-sdk/python/weir/_entry.py"),
+    ),
+    (
+        "_errors.py",
+        include_str!("../../../guest-sdk/python/weir/_errors.py"),
+    ),
+    (
+        "_host.py",
+        include_str!("../../../guest-sdk/python/weir/_host.py"),
+    ),
+    (
+        "_register.py",
+        include_str!("../../../guest-sdk/python/weir/_register.py"),
+    ),
+    (
+        "_run.py",
+        include_str!("../../../guest-sdk/python/weir/_run.py"),
+    ),
+    (
+        "testing.py",
+        include_str!("../../../guest-sdk/python/weir/testing.py"),
+    ),
+];
+
+/// componentize-py: `$WEIR_COMPONENTIZE_PY`, else the one on PATH.
+fn componentize_py() -> String {
+    std::env::var("WEIR_COMPONENTIZE_PY").unwrap_or_else(|_| "componentize-py".into())
+}
+
+/// Build the project in `dir` (its `app.py` and `weir/` package) into a
+/// component at `out`.
+pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+    let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
+        path: std::env::temp_dir(),
+        err,
+    })?;
+    let wit_file = wit.path().join("transform.wit");
+    std::fs::write(&wit_file, super::WIT).map_err(|err| BuildError::Io {
+        path: wit_file.clone(),
+        err,
+    })?;
+    let tool = componentize_py();
+    let output = Command::new(&tool)
+        .arg("-d")
+        .arg(wit.path())
+        .args(["-w", WORLD, "componentize", "weir._entry", "-p"])
+        .arg(dir)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .map_err(|e| {
+            BuildError::Toolchain(format!(
+                "running {tool}: {e}; install it with `pip install componentize-py=={COMPONENTIZE_PY}` (or set WEIR_COMPONENTIZE_PY)"
+            ))
+        })?;
+    if !output.status.success() {
+        return Err(BuildError::Toolchain(format!(
+            "{tool} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    Ok(())
+}
