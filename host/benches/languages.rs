@@ -2,9 +2,12 @@
 //! of 100-byte values on the batch path (batches of 1,000), against the same
 //! loop native; with each component's size and its cached load time.
 //! Guests are built from source as users build them: Rust by cargo (the
-//! `uppercase` example), C and Go by `weir new` + `weir build`, Python
-//! and JavaScript by componentize-py / componentize-js
-//! (`scripts/build-polyglot`).
+//! `uppercase` example), C, Go, Python and JavaScript by `weir new` +
+//! `weir build` (the Python and JavaScript scaffolds use their SDKs: one
+//! function call per record). "raw" rows are the Python and JavaScript
+//! examples that handle the columnar batch themselves (one call per batch),
+//! built by `scripts/build-polyglot`, which also installs componentize-py
+//! and componentize-js.
 //!
 //! Run: cargo bench -p weir --bench languages
 //! WEIR_BENCH_RECORDS (default 1,000,000; Python and JavaScript get a tenth).
@@ -60,10 +63,21 @@ fn scaffolded(dir: &Path, lang: &str) -> PathBuf {
     let weir = env!("CARGO_BIN_EXE_weir");
     let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
     let name = format!("upper-{lang}");
+    let tools = testkit::repo_root().join(".tools");
     ok(Command::new(weir)
         .args(["new", "--lang", lang, &name])
         .current_dir(dir));
-    ok(Command::new(weir).arg("build").current_dir(dir.join(&name)));
+    ok(Command::new(weir)
+        .arg("build")
+        .env(
+            "WEIR_COMPONENTIZE_PY",
+            tools.join("venv/bin/componentize-py"),
+        )
+        .env(
+            "WEIR_COMPONENTIZE_JS",
+            tools.join("node/node_modules/.bin/componentize-js"),
+        )
+        .current_dir(dir.join(&name)));
     dir.join(&name).join(format!("{name}.wasm"))
 }
 
@@ -80,17 +94,24 @@ fn main() {
         ("C", scaffolded(dir.path(), "c"), vec![], &full),
         ("Go", scaffolded(dir.path(), "go"), vec![], &full),
         (
-            "Python",
+            "Python raw",
             testkit::polyglot_guest("uppercase-py.wasm"),
             vec!["wasi:sockets".into()],
             &tenth,
         ),
         (
-            "JavaScript",
+            "Python SDK",
+            scaffolded(dir.path(), "python"),
+            vec!["wasi:sockets".into()],
+            &tenth,
+        ),
+        (
+            "JS raw",
             testkit::polyglot_guest("uppercase-js.wasm"),
             vec![],
             &tenth,
         ),
+        ("JS SDK", scaffolded(dir.path(), "js"), vec![], &tenth),
     ];
     let native_rate = rate(&mut FnTransform(native), &full);
     println!(

@@ -268,9 +268,6 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
         .output()
         .unwrap();
     assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
-    // Languages without an SDK yet say so.
-    let o = in_dir(&["new", "--lang", "python", "py"], dir.path());
-    assert!(stderr(&o).contains("not available yet"), "{}", stderr(&o));
 }
 
 /// `weir new` -> `weir build` -> `weir validate` -> `weir test` for a
