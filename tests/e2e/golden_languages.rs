@@ -1,10 +1,15 @@
-//! The golden suite across guest languages: the same pipeline, input and
-//! expected output for each language's guest, through `weir run` in
-//! micro-batch and continuous mode, each SIGKILLed at a fixed step and at
-//! a varied moment, then restored. Today: uppercase in Rust (the example
-//! crate), C, Go, Python and JavaScript (built by `weir new` + `weir build`, as a user
-//! would); other languages join as their SDKs land.
+//! The golden suite across guest languages: for each case, the same
+//! pipeline, input and expected output for each language's guest, through
+//! `weir run` in micro-batch and continuous mode, each SIGKILLed at a fixed
+//! step and at a varied moment, then restored. Cases: uppercase (the `weir
+//! new` scaffolds), a JSON filter and a router to named outputs (the
+//! examples in `examples/<lang>/`, dropped into a `weir new` project for
+//! Python, JavaScript, Go and C, and the configurable Rust examples). Every
+//! guest is built from source as a user builds it. The windowed count joins
+//! when the other SDKs have state (the Rust one is checked in
+//! `stateful::layout`).
 
+use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,50 +17,128 @@ use std::time::Duration;
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{guest, run_command, run_ok, topic_values, weir, xorshift};
+use crate::testkit::{
+    guest, polyglot_guest, repo_root, run_command, run_ok, topic_values, weir, xorshift,
+};
 
-/// The scaffold's uppercase guest in `lang`, made and built as a user
-/// would (`weir new` + `weir build`).
-fn scaffolded(lang: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("golden-{lang}"));
+const RECORDS: usize = 20_000;
+
+/// The file of a `weir new --lang` project that holds the transform.
+fn own_file(lang: &str) -> &'static str {
+    match lang {
+        "python" => "app.py",
+        "js" => "app.js",
+        "go" => "main.go",
+        "c" => "src/transform.c",
+        other => panic!("no scaffold file for {other}"),
+    }
+}
+
+/// A `weir new` project in `lang`, with `example` (a file under
+/// `examples/<lang>/`) as its transform when given, built by `weir build`.
+fn scaffolded(lang: &str, example: Option<&str>) -> PathBuf {
+    if matches!(lang, "python" | "js") {
+        // componentize-py and -js, as scripts/build-polyglot installs them.
+        polyglot_guest("uppercase-py.wasm");
+    }
+    let case = example.map_or("upper".into(), |e| e.replace(['/', '.'], "-"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("golden-{lang}-{case}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let o = weir()
-        .args(["new", "--lang", lang, "upper"])
+        .args(["new", "--lang", lang, "golden"])
         .current_dir(&dir)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = weir()
-        .arg("build")
-        .current_dir(dir.join("upper"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    dir.join("upper/upper.wasm")
+    let project = dir.join("golden");
+    if let Some(e) = example {
+        let src = repo_root().join("examples").join(lang).join(e);
+        std::fs::copy(&src, project.join(own_file(lang))).unwrap();
+    }
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{lang} {case}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    project.join("golden.wasm")
 }
 
-const RECORDS: usize = 20_000;
+/// One golden case: its input values and expected output per output name
+/// ("" is the default output), each as a sorted list.
+struct Case {
+    value: fn(usize) -> String,
+    expected: fn() -> BTreeMap<String, Vec<String>>,
+}
 
-fn value(i: usize) -> String {
+fn upper_value(i: usize) -> String {
     format!("record {i} of the golden suite, héllo")
 }
 
-fn expected() -> Vec<String> {
+fn upper_expected() -> BTreeMap<String, Vec<String>> {
     // The guests uppercase ASCII only.
-    let mut v: Vec<String> = (0..RECORDS)
-        .map(|i| value(i).to_ascii_uppercase())
-        .collect();
+    let v = (0..RECORDS).map(|i| upper_value(i).to_ascii_uppercase());
+    BTreeMap::from([(String::new(), sorted(v))])
+}
+
+/// JSON records with and without `amount` and `region`, and some that are
+/// not JSON at all.
+fn json_value(i: usize) -> String {
+    if i % 97 == 13 {
+        return format!("not json {i}");
+    }
+    if i % 11 == 5 {
+        return format!(r#"{{"id":{i},"region":"eu","note":"no amount"}}"#);
+    }
+    let region = ["eu", "us", "apac"][i % 3];
+    let amount = (i * 37) % 250;
+    if i % 13 == 7 {
+        return format!(r#"{{"id":{i},"amount":{amount},"note":"héllo"}}"#);
+    }
+    format!(r#"{{"id":{i},"amount":{amount},"region":"{region}","note":"héllo"}}"#)
+}
+
+fn parsed(i: usize) -> Option<serde_json::Value> {
+    serde_json::from_str::<serde_json::Value>(&json_value(i))
+        .ok()
+        .filter(serde_json::Value::is_object)
+}
+
+fn filter_expected() -> BTreeMap<String, Vec<String>> {
+    let kept = (0..RECORDS)
+        .filter(|&i| parsed(i).is_some_and(|d| d["amount"].as_f64().is_some_and(|a| a > 100.0)));
+    BTreeMap::from([(String::new(), sorted(kept.map(json_value)))])
+}
+
+fn router_expected() -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for i in 0..RECORDS {
+        let Some(d) = parsed(i) else { continue };
+        let name = match d["region"].as_str() {
+            Some(r @ ("eu" | "us")) => r.to_string(),
+            _ => String::new(),
+        };
+        out.entry(name).or_default().push(json_value(i));
+    }
+    out.values_mut().for_each(|v| v.sort());
+    out
+}
+
+fn sorted(v: impl Iterator<Item = String>) -> Vec<String> {
+    let mut v: Vec<String> = v.collect();
     v.sort();
     v
 }
 
-/// A pipeline over 4 partitions of input with `component`, in `dir`.
-fn fixture(dir: &Path, component: &Path, continuous: bool) {
+/// A pipeline over 4 partitions of `case`'s input with `component`, its
+/// `[transform]` extras (`extra`: config, grants) and a log sink per output
+/// of the expectation, in `dir`.
+fn fixture(dir: &Path, case: &Case, component: &Path, extra: &str, continuous: bool) {
     let mut t = Topic::create(&dir.join("log"), "in", 4).unwrap();
     let mut parts: Vec<RecordBatch> = (0..4).map(RecordBatch::new).collect();
     for i in 0..RECORDS {
-        parts[i % 4].push(None, value(i).as_bytes(), i as i64, 0);
+        parts[i % 4].push(None, (case.value)(i).as_bytes(), i as i64, 0);
     }
     t.append(None, &parts, || {}).unwrap();
     let (mode, limit, trigger) = if continuous {
@@ -71,30 +154,46 @@ fn fixture(dir: &Path, component: &Path, continuous: bool) {
             "[trigger]\ntype = \"available-now\"",
         )
     };
-    // CPython's runtime imports wasi:sockets (the network stays off).
-    let grants = if component.to_string_lossy().contains("golden-python") {
-        "grants = [\"wasi:sockets\"]\n"
-    } else {
-        ""
-    };
+    let mut sinks = String::new();
+    for name in (case.expected)().keys() {
+        let (section, topic) = if name.is_empty() {
+            ("default".to_string(), "out".to_string())
+        } else {
+            (name.clone(), format!("out-{name}"))
+        };
+        sinks += &format!(
+            "[sink.{section}]\ntype = \"log\"\npath = \"log\"\ntopic = \"{topic}\"\npartitions = 2\n"
+        );
+    }
     let spec = format!(
-        "checkpoint = \"ckpt\"\n{mode}\n[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n{limit}\n[transform]\ncomponent = \"{}\"\n{grants}[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\npartitions = 2\n{trigger}\n",
+        "checkpoint = \"ckpt\"\n{mode}\n[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n{limit}\n[transform]\ncomponent = \"{}\"\non-error = \"skip\"\n{extra}\n{sinks}{trigger}\n",
         component.display()
     );
     std::fs::write(dir.join("p.toml"), spec).unwrap();
 }
 
-fn output(dir: &Path) -> Vec<String> {
-    let mut v = topic_values(&dir.join("log"), "out").unwrap_or_default();
-    v.sort();
-    v
+fn output(dir: &Path, case: &Case) -> BTreeMap<String, Vec<String>> {
+    (case.expected)()
+        .keys()
+        .map(|name| {
+            let topic = if name.is_empty() {
+                "out".into()
+            } else {
+                format!("out-{name}")
+            };
+            let v = topic_values(&dir.join("log"), &topic).unwrap_or_default();
+            (name.clone(), sorted(v.into_iter()))
+        })
+        .collect()
 }
 
-fn golden(component: &Path, lang: &str) {
+fn golden(case: &Case, component: &Path, extra: &str, lang: &str) {
     let mut next = xorshift(0x601d_e1a9);
+    let expected = (case.expected)();
+    let total: usize = expected.values().map(Vec::len).sum();
     for continuous in [false, true] {
         let dir = tempfile::tempdir().unwrap();
-        fixture(dir.path(), component, continuous);
+        fixture(dir.path(), case, component, extra, continuous);
         let idle = continuous.then_some("300ms");
         // First a kill at a fixed step, so one always lands mid-run however
         // fast the machine: batch 5 of 40 committed its output, or the first
@@ -114,7 +213,8 @@ fn golden(component: &Path, lang: &str) {
             "{lang}: {fault}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(output(dir.path()).len() < RECORDS, "{lang}: {fault}");
+        let partial: usize = output(dir.path(), case).values().map(Vec::len).sum();
+        assert!(partial < total, "{lang}: {fault}");
         // Then one at a varied moment, which may land anywhere, even after
         // the end.
         let mut child = run_command(dir.path(), idle).spawn().unwrap();
@@ -123,38 +223,93 @@ fn golden(component: &Path, lang: &str) {
         child.wait().unwrap();
         run_ok(run_command(dir.path(), idle));
         assert_eq!(
-            output(dir.path()),
-            expected(),
+            output(dir.path(), case),
+            expected,
             "{lang}, continuous={continuous}: after 2 SIGKILLs and a restore"
         );
     }
 }
 
-#[test]
-fn uppercase_in_rust_matches_the_golden_output_in_both_modes_across_sigkills() {
-    golden(&guest("uppercase"), "rust");
+/// `[transform]` lines a language's component needs: CPython's runtime
+/// imports wasi:sockets (the network stays off).
+fn grants(lang: &str) -> &'static str {
+    if lang == "python" {
+        "grants = [\"wasi:sockets\"]"
+    } else {
+        ""
+    }
+}
+
+const UPPERCASE: Case = Case {
+    value: upper_value,
+    expected: upper_expected,
+};
+const JSON_FILTER: Case = Case {
+    value: json_value,
+    expected: filter_expected,
+};
+const ROUTER: Case = Case {
+    value: json_value,
+    expected: router_expected,
+};
+
+const RUST_FILTER_CONFIG: &str =
+    "[transform.config]\nfield = \"amount\"\nop = \"gt\"\nvalue = \"100\"";
+const RUST_ROUTER_CONFIG: &str = "[transform.config]\nfield = \"region\"\n\"route.eu\" = \"eu\"\n\"route.us\" = \"us\"\nstrict = \"true\"";
+
+fn all_cases(lang: &str) {
+    let g = grants(lang);
+    golden(&UPPERCASE, &scaffolded(lang, None), g, lang);
+    golden(
+        &JSON_FILTER,
+        &scaffolded(lang, Some(&format!("json-filter/{}", example_file(lang)))),
+        g,
+        lang,
+    );
+    golden(
+        &ROUTER,
+        &scaffolded(lang, Some(&format!("router/{}", example_file(lang)))),
+        g,
+        lang,
+    );
+}
+
+/// The example's file name in `examples/<lang>/<case>/`.
+fn example_file(lang: &str) -> &'static str {
+    match lang {
+        "c" => "transform.c",
+        other => own_file(other),
+    }
 }
 
 #[test]
-fn uppercase_in_c_matches_the_golden_output_in_both_modes_across_sigkills() {
-    golden(&scaffolded("c"), "c");
+fn rust_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
+    golden(&UPPERCASE, &guest("uppercase"), "", "rust");
+    golden(
+        &JSON_FILTER,
+        &guest("json-filter"),
+        RUST_FILTER_CONFIG,
+        "rust",
+    );
+    golden(&ROUTER, &guest("router"), RUST_ROUTER_CONFIG, "rust");
 }
 
 #[test]
-fn uppercase_in_go_matches_the_golden_output_in_both_modes_across_sigkills() {
-    golden(&scaffolded("go"), "go");
+fn c_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
+    all_cases("c");
 }
 
 #[test]
-fn uppercase_in_python_matches_the_golden_output_in_both_modes_across_sigkills() {
-    // componentize-py, as scripts/build-polyglot installs it.
-    crate::testkit::polyglot_guest("uppercase-py.wasm");
-    golden(&scaffolded("python"), "python");
+fn go_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
+    all_cases("go");
 }
 
 #[test]
-fn uppercase_in_js_matches_the_golden_output_in_both_modes_across_sigkills() {
-    // componentize-js, as scripts/build-polyglot installs it.
-    crate::testkit::polyglot_guest("uppercase-js.wasm");
-    golden(&scaffolded("js"), "js");
+fn python_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
+    all_cases("python");
+}
+
+#[test]
+fn js_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
+    all_cases("js");
 }

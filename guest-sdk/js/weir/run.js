@@ -20,28 +20,52 @@ export function runBatch(b) {
   const cols = new Columns(n);
   const out = new Output(cols);
   const { values, valueEnds, hasValue } = b;
+  // No keys, headers or tombstones: a map's output needs only values.
+  const plain = b.keyEnds.length === 0 && b.headerEnds.length === 0 && hasValue.length === 0;
+  const flat = kind === "flatMap";
   let start = 0;
   for (let i = 0; i < n; i++) {
     const end = valueEnds[i];
     const value = hasValue.length === 0 || hasValue[i] ? values.subarray(start, end) : undefined;
     start = end;
     const record = new Record(value, i, b);
-    out.record = record;
-    const mark = cols.mark();
+    // Only a flatMap can have emitted part of a record's output before
+    // it fails; the other kinds emit after their function returns.
+    const mark = flat ? cols.mark() : undefined;
     try {
       if (kind === "map") {
-        if (value === undefined) out.forward();
-        else out.push(asBytes(f(record), `the value ${f.name || "the map function"} returned`), KEEP, KEEP, undefined, undefined);
+        if (value === undefined) {
+          out.record = record;
+          out.forward();
+          continue;
+        }
+        const v = f(record);
+        if (plain && v instanceof Uint8Array) {
+          if (cols.origins.length !== i) cols.inOrder = false;
+          cols.chunks.push(v);
+          cols.bytes += v.length;
+          cols.valueEnds.push(cols.bytes);
+          cols.origins.push(i);
+          continue;
+        }
+        out.record = record;
+        out.push(asBytes(v, `the value ${f.name || "the map function"} returned`), KEEP, KEEP, undefined, undefined);
       } else if (kind === "filter") {
-        if (f(record)) out.forward();
+        if (f(record)) {
+          out.record = record;
+          out.forward();
+        }
       } else if (kind === "route") {
-        out.forward(f(record));
+        const to = f(record);
+        out.record = record;
+        out.forward(to);
       } else {
+        out.record = record;
         f(record, out);
       }
     } catch (e) {
       if (e instanceof Broken) throw e;
-      cols.rollback(mark);
+      if (flat) cols.rollback(mark);
       cols.rejected.push({ index: i, reason: reason(e) });
     }
   }

@@ -20,17 +20,21 @@ def run_batch(b):
     out = Output(cols, None)
     values, ends, present = b.values, b.value_ends, b.has_value
     plain = not b.key_ends and not b.header_ends and not present
+    # Only a flat_map can have emitted part of a record's output before it
+    # fails; the other kinds emit after their function returns.
+    flat = kind == "flat_map"
     start = 0
     for i in range(n):
         end = ends[i]
         value = values[start:end] if not present or present[i] else None
         start = end
         record = Record(value, i, b)
-        out.record = record
-        mark = cols.mark()
+        if flat:
+            mark = cols.mark()
         try:
             if kind == "map":
                 if value is None:
+                    out.record = record
                     out.forward()
                     continue
                 v = f(record)
@@ -42,18 +46,24 @@ def run_batch(b):
                     cols.value_ends.append(len(cols.values))
                     cols.origins.append(i)
                     continue
+                out.record = record
                 out._push(_as_bytes(v, f"the value {f.__name__} returned"), KEEP, KEEP, None, None)
             elif kind == "filter":
                 if f(record):
+                    out.record = record
                     out.forward()
             elif kind == "route":
-                out.forward(f(record))
+                to = f(record)
+                out.record = record
+                out.forward(to)
             else:
+                out.record = record
                 f(record, out)
         except Broken:
             raise
         except Exception as e:  # noqa: BLE001 - any failure refuses the record
-            cols.rollback(mark)
+            if flat:
+                cols.rollback(mark)
             cols.rejected.append((i, _reason(e)))
     return cols
 
