@@ -16,6 +16,38 @@ use std::process::Command;
 
 use super::BuildError;
 
+/// The SDK's package, as written into a project's `weir/` by `weir new`:
+/// the contract's types and the SDK (also native, for `go test`), and the
+/// canonical-ABI bindings (wasip1 only).
+pub const SDK: &[(&str, &str)] = &[
+    ("abi.go", include_str!("../../../guest-sdk/go/weir/abi.go")),
+    (
+        "arena.go",
+        include_str!("../../../guest-sdk/go/weir/arena.go"),
+    ),
+    (
+        "columns.go",
+        include_str!("../../../guest-sdk/go/weir/columns.go"),
+    ),
+    (
+        "host_native.go",
+        include_str!("../../../guest-sdk/go/weir/host_native.go"),
+    ),
+    (
+        "output.go",
+        include_str!("../../../guest-sdk/go/weir/output.go"),
+    ),
+    ("sdk.go", include_str!("../../../guest-sdk/go/weir/sdk.go")),
+    (
+        "testing.go",
+        include_str!("../../../guest-sdk/go/weir/testing.go"),
+    ),
+    (
+        "types.go",
+        include_str!("../../../guest-sdk/go/weir/types.go"),
+    ),
+];
+
 /// The world Go guests are built for.
 pub const WORLD: &str = "record-transformer";
 /// The first bytes of the Go side's adapter arena.

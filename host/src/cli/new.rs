@@ -142,25 +142,30 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
 fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     let module = format!("example.com/{}", name.replace('-', "_"));
     let fill = |t: &str| t.replace("{{name}}", name).replace("{{module}}", &module);
-    let files: [(&str, &str); 7] = [
-        ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
-        ("main.go", include_str!("scaffold/go/main.go.tmpl")),
-        ("weir/abi.go", include_str!("scaffold/go/weir/abi.go.tmpl")),
-        (
-            "weir/arena.go",
-            include_str!("scaffold/go/weir/arena.go.tmpl"),
-        ),
-        ("README.md", include_str!("scaffold/go/README.md.tmpl")),
-        (
-            "sample/input.txt",
-            include_str!("scaffold/rust/input.txt.tmpl"),
-        ),
-        (
-            "sample/expected.txt",
-            include_str!("scaffold/rust/expected.txt.tmpl"),
-        ),
-    ];
-    write_all(dir, filled(&files, fill))?;
+    let mut files = filled(
+        &[
+            ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
+            ("main.go", include_str!("scaffold/go/main.go.tmpl")),
+            (
+                "main_test.go",
+                include_str!("scaffold/go/main_test.go.tmpl"),
+            ),
+            ("README.md", include_str!("scaffold/go/README.md.tmpl")),
+            (
+                "sample/input.txt",
+                include_str!("scaffold/rust/input.txt.tmpl"),
+            ),
+            (
+                "sample/expected.txt",
+                include_str!("scaffold/rust/expected.txt.tmpl"),
+            ),
+        ],
+        fill,
+    );
+    for (file, text) in weir::build::go::SDK {
+        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
+    }
+    write_all(dir, files)?;
     Ok(created(name, "Go"))
 }
 

@@ -1,0 +1,3 @@
+module weir.dev/guest
+
+go 1.24

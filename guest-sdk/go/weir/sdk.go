@@ -1,0 +1,199 @@
+package weir
+
+import (
+	"errors"
+	"strings"
+)
+
+// The SDK: a transform is one plain function per record, registered from
+// an init function:
+//
+//	func init() { weir.Map(shout) }
+//	func shout(r *weir.Record) ([]byte, error) { return bytes.ToUpper(r.Value), nil }
+//
+// It runs the per-record loop over weir's columnar batches and builds the
+// output columns, so no transform touches the encoding. A function's error
+// refuses that record with the error's text as the reason (the pipeline's
+// on-error decides its fate), unless it is Broken(...), which stops the
+// pipeline.
+
+// Broken is the error that stops the pipeline: the transform cannot go on.
+func Broken(msg string) error {
+	return &RecordError{Broken: true, Msg: msg}
+}
+
+// Config is the pipeline's [transform.config].
+type Config map[string]string
+
+// Only refuses keys other than keys (catches typos).
+func (c Config) Only(keys ...string) error {
+	for k := range c {
+		known := false
+		for _, want := range keys {
+			known = known || k == want
+		}
+		if !known {
+			return errors.New("unknown config key `" + k + "` (known: " + strings.Join(keys, ", ") + ")")
+		}
+	}
+	return nil
+}
+
+type kind int
+
+const (
+	kindMap kind = iota
+	kindFilter
+	kindFlatMap
+	kindRoute
+)
+
+type sdk struct {
+	kind    kind
+	mapF    func(*Record) ([]byte, error)
+	filterF func(*Record) (bool, error)
+	flatF   func(*Record, *Output) error
+	routeF  func(*Record) (string, error)
+}
+
+var initF func(Config) error
+
+// Map registers f: one output per input with the value f returns, keeping
+// key, headers and timestamp. A record without a value (a tombstone)
+// passes through without calling f.
+func Map(f func(r *Record) ([]byte, error)) { register(&sdk{kind: kindMap, mapF: f}) }
+
+// Filter registers f: records for which it returns true pass through
+// unchanged (tombstones too: their HasValue is false).
+func Filter(f func(r *Record) (bool, error)) { register(&sdk{kind: kindFilter, filterF: f}) }
+
+// FlatMap registers f: it emits zero or more records through out.
+func FlatMap(f func(r *Record, out *Output) error) { register(&sdk{kind: kindFlatMap, flatF: f}) }
+
+// Route registers f: the record passes through unchanged to the named
+// output f returns, or to the default output for "".
+func Route(f func(r *Record) (string, error)) { register(&sdk{kind: kindRoute, routeF: f}) }
+
+// OnInit registers f, called once before any record with the pipeline's
+// config; its error refuses the config (say which key and why).
+func OnInit(f func(Config) error) { initF = f }
+
+func register(s *sdk) {
+	if _, ok := impl.(*sdk); ok {
+		panic("weir: a transform registers one function")
+	}
+	impl = s
+}
+
+func (s *sdk) Init(config [][2]string) error {
+	c := Config{}
+	for _, kv := range config {
+		c[kv[0]] = kv[1]
+	}
+	if initF != nil {
+		return initF(c)
+	}
+	if len(config) > 0 {
+		return errors.New("unknown config key `" + config[0][0] + "`: this transform takes no config")
+	}
+	return nil
+}
+
+// run applies the registered function to r, writing to out.
+func (s *sdk) run(r *Record, out *Output) error {
+	switch s.kind {
+	case kindMap:
+		if !r.HasValue {
+			out.Forward()
+			return nil
+		}
+		v, err := s.mapF(r)
+		if err != nil {
+			return err
+		}
+		out.Emit(v)
+	case kindFilter:
+		keep, err := s.filterF(r)
+		if err != nil {
+			return err
+		}
+		if keep {
+			out.Forward()
+		}
+	case kindRoute:
+		to, err := s.routeF(r)
+		if err != nil {
+			return err
+		}
+		out.ForwardTo(to)
+	default:
+		return s.flatF(r, out)
+	}
+	return nil
+}
+
+func broken(err error) bool {
+	var re *RecordError
+	return errors.As(err, &re) && re.Broken
+}
+
+func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
+	n := len(in.ValueEnds)
+	c := newColumns(n, len(in.Values))
+	out := &Output{c: c}
+	var r Record
+	start := uint32(0)
+	for i, end := range in.ValueEnds {
+		in.record(i, start, end, &r)
+		start = end
+		out.r = &r
+		out.origin = uint32(i)
+		m := c.mark()
+		if err := s.run(&r, out); err != nil {
+			if broken(err) {
+				return nil, err
+			}
+			c.rollback(m)
+			c.out.Rejected = append(c.out.Rejected, BadRecord{Index: uint32(i), Reason: err.Error()})
+		}
+	}
+	return c.finish(in.Timestamps), nil
+}
+
+func (s *sdk) ProcessRecord(in *Record) ([]OutputRecord, *RecordError) {
+	c := &columns{perRecord: true}
+	out := &Output{c: c, r: in}
+	if err := s.run(in, out); err != nil {
+		if broken(err) {
+			return nil, err.(*RecordError)
+		}
+		return nil, &RecordError{Msg: err.Error()}
+	}
+	return c.records, nil
+}
+
+// record fills r with record i (value bytes [start, end)), as views into b.
+func (b *Batch) record(i int, start, end uint32, r *Record) {
+	r.HasValue = len(b.HasValue) == 0 || b.HasValue[i]
+	r.Value = b.Values[start:end:end]
+	r.HasKey = len(b.KeyEnds) > 0 && b.HasKey[i]
+	r.Key = nil
+	if r.HasKey {
+		r.Key = b.Keys[span(b.KeyEnds, i):b.KeyEnds[i]]
+	}
+	r.Headers = nil
+	if len(b.HeaderEnds) > 0 {
+		r.Headers = b.Headers[span(b.HeaderEnds, i):b.HeaderEnds[i]]
+	}
+	r.Timestamp = b.Timestamps[i]
+	r.Partition = b.Partition
+	r.Offset = b.Offsets[i]
+}
+
+// span is where record i starts in a column described by ends.
+func span(ends []uint32, i int) uint32 {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
+}
