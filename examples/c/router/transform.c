@@ -3,88 +3,30 @@
 // value that does not look like a JSON object ({...}) is a bad record. The
 // Rust `router` example with field = "region", route.eu = "eu",
 // route.us = "us", strict = "true" does the same on the golden suite's
-// records (flat objects). A scanner, not a JSON parser: C has no SDK layer
-// yet. Build: copy over src/transform.c of a `weir new --lang c` project,
-// then `weir build`.
+// records (flat objects). A scanner, not a JSON parser. Build: copy over
+// src/transform.c of a `weir new --lang c` project, then `weir build`.
 
-#include <stdlib.h>
 #include <string.h>
 
-#include "record_transformer.h"
+#include "weir.h"
 
-bool exports_weir_transform_transform_init(record_transformer_list_tuple2_string_string_t *config,
-                                           record_transformer_string_t *err) {
-  bool ok = config->len == 0;
-  if (!ok) record_transformer_string_dup(err, "this transform takes no config");
-  record_transformer_list_tuple2_string_string_free(config);
-  return ok;
-}
-
-// 1 for "region":"eu", 2 for "region":"us", else 0 (the default output).
-static uint32_t route(const uint8_t *v, size_t n) {
+static const char *by_region(const weir_record *r, weir_output *out) {
+  weir_bytes v = r->value;
+  if (v.len < 2 || v.ptr[0] != '{' || v.ptr[v.len - 1] != '}') {
+    weir_bad(out, "not a JSON object");
+    return NULL;
+  }
   static const char key[] = "\"region\"";
   size_t k = sizeof(key) - 1;
-  for (size_t i = 0; i + k < n; i++) {
-    if (memcmp(v + i, key, k) != 0) continue;
+  for (size_t i = 0; i + k < v.len; i++) {
+    if (memcmp(v.ptr + i, key, k) != 0) continue;
     size_t j = i + k;
-    while (j < n && (v[j] == ' ' || v[j] == ':')) j++;
-    if (j + 4 <= n && memcmp(v + j, "\"eu\"", 4) == 0) return 1;
-    if (j + 4 <= n && memcmp(v + j, "\"us\"", 4) == 0) return 2;
-    return 0;
+    while (j < v.len && (v.ptr[j] == ' ' || v.ptr[j] == ':')) j++;
+    if (j + 4 <= v.len && memcmp(v.ptr + j, "\"eu\"", 4) == 0) return "eu";
+    if (j + 4 <= v.len && memcmp(v.ptr + j, "\"us\"", 4) == 0) return "us";
+    return NULL;
   }
-  return 0;
+  return NULL;
 }
 
-bool exports_weir_transform_transform_process_batch(exports_weir_transform_transform_batch_t *in,
-                                                    exports_weir_transform_transform_output_batch_t *out,
-                                                    exports_weir_transform_transform_batch_error_t *err) {
-  size_t n = in->value_ends.len;
-  memset(out, 0, sizeof(*out));
-  out->values.ptr = malloc(in->values.len + 1);
-  out->value_ends.ptr = malloc(sizeof(uint32_t) * (n + 1));
-  out->origins.ptr = malloc(sizeof(uint32_t) * (n + 1));
-  out->routes.ptr = malloc(sizeof(uint32_t) * (n + 1));
-  out->rejected.ptr = malloc(sizeof(weir_transform_types_bad_record_t) * (n + 1));
-  out->outputs.ptr = malloc(sizeof(record_transformer_string_t) * 2);
-  if (!out->values.ptr || !out->value_ends.ptr || !out->origins.ptr || !out->routes.ptr ||
-      !out->rejected.ptr || !out->outputs.ptr) {
-    err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
-    record_transformer_string_dup(&err->val.broken, "out of memory");
-    return false;
-  }
-  // Routes: 0 is the default output, k is outputs[k-1].
-  record_transformer_string_dup(&out->outputs.ptr[0], "eu");
-  record_transformer_string_dup(&out->outputs.ptr[1], "us");
-  out->outputs.len = 2;
-  uint32_t start = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint32_t end = in->value_ends.ptr[i];
-    const uint8_t *v = in->values.ptr + start;
-    size_t len = end - start;
-    start = end;
-    if (len < 2 || v[0] != '{' || v[len - 1] != '}') {
-      weir_transform_types_bad_record_t *bad = &out->rejected.ptr[out->rejected.len++];
-      bad->index = (uint32_t)i;
-      record_transformer_string_dup(&bad->reason, "not a JSON object");
-      continue;
-    }
-    memcpy(out->values.ptr + out->values.len, v, len);
-    out->values.len += len;
-    out->value_ends.ptr[out->value_ends.len++] = (uint32_t)out->values.len;
-    out->origins.ptr[out->origins.len++] = (uint32_t)i;
-    out->routes.ptr[out->routes.len++] = route(v, len);
-  }
-  exports_weir_transform_transform_batch_free(in);
-  return true;
-}
-
-bool exports_weir_transform_record_transform_process_record(
-    exports_weir_transform_record_transform_record_t *in,
-    exports_weir_transform_record_transform_list_output_record_t *out,
-    exports_weir_transform_record_transform_record_error_t *err) {
-  (void)out;
-  err->tag = WEIR_TRANSFORM_TYPES_RECORD_ERROR_BROKEN;
-  record_transformer_string_dup(&err->val.broken, "this transform runs with call = \"batch\" only");
-  exports_weir_transform_record_transform_record_free(in);
-  return false;
-}
+WEIR_ROUTE(by_region)

@@ -13,6 +13,21 @@ pub const WORLD: &str = "record-transformer";
 /// (`weir/record_transformer.h`, `.c`) and of its identifiers.
 pub const STEM: &str = "record_transformer";
 
+/// The SDK (`guest-sdk/c`), written into a project's `weir/` beside the
+/// generated bindings.
+pub const SDK: &[(&str, &str)] = &[
+    ("weir.h", include_str!("../../../guest-sdk/c/weir.h")),
+    (
+        "weir_internal.h",
+        include_str!("../../../guest-sdk/c/weir_internal.h"),
+    ),
+    ("weir.c", include_str!("../../../guest-sdk/c/weir.c")),
+    (
+        "weir_exports.c",
+        include_str!("../../../guest-sdk/c/weir_exports.c"),
+    ),
+];
+
 /// The generated bindings: (file name, contents), e.g. `record_transformer.h`.
 pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
     let (mut resolve, id) = super::contract(WORLD)?;

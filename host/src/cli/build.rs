@@ -93,6 +93,13 @@ fn c(dir: &Path) -> anyhow::Result<PathBuf> {
         dir.join(format!("weir/{}.c", weir::build::c::STEM)),
         dir.join(format!("weir/{}_component_type.c", weir::build::c::STEM)),
     ];
+    // The SDK's sources, in projects made since it exists.
+    for (file, _) in weir::build::c::SDK {
+        let path = dir.join("weir").join(file);
+        if file.ends_with(".c") && path.exists() {
+            sources.push(path);
+        }
+    }
     let src = dir.join("src");
     let mut own: Vec<PathBuf> = std::fs::read_dir(&src)
         .with_context(|| format!("{}", src.display()))?

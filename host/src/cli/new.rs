@@ -133,6 +133,9 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     for (file, bytes) in weir::build::c::bindings()? {
         files.push((format!("weir/{file}"), bytes));
     }
+    for (file, text) in weir::build::c::SDK {
+        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
+    }
     write_all(dir, files)?;
     Ok(created(name, "C"))
 }

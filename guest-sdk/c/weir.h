@@ -1,0 +1,108 @@
+// weir's C SDK: a transform is one plain function per record, registered
+// with one macro; the SDK runs the per-record loop over weir's columnar
+// batches and builds the output columns, so no transform touches the
+// encoding.
+//
+//   static void shout(const weir_record *r, weir_output *out) {
+//     uint8_t *v = weir_emit_reserve(out, r->value.len);
+//     for (size_t i = 0; i < r->value.len; i++) v[i] = toupper(r->value.ptr[i]);
+//   }
+//   WEIR_MAP(shout)
+//
+// A function refuses its record with weir_bad(out, reason) (the pipeline's
+// on-error decides its fate) or stops the pipeline with weir_broken(out,
+// reason); what it emitted for a refused record is dropped. Records and
+// their bytes are valid only during the call.
+
+#ifndef WEIR_H
+#define WEIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record_transformer.h"
+
+typedef struct {
+  const uint8_t *ptr;
+  size_t len;
+} weir_bytes;
+
+typedef struct {
+  weir_bytes name;
+  weir_bytes value;
+} weir_header;
+
+typedef struct {
+  uint32_t index;  // in its batch
+  weir_bytes value;
+  bool has_value;  // false for a record without a value (a tombstone)
+  weir_bytes key;
+  bool has_key;
+  const weir_transform_types_header_t *headers;
+  size_t header_count;
+  int64_t timestamp;  // event time, ms since the Unix epoch
+  uint32_t partition;
+  int64_t offset;
+} weir_record;
+
+typedef struct weir_output weir_output;
+
+// Emit a copy of value (len bytes) to the default output, keeping the input
+// record's key, headers and timestamp.
+void weir_emit(weir_output *out, const void *value, size_t len);
+// Emit a value of len bytes written in place through the returned pointer
+// (NULL when out of memory: the transform is then broken).
+uint8_t *weir_emit_reserve(weir_output *out, size_t len);
+// Emit to the named output (NULL: the default output).
+void weir_emit_to(weir_output *out, const char *output, const void *value, size_t len);
+// Emit a record without a value (it deletes its key from a compacted topic).
+void weir_emit_tombstone(weir_output *out);
+// Pass the input record through unchanged (to output, NULL: the default).
+void weir_forward_to(weir_output *out, const char *output);
+void weir_forward(weir_output *out);
+// Set the last emitted record's key (NULL: no key) or timestamp.
+void weir_set_key(weir_output *out, const void *key, size_t len);
+void weir_set_timestamp(weir_output *out, int64_t timestamp);
+// Refuse the record (reason copied), or stop the pipeline.
+void weir_bad(weir_output *out, const char *reason);
+void weir_broken(weir_output *out, const char *reason);
+
+// The pipeline's [transform.config], for weir_init.
+typedef struct {
+  const record_transformer_tuple2_string_string_t *pairs;
+  size_t len;
+} weir_config;
+
+// The value of key (NUL-terminated copy, freed with free), or NULL.
+char *weir_config_get(const weir_config *c, const char *key);
+
+// Define `const char *weir_init(const weir_config *config)` to check the
+// config: return NULL to accept it, or why not (a string literal). Without
+// one, any config is refused.
+const char *weir_init(const weir_config *config) __attribute__((weak));
+
+typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE } weir_kind;
+
+typedef struct {
+  weir_kind kind;
+  void (*emit)(const weir_record *, weir_output *);
+  bool (*filter)(const weir_record *, weir_output *);
+  const char *(*route)(const weir_record *, weir_output *);
+} weir_transform;
+
+// The one registration, made by one of the macros below.
+extern const weir_transform weir_registered;
+
+// void fn(const weir_record *, weir_output *): emits exactly one value per
+// record; records without a value pass through without calling fn.
+#define WEIR_MAP(fn) const weir_transform weir_registered = {.kind = WEIR_KIND_MAP, .emit = fn};
+// void fn(const weir_record *, weir_output *): emits any number of records.
+#define WEIR_FLAT_MAP(fn) const weir_transform weir_registered = {.kind = WEIR_KIND_FLAT_MAP, .emit = fn};
+// bool fn(const weir_record *, weir_output *): true keeps the record.
+#define WEIR_FILTER(fn) const weir_transform weir_registered = {.kind = WEIR_KIND_FILTER, .filter = fn};
+// const char *fn(const weir_record *, weir_output *): the named output the
+// record goes to, unchanged, or NULL for the default output.
+#define WEIR_ROUTE(fn) const weir_transform weir_registered = {.kind = WEIR_KIND_ROUTE, .route = fn};
+
+#endif

@@ -1,0 +1,265 @@
+// weir's C SDK (see weir.h): the per-record loop, and the exports weir
+// calls (init, process-batch, process-record).
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "weir_internal.h"
+
+// Column lengths before a record, to drop its output if it is refused.
+typedef struct {
+  size_t count, values, keys, headers;
+} mark;
+
+static mark mark_of(const weir_output *out) {
+  return (mark){out->count, out->values.len, out->keys.len, out->headers.len};
+}
+
+static void cut(vec *v, size_t n) {
+  if (v->len > n) v->len = n;
+}
+
+static void rollback(weir_output *out, mark m) {
+  weir_transform_types_header_t *hs = out->headers.ptr;
+  for (size_t i = m.headers; i < out->headers.len; i++) weir_transform_types_header_free(&hs[i]);
+  out->headers.len = m.headers;
+  out->values.len = m.values;
+  out->keys.len = m.keys;
+  vec *per_record[] = {&out->value_ends, &out->has_value, &out->key_ends, &out->has_key, &out->header_ends,
+                       &out->timestamps, &out->origins, &out->routes};
+  for (size_t i = 0; i < sizeof per_record / sizeof *per_record; i++) cut(per_record[i], m.count);
+  out->count = m.count;
+  out->in_order = true;
+  uint32_t *origins = out->origins.ptr;
+  for (size_t i = 0; i < out->count; i++) out->in_order = out->in_order && origins[i] == i;
+}
+
+// Run the registered function for r.
+static void run(weir_output *out, const weir_record *r) {
+  out->r = r;
+  out->emitted = 0;
+  switch (weir_registered.kind) {
+    case WEIR_KIND_MAP:
+      if (!r->has_value) {
+        weir_forward(out);
+        return;
+      }
+      weir_registered.emit(r, out);
+      if (!out->status && out->emitted != 1) weir_broken(out, "a WEIR_MAP function must emit exactly one value per record");
+      return;
+    case WEIR_KIND_FLAT_MAP:
+      weir_registered.emit(r, out);
+      return;
+    case WEIR_KIND_FILTER:
+      if (weir_registered.filter(r, out) && !out->status) weir_forward(out);
+      return;
+    case WEIR_KIND_ROUTE: {
+      const char *to = weir_registered.route(r, out);
+      if (!out->status) weir_forward_to(out, to);
+      return;
+    }
+  }
+}
+
+static weir_bytes span(const uint8_t *data, const uint32_t *ends, size_t i) {
+  uint32_t start = i ? ends[i - 1] : 0;
+  return (weir_bytes){data + start, ends[i] - start};
+}
+
+// Record i of batch b.
+static weir_record record_of(const weir_transform_types_batch_t *b, size_t i) {
+  weir_record r = {.index = (uint32_t)i, .partition = b->partition};
+  r.value = span(b->values.ptr, b->value_ends.ptr, i);
+  r.has_value = b->has_value.len == 0 || b->has_value.ptr[i];
+  r.has_key = b->key_ends.len > 0 && b->has_key.ptr[i];
+  if (r.has_key) r.key = span(b->keys.ptr, b->key_ends.ptr, i);
+  if (b->header_ends.len) {
+    uint32_t start = i ? b->header_ends.ptr[i - 1] : 0;
+    r.headers = b->headers.ptr + start;
+    r.header_count = b->header_ends.ptr[i] - start;
+  }
+  r.timestamp = b->timestamps.ptr[i];
+  r.offset = b->offsets.ptr[i];
+  return r;
+}
+
+static void free_columns(weir_output *out) {
+  weir_transform_types_header_t *hs = out->headers.ptr;
+  for (size_t i = 0; i < out->headers.len; i++) weir_transform_types_header_free(&hs[i]);
+  record_transformer_string_t *names = out->outputs.ptr;
+  for (size_t i = 0; i < out->outputs.len; i++) record_transformer_string_free(&names[i]);
+  weir_transform_types_bad_record_t *bad = out->rejected.ptr;
+  for (size_t i = 0; i < out->rejected.len; i++) record_transformer_string_free(&bad[i].reason);
+  vec *all[] = {&out->values, &out->value_ends, &out->has_value, &out->keys, &out->key_ends, &out->has_key,
+                &out->headers, &out->header_ends, &out->timestamps, &out->origins, &out->routes,
+                &out->outputs, &out->rejected};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]->ptr);
+  free(out->reason);
+}
+
+// Run every record of b into out; false when the transform is broken.
+static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
+  *out = (weir_output){.input_ts = b->timestamps.ptr, .inputs = b->value_ends.len, .in_order = true};
+  for (size_t i = 0; i < b->value_ends.len; i++) {
+    weir_record r = record_of(b, i);
+    mark m = mark_of(out);
+    run(out, &r);
+    if (out->oom) weir_broken(out, "out of memory");
+    if (out->status == BROKEN) return false;
+    if (out->status == BAD) {
+      rollback(out, m);
+      weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
+      record_transformer_string_dup(&bad.reason, out->reason);
+      PUSH(out, out->rejected, weir_transform_types_bad_record_t, bad);
+      free(out->reason);
+      out->reason = NULL;
+      out->status = OK;
+    }
+  }
+  return true;
+}
+
+#define LIST(field, v, T) ((field).ptr = (T *)(v).ptr, (field).len = (v).len, (v).ptr = NULL)
+
+bool exports_weir_transform_transform_process_batch(exports_weir_transform_transform_batch_t *in,
+                                                    exports_weir_transform_transform_output_batch_t *ret,
+                                                    exports_weir_transform_transform_batch_error_t *err) {
+  weir_output out;
+  bool ok = run_batch(&out, in);
+  if (!ok) {
+    err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
+    record_transformer_string_dup(&err->val.broken, out.reason);
+    free_columns(&out);
+    exports_weir_transform_transform_batch_free(in);
+    return false;
+  }
+  memset(ret, 0, sizeof *ret);
+  if (out.in_order && out.count == out.inputs) out.origins.len = 0;
+  LIST(ret->values, out.values, uint8_t);
+  LIST(ret->value_ends, out.value_ends, uint32_t);
+  LIST(ret->has_value, out.has_value, bool);
+  LIST(ret->keys, out.keys, uint8_t);
+  LIST(ret->key_ends, out.key_ends, uint32_t);
+  LIST(ret->has_key, out.has_key, bool);
+  LIST(ret->headers, out.headers, weir_transform_types_header_t);
+  LIST(ret->header_ends, out.header_ends, uint32_t);
+  LIST(ret->timestamps, out.timestamps, int64_t);
+  LIST(ret->origins, out.origins, uint32_t);
+  LIST(ret->outputs, out.outputs, record_transformer_string_t);
+  LIST(ret->routes, out.routes, uint32_t);
+  LIST(ret->rejected, out.rejected, weir_transform_types_bad_record_t);
+  out.headers.len = out.outputs.len = out.rejected.len = 0;  // moved
+  free_columns(&out);
+  exports_weir_transform_transform_batch_free(in);
+  return true;
+}
+
+bool exports_weir_transform_record_transform_process_record(
+    exports_weir_transform_record_transform_record_t *in,
+    exports_weir_transform_record_transform_list_output_record_t *ret,
+    exports_weir_transform_record_transform_record_error_t *err) {
+  // A batch of one record, through the batch path: the same answer.
+  uint32_t value_end = (uint32_t)(in->value.is_some ? in->value.val.len : 0);
+  uint32_t key_end = (uint32_t)(in->key.is_some ? in->key.val.len : 0);
+  uint32_t header_end = (uint32_t)in->headers.len;
+  bool absent = false, has_key = true;
+  weir_transform_types_batch_t b = {
+      .partition = in->position.partition,
+      .values = {in->value.val.ptr, value_end},
+      .value_ends = {&value_end, 1},
+      .has_value = {&absent, in->value.is_some ? 0 : 1},
+      .keys = {in->key.val.ptr, key_end},
+      .key_ends = {&key_end, in->key.is_some ? 1 : 0},
+      .has_key = {&has_key, in->key.is_some ? 1 : 0},
+      .headers = in->headers,
+      .header_ends = {&header_end, in->headers.len ? 1 : 0},
+      .timestamps = {&in->timestamp, 1},
+      .offsets = {&in->position.offset, 1},
+  };
+  weir_output out;
+  bool ok = run_batch(&out, &b);
+  bool bad = ok && out.rejected.len > 0;
+  if (!ok || bad) {
+    err->tag = ok ? WEIR_TRANSFORM_TYPES_RECORD_ERROR_BAD_RECORD : WEIR_TRANSFORM_TYPES_RECORD_ERROR_BROKEN;
+    const char *why = ok ? "" : out.reason;
+    if (bad) {
+      weir_transform_types_bad_record_t *r = out.rejected.ptr;
+      record_transformer_string_dup_n(&err->val.bad_record, (const char *)r[0].reason.ptr, r[0].reason.len);
+    } else {
+      record_transformer_string_dup(&err->val.broken, why);
+    }
+    free_columns(&out);
+    exports_weir_transform_record_transform_record_free(in);
+    return false;
+  }
+  ret->len = out.count;
+  ret->ptr = calloc(out.count + 1, sizeof *ret->ptr);
+  uint32_t *ends = out.value_ends.ptr, *kends = out.key_ends.ptr, *hends = out.header_ends.ptr;
+  weir_transform_types_header_t *hs = out.headers.ptr;
+  for (size_t i = 0; ret->ptr && i < out.count; i++) {
+    exports_weir_transform_record_transform_output_record_t *o = &ret->ptr[i];
+    if (!out.has_value.len || ((bool *)out.has_value.ptr)[i]) {
+      weir_bytes v = span(out.values.ptr, ends, i);
+      o->value.is_some = true;
+      o->value.val.len = v.len;
+      o->value.val.ptr = malloc(v.len + 1);
+      memcpy(o->value.val.ptr, v.ptr, v.len);
+    }
+    if (out.key_ends.len && ((bool *)out.has_key.ptr)[i]) {
+      weir_bytes k = span(out.keys.ptr, kends, i);
+      o->key.is_some = true;
+      o->key.val.len = k.len;
+      o->key.val.ptr = malloc(k.len + 1);
+      memcpy(o->key.val.ptr, k.ptr, k.len);
+    }
+    if (out.header_ends.len) {  // moved out of the columns
+      uint32_t start = i ? hends[i - 1] : 0;
+      o->headers.len = hends[i] - start;
+      o->headers.ptr = malloc(sizeof *hs * (o->headers.len + 1));
+      memcpy(o->headers.ptr, hs + start, sizeof *hs * o->headers.len);
+    }
+    if (out.timestamps.len) {
+      o->timestamp.is_some = true;
+      o->timestamp.val = ((int64_t *)out.timestamps.ptr)[i];
+    }
+    uint32_t route = out.routes.len ? ((uint32_t *)out.routes.ptr)[i] : 0;
+    if (route) {
+      record_transformer_string_t *name = &((record_transformer_string_t *)out.outputs.ptr)[route - 1];
+      o->output.is_some = true;
+      record_transformer_string_dup_n(&o->output.val, (const char *)name->ptr, name->len);
+    }
+  }
+  out.headers.len = 0;  // moved
+  free_columns(&out);
+  exports_weir_transform_record_transform_record_free(in);
+  return ret->ptr != NULL;
+}
+
+char *weir_config_get(const weir_config *c, const char *key) {
+  size_t n = strlen(key);
+  for (size_t i = 0; i < c->len; i++) {
+    const record_transformer_string_t *k = &c->pairs[i].f0, *v = &c->pairs[i].f1;
+    if (k->len == n && memcmp(k->ptr, key, n) == 0) {
+      char *s = malloc(v->len + 1);
+      if (!s) return NULL;
+      memcpy(s, v->ptr, v->len);
+      s[v->len] = 0;
+      return s;
+    }
+  }
+  return NULL;
+}
+
+bool exports_weir_transform_transform_init(record_transformer_list_tuple2_string_string_t *config,
+                                           record_transformer_string_t *err) {
+  weir_config c = {config->ptr, config->len};
+  const char *why = NULL;
+  if (weir_init) {
+    why = weir_init(&c);
+  } else if (config->len) {
+    why = "this transform takes no config (define weir_init to accept some)";
+  }
+  if (why) record_transformer_string_dup(err, why);
+  record_transformer_list_tuple2_string_string_free(config);
+  return why == NULL;
+}
