@@ -42,6 +42,18 @@ class Config:
         except ValueError:
             raise ValueError(f"config key `{key}`: {v!r} is not an integer") from None
 
+    def duration_ms(self, key, default):
+        """A duration such as ``10s``, ``500ms``, ``2m`` or ``1h``, in ms."""
+        v = self._pairs.get(key)
+        if v is None:
+            return default
+        units = (("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000))
+        for unit, scale in units:
+            number = v[: -len(unit)]
+            if v.endswith(unit) and number.strip().isdigit():
+                return int(number) * scale
+        raise ValueError(f"config key `{key}`: {v!r} is not a duration (e.g. 500ms, 10s, 2m, 1h)")
+
     def only(self, *keys):
         """Refuse keys other than ``keys`` (catches typos)."""
         for k in self._pairs:

@@ -2,9 +2,11 @@
 
 from ._errors import Broken
 
-# The registered per-record function, as (kind, function); and init's.
+# The registered per-record function, as (kind, function); init's; the
+# timer handler's.
 _transform = None
 _init = None
+_on_timer = None
 
 KINDS = ("map", "filter", "flat_map", "route")
 
@@ -53,6 +55,15 @@ def init(f):
     return f
 
 
+def on_timer(f):
+    """``f(timer, out)``, called for each fired timer (``weir.state``
+    registers them) after the batch's records; emits through ``out`` like a
+    ``flat_map`` (key: the timer's; timestamp: its time)."""
+    global _on_timer
+    _on_timer = f
+    return f
+
+
 def registered():
     """The registered (kind, function); refuses a module without one."""
     if _transform is None:
@@ -65,6 +76,7 @@ def registered():
 
 def reset():
     """Forget the registration (tests register several transforms)."""
-    global _transform, _init
+    global _transform, _init, _on_timer
     _transform = None
     _init = None
+    _on_timer = None

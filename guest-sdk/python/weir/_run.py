@@ -107,3 +107,43 @@ def run_init(config):
         _register._init(Config(config))
     elif config:
         raise Broken(f"unknown config key `{config[0][0]}`: this transform takes no config")
+
+
+class _TimerBatch:
+    """Fired timers in the contract's batch fields, so timer handlers emit
+    through the same ``Output``: key the timer's, timestamp its time."""
+
+    def __init__(self, keys, key_ends, times):
+        n = len(times)
+        self.partition = 0
+        self.values, self.value_ends, self.has_value = b"", [0] * n, [False] * n
+        self.keys, self.key_ends, self.has_key = keys, key_ends, [True] * n
+        self.headers, self.header_ends = [], []
+        self.timestamps, self.offsets = times, [-1] * n
+
+
+def run_timers(keys, key_ends, times, domains):
+    """``Columns`` of the ``@weir.on_timer`` function over fired timers
+    (origins index the timers); raises ``Broken``."""
+    from .state import Timer
+
+    f = _register._on_timer
+    if f is None:
+        raise Broken("timers fired but no @weir.on_timer function is registered")
+    b = _TimerBatch(keys, key_ends, times)
+    cols = Columns(len(times))
+    out = Output(cols, None)
+    start = 0
+    for i, end in enumerate(key_ends):
+        key = keys[start:end]
+        start = end
+        out.record = Record(None, i, b)
+        mark = cols.mark()
+        try:
+            f(Timer(key, times[i], domains[i]), out)
+        except Broken:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure refuses the timer
+            cols.rollback(mark)
+            cols.rejected.append((i, _reason(e)))
+    return cols

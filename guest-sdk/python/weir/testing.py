@@ -10,8 +10,9 @@ column rules the component uses.
 
 from dataclasses import dataclass, field
 
+from . import state
 from ._host import native_metrics
-from ._run import run_batch, run_init
+from ._run import run_batch, run_init, run_timers
 
 
 @dataclass
@@ -84,7 +85,38 @@ def run(records, config=()):
     plain values), after ``init`` with ``config`` pairs."""
     run_init(list(config))
     b = Batch(records)
-    cols = run_batch(b)
+    return _outputs(b, run_batch(b))
+
+
+def reset_state():
+    """Forget native state and timers, and reset the clocks."""
+    state.native.update(state={}, timers=set(), watermark=None, processing_time=0)
+
+
+def fire_timers(watermark=None, processing_time=None):
+    """Advance the native clocks, then fire the timers they reach, in time
+    order, through the ``@weir.on_timer`` function: ``(outputs, rejected)``
+    (outputs' ``origin`` indexes the fired timers)."""
+    n = state.native
+    if watermark is not None:
+        n["watermark"] = watermark
+    if processing_time is not None:
+        n["processing_time"] = processing_time
+    due = sorted(
+        (t for t in n["timers"] if t[1] <= (n["watermark"] if t[0] == state.EVENT_TIME else n["processing_time"])),
+        key=lambda t: (t[1], t[2]),
+    )
+    n["timers"] -= set(due)
+    keys, ends = b"", []
+    for _, _, k in due:
+        keys += k
+        ends.append(len(keys))
+    times = [t[1] for t in due]
+    b = Batch([In(None, key=k, timestamp=t) for _, t, k in due])
+    return _outputs(b, run_timers(keys, ends, times, [t[0] for t in due]))
+
+
+def _outputs(b, cols):
     ts = cols.timestamp_column(b.timestamps)
     outs = []
     h0 = 0

@@ -11,6 +11,10 @@ use super::BuildError;
 
 /// The world Python guests are built for: batch and per-record calls.
 pub const WORLD: &str = "record-transformer";
+/// The world of a stateful Python guest: componentize-py links every import
+/// of the world it builds for, and importing keyed state makes a component
+/// stateful, so only apps that use `weir.state` are built for it.
+pub const STATEFUL_WORLD: &str = "full-transformer";
 /// What CPython's runtime imports beyond weir's default grants. The
 /// sandbox has no network, so the grant links the interface and nothing
 /// more (SECURITY.md).
@@ -33,6 +37,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/_entry.py"),
     ),
     (
+        "_entry_stateful.py",
+        include_str!("../../../guest-sdk/python/weir/_entry_stateful.py"),
+    ),
+    (
         "_errors.py",
         include_str!("../../../guest-sdk/python/weir/_errors.py"),
     ),
@@ -49,6 +57,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/_run.py"),
     ),
     (
+        "state.py",
+        include_str!("../../../guest-sdk/python/weir/state.py"),
+    ),
+    (
         "testing.py",
         include_str!("../../../guest-sdk/python/weir/testing.py"),
     ),
@@ -59,9 +71,25 @@ fn componentize_py() -> String {
     std::env::var("WEIR_COMPONENTIZE_PY").unwrap_or_else(|_| "componentize-py".into())
 }
 
+/// Whether an app uses keyed state: it imports `weir.state`.
+pub fn stateful(app: &str) -> bool {
+    app.lines().map(str::trim_start).any(|l| {
+        l.starts_with("import weir.state")
+            || l.starts_with("from weir.state ")
+            || (l.starts_with("from weir import ") && l.split([' ', ',']).any(|w| w == "state"))
+    })
+}
+
 /// Build the project in `dir` (its `app.py` and `weir/` package) into a
-/// component at `out`.
+/// component at `out`: stateful when `app.py` imports `weir.state`.
 pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+    let app = dir.join("app.py");
+    let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
+    let (world, entry) = if stateful(&text) {
+        (STATEFUL_WORLD, "weir._entry_stateful")
+    } else {
+        (WORLD, "weir._entry")
+    };
     let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
         path: std::env::temp_dir(),
         err,
@@ -75,7 +103,7 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let output = Command::new(&tool)
         .arg("-d")
         .arg(wit.path())
-        .args(["-w", WORLD, "componentize", "weir._entry", "-p"])
+        .args(["-w", world, "componentize", entry, "-p"])
         .arg(dir)
         .arg("-o")
         .arg(out)
@@ -92,4 +120,19 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_app_is_stateful_when_it_imports_weir_state() {
+        assert!(super::stateful("import weir\nfrom weir import state\n"));
+        assert!(super::stateful("from weir import log_info, state"));
+        assert!(super::stateful("import weir.state as s"));
+        assert!(super::stateful("from weir.state import get"));
+        assert!(!super::stateful(
+            "import weir\n# weir.state is not used\nstatement = 1"
+        ));
+        assert!(!super::stateful("from weir import statements"));
+    }
 }

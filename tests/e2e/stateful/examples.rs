@@ -77,6 +77,7 @@ pub(crate) fn window_spec(continuous: bool) -> Spec<'static> {
         extra: "",
         disk: false,
         key: "key",
+        transform: "",
     }
 }
 
@@ -150,6 +151,7 @@ fn session_spec(continuous: bool) -> Spec<'static> {
         extra: "",
         disk: false,
         key: "user",
+        transform: "",
     }
 }
 
@@ -201,6 +203,7 @@ fn dedup_spec(continuous: bool) -> Spec<'static> {
         extra: "",
         disk: false,
         key: "id",
+        transform: "",
     }
 }
 

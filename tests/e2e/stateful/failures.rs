@@ -109,6 +109,7 @@ fn stateful_output_modes_need_a_stateful_guest() {
             extra: "",
             disk: false,
             key: "",
+            transform: "",
         },
         &[],
     );

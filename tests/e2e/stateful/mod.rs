@@ -3,7 +3,7 @@
 //! modes, straight through and with SIGKILLs at every step, against
 //! expected outputs computed here by plain reference implementations.
 
-mod examples;
+pub(crate) mod examples;
 mod failures;
 mod identity;
 mod layout;
@@ -43,6 +43,8 @@ pub(crate) struct Spec<'a> {
     pub disk: bool,
     /// The JSON field state is keyed by (empty: no `[state]` key).
     pub key: &'a str,
+    /// Extra `[transform]` lines (grants).
+    pub transform: &'a str,
 }
 
 impl Fixture {
@@ -81,6 +83,7 @@ topic = "in"
 [transform]
 component = "{component}"
 on-error = "fail"
+{transform}
 [transform.config]
 {config}
 [event-time]
@@ -98,7 +101,14 @@ topic = "out"
 {extra}
 {trigger}
 "#,
-            component = guest(spec.component).display(),
+            // A guest name, or a built component's path.
+            component = if spec.component.ends_with(".wasm") {
+                std::path::PathBuf::from(spec.component)
+            } else {
+                guest(spec.component)
+            }
+            .display(),
+            transform = spec.transform,
             config = spec.config,
             delay = spec.delay,
             extra = spec.extra,
