@@ -7,7 +7,8 @@
 //! Python, JavaScript, Go and C, and the configurable Rust examples). Every
 //! guest is built from source as a user builds it. The windowed count per
 //! key runs through the stateful suite's fixture and reference (Rust's is
-//! `stateful::examples`); of the other SDKs only Python has state so far.
+//! `stateful::examples`); of the other SDKs Python and JavaScript have
+//! state so far.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -314,18 +315,29 @@ fn js_guests_match_the_golden_outputs_in_both_modes_across_sigkills() {
     all_cases("js");
 }
 
-#[test]
-fn python_window_count_matches_the_reference_in_both_modes_across_sigkills() {
+/// The window count of `lang` (examples/<lang>/window-count) through the
+/// stateful suite's fixture, against its reference.
+fn window_count(lang: &str) {
     use crate::stateful::examples::{window_expected, window_inputs, window_spec};
     use crate::stateful::{faults_at, faults_nth, golden as stateful_golden};
-    let component = scaffolded("python", Some("window-count/app.py"));
+    let component = scaffolded(lang, Some(&format!("window-count/{}", example_file(lang))));
     let path = component.display().to_string();
     let inputs = window_inputs(3000);
     let expected = window_expected(&inputs);
     let mut spec = window_spec(false);
     spec.component = &path;
-    spec.transform = grants("python");
+    spec.transform = grants(lang);
     stateful_golden(&spec, &inputs, &expected, &faults_at(&[2, 5]));
     spec.continuous = true;
     stateful_golden(&spec, &inputs, &expected, &faults_nth(&[1, 2]));
+}
+
+#[test]
+fn python_window_count_matches_the_reference_in_both_modes_across_sigkills() {
+    window_count("python");
+}
+
+#[test]
+fn js_window_count_matches_the_reference_in_both_modes_across_sigkills() {
+    window_count("js");
 }

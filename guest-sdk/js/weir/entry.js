@@ -13,7 +13,7 @@ import { runBatch } from "./run.js";
 
 setHost({ log, counterAdd, gaugeSet });
 
-function outputBatch(cols, inputTimestamps) {
+export function outputBatch(cols, inputTimestamps) {
   return {
     values: cols.values(),
     valueEnds: Uint32Array.from(cols.valueEnds),

@@ -37,6 +37,14 @@ export class Config {
     if (!/^-?\d+$/.test(v)) throw new Error(`config key \`${key}\`: ${JSON.stringify(v)} is not an integer`);
     return Number(v);
   }
+  /** A duration such as 10s, 500ms, 2m or 1h, in ms. */
+  durationMs(key, fallback) {
+    if (!this.pairs.has(key)) return fallback;
+    const v = this.pairs.get(key);
+    const m = /^(\d+)\s*(ms|s|m|h)$/.exec(v);
+    if (!m) throw new Error(`config key \`${key}\`: ${JSON.stringify(v)} is not a duration (e.g. 500ms, 10s, 2m, 1h)`);
+    return Number(m[1]) * { ms: 1, s: 1000, m: 60000, h: 3600000 }[m[2]];
+  }
   /** Refuse keys other than `keys` (catches typos). */
   only(...keys) {
     for (const k of this.pairs.keys()) {

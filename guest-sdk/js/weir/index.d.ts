@@ -44,6 +44,8 @@ export declare class Config {
   get(key: string, fallback?: string): string | undefined;
   required(key: string): string;
   integer(key: string, fallback: number): number;
+  /** A duration such as 10s, 500ms, 2m or 1h, in ms. */
+  durationMs(key: string, fallback: number): number;
   only(...keys: string[]): void;
 }
 
@@ -57,6 +59,14 @@ export function filter(f: (record: Record) => boolean): typeof f;
 export function flatMap(f: (record: Record, out: Output) => void): typeof f;
 export function route(f: (record: Record) => string | undefined): typeof f;
 export function init(f: (config: Config) => void): typeof f;
+
+/** A fired timer (see weir/state.js). */
+export interface Timer {
+  key: Uint8Array;
+  time: number;
+  domain: "event-time" | "processing-time";
+}
+export function onTimer(f: (timer: Timer, out: Output) => void): typeof f;
 
 export function logDebug(message: string): void;
 export function logInfo(message: string): void;

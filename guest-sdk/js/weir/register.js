@@ -4,6 +4,7 @@ import { Broken } from "./errors.js";
 
 let transform;
 let initFn;
+let onTimerFn;
 
 function register(kind, f) {
   if (typeof f !== "function") throw new Broken(`weir.${kind} takes a function`);
@@ -33,6 +34,18 @@ export function init(f) {
   return f;
 }
 
+/** `f(timer, out)`, called for each fired timer (weir/state.js registers
+ * them) after the batch's records; emits through `out` like a flatMap
+ * (key: the timer's; timestamp: its time). */
+export function onTimer(f) {
+  onTimerFn = f;
+  return f;
+}
+
+export function registeredOnTimer() {
+  return onTimerFn;
+}
+
 export function registered() {
   if (!transform) throw new Broken("no transform registered: call weir.map, weir.filter, weir.flatMap or weir.route with your function");
   return transform;
@@ -46,4 +59,5 @@ export function registeredInit() {
 export function reset() {
   transform = undefined;
   initFn = undefined;
+  onTimerFn = undefined;
 }

@@ -4,7 +4,7 @@
 import { Columns } from "./columns.js";
 import { BadRecord, Broken } from "./errors.js";
 import { KEEP, Output, Record, asBytes } from "./record.js";
-import { registered } from "./register.js";
+import { registered, registeredOnTimer } from "./register.js";
 
 function reason(e) {
   if (e instanceof BadRecord) return e.message || "bad record";
@@ -66,6 +66,50 @@ export function runBatch(b) {
     } catch (e) {
       if (e instanceof Broken) throw e;
       if (flat) cols.rollback(mark);
+      cols.rejected.push({ index: i, reason: reason(e) });
+    }
+  }
+  return cols;
+}
+
+/** Fired timers in the contract's batch fields, so timer handlers emit
+ * through the same Output: key the timer's, timestamp its time. */
+function timerBatch(keys, keyEnds, times) {
+  const n = times.length;
+  return {
+    partition: 0,
+    values: new Uint8Array(0),
+    valueEnds: new Array(n).fill(0),
+    hasValue: new Array(n).fill(false),
+    keys,
+    keyEnds,
+    hasKey: new Array(n).fill(true),
+    headers: [],
+    headerEnds: [],
+    timestamps: times,
+    offsets: new Array(n).fill(-1n),
+  };
+}
+
+/** The Columns of the weir.onTimer function over fired timers (origins
+ * index the timers); throws Broken. */
+export function runTimers(keys, keyEnds, times, domains) {
+  const f = registeredOnTimer();
+  if (!f) throw new Broken("timers fired but no weir.onTimer function is registered");
+  const b = timerBatch(keys, keyEnds, times);
+  const cols = new Columns(times.length);
+  const out = new Output(cols);
+  let start = 0;
+  for (let i = 0; i < times.length; i++) {
+    const key = keys.subarray(start, keyEnds[i]);
+    start = keyEnds[i];
+    out.record = new Record(undefined, i, b);
+    const mark = cols.mark();
+    try {
+      f({ key, time: Number(times[i]), domain: domains[i] }, out);
+    } catch (e) {
+      if (e instanceof Broken) throw e;
+      cols.rollback(mark);
       cols.rejected.push({ index: i, reason: reason(e) });
     }
   }

@@ -7,7 +7,8 @@
 
 import { Config, nativeMetrics } from "./host.js";
 import { registered, registeredInit } from "./register.js";
-import { runBatch } from "./run.js";
+import { runBatch, runTimers } from "./run.js";
+import { EVENT_TIME, native } from "./state.js";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -61,7 +62,43 @@ export function run(records, config = []) {
   if (f) f(new Config(config));
   else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
   const b = batch(records);
-  const cols = runBatch(b);
+  return outputs(b, runBatch(b));
+}
+
+/** Forget native state and timers, and reset the clocks. */
+export function resetState() {
+  native.state.clear();
+  native.timers.clear();
+  native.watermark = undefined;
+  native.processingTime = 0;
+}
+
+/** Advance the native clocks, then fire the timers they reach, in time
+ * order, through the weir.onTimer function: `{outputs, rejected}` (an
+ * output's `origin` indexes the fired timers). */
+export function fireTimers({ watermark, processingTime } = {}) {
+  if (watermark !== undefined) native.watermark = watermark;
+  if (processingTime !== undefined) native.processingTime = processingTime;
+  const clock = (d) => (d === EVENT_TIME ? native.watermark ?? -Infinity : native.processingTime);
+  const due = [...native.timers.entries()]
+    .filter(([, t]) => t.time <= clock(t.domain))
+    .sort(([ka, a], [kb, b]) => a.time - b.time || (ka < kb ? -1 : 1));
+  for (const [k] of due) native.timers.delete(k);
+  const keyEnds = [];
+  let at = 0;
+  for (const [, t] of due) keyEnds.push((at += t.key.length));
+  const keys = new Uint8Array(at);
+  at = 0;
+  for (const [, t] of due) {
+    keys.set(t.key, at);
+    at += t.key.length;
+  }
+  const times = due.map(([, t]) => BigInt(t.time));
+  const b = batch(due.map(([, t]) => ({ value: undefined, key: t.key, timestamp: t.time })));
+  return outputs(b, runTimers(keys, keyEnds, times, due.map(([, t]) => t.domain)));
+}
+
+function outputs(b, cols) {
   const values = cols.values();
   const keys = cols.keys();
   const ts = cols.timestampColumn(b.timestamps);

@@ -11,6 +11,9 @@ use super::BuildError;
 
 /// The world JavaScript guests are built for: batch and per-record calls.
 pub const WORLD: &str = "record-transformer";
+/// The world of a stateful JavaScript guest (see
+/// [`super::python::STATEFUL_WORLD`] for why it is chosen per app).
+pub const STATEFUL_WORLD: &str = "full-transformer";
 /// The componentize-js release the SDK is tested with.
 pub const COMPONENTIZE_JS: &str = "0.23.0";
 
@@ -23,6 +26,10 @@ pub const SDK: &[(&str, &str)] = &[
     (
         "entry.js",
         include_str!("../../../guest-sdk/js/weir/entry.js"),
+    ),
+    (
+        "entry_stateful.js",
+        include_str!("../../../guest-sdk/js/weir/entry_stateful.js"),
     ),
     (
         "errors.js",
@@ -50,6 +57,10 @@ pub const SDK: &[(&str, &str)] = &[
     ),
     ("run.js", include_str!("../../../guest-sdk/js/weir/run.js")),
     (
+        "state.js",
+        include_str!("../../../guest-sdk/js/weir/state.js"),
+    ),
+    (
         "testing.js",
         include_str!("../../../guest-sdk/js/weir/testing.js"),
     ),
@@ -60,9 +71,23 @@ fn componentize_js() -> String {
     std::env::var("WEIR_COMPONENTIZE_JS").unwrap_or_else(|_| "componentize-js".into())
 }
 
+/// Whether an app uses keyed state: it imports `./weir/state.js`.
+pub fn stateful(app: &str) -> bool {
+    app.lines()
+        .map(str::trim_start)
+        .any(|l| l.starts_with("import") && l.contains("weir/state.js"))
+}
+
 /// Build the project in `dir` (its `app.js` and `weir/`) into a component
-/// at `out`.
+/// at `out`: stateful when `app.js` imports `./weir/state.js`.
 pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+    let app = dir.join("app.js");
+    let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
+    let (world, entry) = if stateful(&text) {
+        (STATEFUL_WORLD, "weir/entry_stateful.js")
+    } else {
+        (WORLD, "weir/entry.js")
+    };
     let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
         path: std::env::temp_dir(),
         err,
@@ -75,10 +100,10 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let tool = componentize_js();
     // No wasi:http: pipelines do not grant it.
     let output = Command::new(&tool)
-        .arg(dir.join("weir/entry.js"))
+        .arg(dir.join(entry))
         .arg("-w")
         .arg(wit.path())
-        .args(["-n", WORLD, "-d", "http", "fetch-event", "-o"])
+        .args(["-n", world, "-d", "http", "fetch-event", "-o"])
         .arg(out)
         .output()
         .map_err(|e| {
@@ -94,4 +119,18 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_app_is_stateful_when_it_imports_the_state_module() {
+        assert!(super::stateful(
+            "import * as state from \"./weir/state.js\";"
+        ));
+        assert!(super::stateful("  import { get } from './weir/state.js';"));
+        assert!(!super::stateful(
+            "// weir/state.js is not imported\nimport * as weir from \"./weir/index.js\";"
+        ));
+    }
 }
