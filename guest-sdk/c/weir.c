@@ -44,14 +44,14 @@ void weir_broken(weir_output *out, const char *reason) { set_reason(out, BROKEN,
 
 static uint32_t route_of(weir_output *out, const char *name) {
   if (!name) return 0;
-  record_transformer_string_t *names = out->outputs.ptr;
+  full_transformer_string_t *names = out->outputs.ptr;
   size_t n = strlen(name);
   for (size_t i = 0; i < out->outputs.len; i++) {
     if (names[i].len == n && memcmp(names[i].ptr, name, n) == 0) return (uint32_t)i + 1;
   }
-  record_transformer_string_t *s = weir_grow(out, &out->outputs, sizeof *s, 1);
+  full_transformer_string_t *s = weir_grow(out, &out->outputs, sizeof *s, 1);
   if (!s) return 0;
-  record_transformer_string_dup(s, name);
+  full_transformer_string_dup(s, name);
   return (uint32_t)out->outputs.len;
 }
 
@@ -86,7 +86,7 @@ static uint8_t *push(weir_output *out, const char *output, size_t len, bool has_
       const weir_transform_types_header_t *h = &r->headers[i];
       weir_transform_types_header_t *c = weir_grow(out, &out->headers, sizeof *c, 1);
       if (!c) break;
-      record_transformer_string_dup_n(c, (const char *)h->name.ptr, h->name.len);
+      full_transformer_string_dup_n(c, (const char *)h->name.ptr, h->name.len);
       c->value.len = h->value.len;
       c->value.ptr = malloc(h->value.len + 1);
       if (c->value.ptr) memcpy(c->value.ptr, h->value.ptr, h->value.len);
@@ -148,3 +148,40 @@ void weir_set_timestamp(weir_output *out, int64_t timestamp) {
   ((int64_t *)out->timestamps.ptr)[out->count - 1] = timestamp;
 }
 
+
+// Keyed state, timers and clocks: thin wrappers over the contract's imports.
+
+uint8_t *weir_state_get(const void *key, size_t key_len, size_t *value_len) {
+  full_transformer_list_u8_t k = {(uint8_t *)key, key_len}, v;
+  if (!weir_transform_state_get(&k, &v)) return NULL;
+  *value_len = v.len;
+  return v.ptr;
+}
+
+void weir_state_put(const void *key, size_t key_len, const void *value, size_t value_len) {
+  full_transformer_list_u8_t k = {(uint8_t *)key, key_len}, v = {(uint8_t *)value, value_len};
+  weir_transform_state_put(&k, &v);
+}
+
+void weir_state_delete(const void *key, size_t key_len) {
+  full_transformer_list_u8_t k = {(uint8_t *)key, key_len};
+  weir_transform_state_delete(&k);
+}
+
+static weir_transform_timers_time_domain_t domain(bool event_time) {
+  return event_time ? WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME : WEIR_TRANSFORM_TYPES_TIME_DOMAIN_PROCESSING_TIME;
+}
+
+void weir_timer_register(bool event_time, const void *key, size_t key_len, int64_t at) {
+  full_transformer_list_u8_t k = {(uint8_t *)key, key_len};
+  weir_transform_timers_register(domain(event_time), &k, at);
+}
+
+void weir_timer_delete(bool event_time, const void *key, size_t key_len, int64_t at) {
+  full_transformer_list_u8_t k = {(uint8_t *)key, key_len};
+  weir_transform_timers_delete(domain(event_time), &k, at);
+}
+
+bool weir_watermark(int64_t *ms) { return weir_transform_context_watermark(ms); }
+
+int64_t weir_processing_time(void) { return weir_transform_context_processing_time(); }

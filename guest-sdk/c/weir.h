@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record_transformer.h"
+#include "full_transformer.h"
 
 typedef struct {
   const uint8_t *ptr;
@@ -70,7 +70,7 @@ void weir_broken(weir_output *out, const char *reason);
 
 // The pipeline's [transform.config], for weir_init.
 typedef struct {
-  const record_transformer_tuple2_string_string_t *pairs;
+  const full_transformer_tuple2_string_string_t *pairs;
   size_t len;
 } weir_config;
 
@@ -81,6 +81,35 @@ char *weir_config_get(const weir_config *c, const char *key);
 // config: return NULL to accept it, or why not (a string literal). Without
 // one, any config is refused.
 const char *weir_init(const weir_config *config) __attribute__((weak));
+
+// Keyed state, timers and clocks, for stateful guests: calling any of these
+// makes the component import weir's keyed state, so the pipeline needs a
+// `[state]` key (the host routes each key's records to the same state).
+// Checkpointed with every batch or epoch, restored exactly after a crash.
+
+// The value stored under key, malloc'd (free it) with its length in
+// *value_len; NULL when absent.
+uint8_t *weir_state_get(const void *key, size_t key_len, size_t *value_len);
+void weir_state_put(const void *key, size_t key_len, const void *value, size_t value_len);
+void weir_state_delete(const void *key, size_t key_len);
+// Call weir_on_timer with key once the watermark (event_time) or the
+// processing time reaches at (ms); the same timer twice is kept once.
+void weir_timer_register(bool event_time, const void *key, size_t key_len, int64_t at);
+void weir_timer_delete(bool event_time, const void *key, size_t key_len, int64_t at);
+// The batch's watermark in *ms; false before any event time.
+bool weir_watermark(int64_t *ms);
+int64_t weir_processing_time(void);
+
+typedef struct {
+  weir_bytes key;
+  int64_t time;
+  bool event_time;
+} weir_timer;
+
+// Define `void weir_on_timer(const weir_timer *timer, weir_output *out)` to
+// handle fired timers (after the batch's records); it emits like a flat-map
+// function, with the timer's key and time as defaults.
+void weir_on_timer(const weir_timer *timer, weir_output *out) __attribute__((weak));
 
 typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE } weir_kind;
 

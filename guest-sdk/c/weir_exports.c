@@ -86,10 +86,10 @@ static weir_record record_of(const weir_transform_types_batch_t *b, size_t i) {
 static void free_columns(weir_output *out) {
   weir_transform_types_header_t *hs = out->headers.ptr;
   for (size_t i = 0; i < out->headers.len; i++) weir_transform_types_header_free(&hs[i]);
-  record_transformer_string_t *names = out->outputs.ptr;
-  for (size_t i = 0; i < out->outputs.len; i++) record_transformer_string_free(&names[i]);
+  full_transformer_string_t *names = out->outputs.ptr;
+  for (size_t i = 0; i < out->outputs.len; i++) full_transformer_string_free(&names[i]);
   weir_transform_types_bad_record_t *bad = out->rejected.ptr;
-  for (size_t i = 0; i < out->rejected.len; i++) record_transformer_string_free(&bad[i].reason);
+  for (size_t i = 0; i < out->rejected.len; i++) full_transformer_string_free(&bad[i].reason);
   vec *all[] = {&out->values, &out->value_ends, &out->has_value, &out->keys, &out->key_ends, &out->has_key,
                 &out->headers, &out->header_ends, &out->timestamps, &out->origins, &out->routes,
                 &out->outputs, &out->rejected};
@@ -109,7 +109,7 @@ static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
     if (out->status == BAD) {
       rollback(out, m);
       weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
-      record_transformer_string_dup(&bad.reason, out->reason);
+      full_transformer_string_dup(&bad.reason, out->reason);
       PUSH(out, out->rejected, weir_transform_types_bad_record_t, bad);
       free(out->reason);
       out->reason = NULL;
@@ -121,6 +121,27 @@ static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
 
 #define LIST(field, v, T) ((field).ptr = (T *)(v).ptr, (field).len = (v).len, (v).ptr = NULL)
 
+// Move out's columns into ret (weir frees them after the call).
+static void to_output(weir_output *out, weir_transform_types_output_batch_t *ret) {
+  memset(ret, 0, sizeof *ret);
+  if (out->in_order && out->count == out->inputs) out->origins.len = 0;
+  LIST(ret->values, out->values, uint8_t);
+  LIST(ret->value_ends, out->value_ends, uint32_t);
+  LIST(ret->has_value, out->has_value, bool);
+  LIST(ret->keys, out->keys, uint8_t);
+  LIST(ret->key_ends, out->key_ends, uint32_t);
+  LIST(ret->has_key, out->has_key, bool);
+  LIST(ret->headers, out->headers, weir_transform_types_header_t);
+  LIST(ret->header_ends, out->header_ends, uint32_t);
+  LIST(ret->timestamps, out->timestamps, int64_t);
+  LIST(ret->origins, out->origins, uint32_t);
+  LIST(ret->outputs, out->outputs, full_transformer_string_t);
+  LIST(ret->routes, out->routes, uint32_t);
+  LIST(ret->rejected, out->rejected, weir_transform_types_bad_record_t);
+  out->headers.len = out->outputs.len = out->rejected.len = 0;  // moved
+  free_columns(out);
+}
+
 bool exports_weir_transform_transform_process_batch(exports_weir_transform_transform_batch_t *in,
                                                     exports_weir_transform_transform_output_batch_t *ret,
                                                     exports_weir_transform_transform_batch_error_t *err) {
@@ -128,30 +149,58 @@ bool exports_weir_transform_transform_process_batch(exports_weir_transform_trans
   bool ok = run_batch(&out, in);
   if (!ok) {
     err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
-    record_transformer_string_dup(&err->val.broken, out.reason);
+    full_transformer_string_dup(&err->val.broken, out.reason);
     free_columns(&out);
-    exports_weir_transform_transform_batch_free(in);
-    return false;
+  } else {
+    to_output(&out, ret);
   }
-  memset(ret, 0, sizeof *ret);
-  if (out.in_order && out.count == out.inputs) out.origins.len = 0;
-  LIST(ret->values, out.values, uint8_t);
-  LIST(ret->value_ends, out.value_ends, uint32_t);
-  LIST(ret->has_value, out.has_value, bool);
-  LIST(ret->keys, out.keys, uint8_t);
-  LIST(ret->key_ends, out.key_ends, uint32_t);
-  LIST(ret->has_key, out.has_key, bool);
-  LIST(ret->headers, out.headers, weir_transform_types_header_t);
-  LIST(ret->header_ends, out.header_ends, uint32_t);
-  LIST(ret->timestamps, out.timestamps, int64_t);
-  LIST(ret->origins, out.origins, uint32_t);
-  LIST(ret->outputs, out.outputs, record_transformer_string_t);
-  LIST(ret->routes, out.routes, uint32_t);
-  LIST(ret->rejected, out.rejected, weir_transform_types_bad_record_t);
-  out.headers.len = out.outputs.len = out.rejected.len = 0;  // moved
-  free_columns(&out);
   exports_weir_transform_transform_batch_free(in);
-  return true;
+  return ok;
+}
+
+bool exports_weir_transform_timer_handler_on_timers(exports_weir_transform_timer_handler_fired_timers_t *fired,
+                                                    exports_weir_transform_timer_handler_output_batch_t *ret,
+                                                    exports_weir_transform_timer_handler_batch_error_t *err) {
+  size_t n = fired->times.len;
+  weir_output out = {.input_ts = fired->times.ptr, .inputs = n, .in_order = true};
+  uint32_t start = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t end = fired->key_ends.ptr[i];
+    // The timer as a record without a value: outputs inherit its key and time.
+    weir_record r = {.index = (uint32_t)i, .has_key = true, .timestamp = fired->times.ptr[i], .offset = -1};
+    r.key = (weir_bytes){fired->keys.ptr + start, end - start};
+    weir_timer t = {r.key, r.timestamp, fired->domains.ptr[i] == WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME};
+    start = end;
+    mark m = mark_of(&out);
+    out.r = &r;
+    out.emitted = 0;
+    if (weir_on_timer) {
+      weir_on_timer(&t, &out);
+    } else {
+      weir_broken(&out, "timers fired but the transform defines no weir_on_timer");
+    }
+    if (out.oom) weir_broken(&out, "out of memory");
+    if (out.status == BROKEN) break;
+    if (out.status == BAD) {
+      rollback(&out, m);
+      weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
+      full_transformer_string_dup(&bad.reason, out.reason);
+      PUSH(&out, out.rejected, weir_transform_types_bad_record_t, bad);
+      free(out.reason);
+      out.reason = NULL;
+      out.status = OK;
+    }
+  }
+  bool ok = out.status != BROKEN;
+  if (!ok) {
+    err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
+    full_transformer_string_dup(&err->val.broken, out.reason);
+    free_columns(&out);
+  } else {
+    to_output(&out, ret);
+  }
+  exports_weir_transform_timer_handler_fired_timers_free(fired);
+  return ok;
 }
 
 bool exports_weir_transform_record_transform_process_record(
@@ -184,9 +233,9 @@ bool exports_weir_transform_record_transform_process_record(
     const char *why = ok ? "" : out.reason;
     if (bad) {
       weir_transform_types_bad_record_t *r = out.rejected.ptr;
-      record_transformer_string_dup_n(&err->val.bad_record, (const char *)r[0].reason.ptr, r[0].reason.len);
+      full_transformer_string_dup_n(&err->val.bad_record, (const char *)r[0].reason.ptr, r[0].reason.len);
     } else {
-      record_transformer_string_dup(&err->val.broken, why);
+      full_transformer_string_dup(&err->val.broken, why);
     }
     free_columns(&out);
     exports_weir_transform_record_transform_record_free(in);
@@ -224,9 +273,9 @@ bool exports_weir_transform_record_transform_process_record(
     }
     uint32_t route = out.routes.len ? ((uint32_t *)out.routes.ptr)[i] : 0;
     if (route) {
-      record_transformer_string_t *name = &((record_transformer_string_t *)out.outputs.ptr)[route - 1];
+      full_transformer_string_t *name = &((full_transformer_string_t *)out.outputs.ptr)[route - 1];
       o->output.is_some = true;
-      record_transformer_string_dup_n(&o->output.val, (const char *)name->ptr, name->len);
+      full_transformer_string_dup_n(&o->output.val, (const char *)name->ptr, name->len);
     }
   }
   out.headers.len = 0;  // moved
@@ -238,7 +287,7 @@ bool exports_weir_transform_record_transform_process_record(
 char *weir_config_get(const weir_config *c, const char *key) {
   size_t n = strlen(key);
   for (size_t i = 0; i < c->len; i++) {
-    const record_transformer_string_t *k = &c->pairs[i].f0, *v = &c->pairs[i].f1;
+    const full_transformer_string_t *k = &c->pairs[i].f0, *v = &c->pairs[i].f1;
     if (k->len == n && memcmp(k->ptr, key, n) == 0) {
       char *s = malloc(v->len + 1);
       if (!s) return NULL;
@@ -250,8 +299,8 @@ char *weir_config_get(const weir_config *c, const char *key) {
   return NULL;
 }
 
-bool exports_weir_transform_transform_init(record_transformer_list_tuple2_string_string_t *config,
-                                           record_transformer_string_t *err) {
+bool exports_weir_transform_transform_init(full_transformer_list_tuple2_string_string_t *config,
+                                           full_transformer_string_t *err) {
   weir_config c = {config->ptr, config->len};
   const char *why = NULL;
   if (weir_init) {
@@ -259,7 +308,7 @@ bool exports_weir_transform_transform_init(record_transformer_list_tuple2_string
   } else if (config->len) {
     why = "this transform takes no config (define weir_init to accept some)";
   }
-  if (why) record_transformer_string_dup(err, why);
-  record_transformer_list_tuple2_string_string_free(config);
+  if (why) full_transformer_string_dup(err, why);
+  full_transformer_list_tuple2_string_string_free(config);
   return why == NULL;
 }

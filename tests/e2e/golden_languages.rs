@@ -7,7 +7,7 @@
 //! Python, JavaScript, Go and C, and the configurable Rust examples). Every
 //! guest is built from source as a user builds it. The windowed count per
 //! key runs through the stateful suite's fixture and reference (Rust's is
-//! `stateful::examples`); of the other SDKs Python and JavaScript have
+//! `stateful::examples`); of the other SDKs Python, JavaScript and C have
 //! state so far.
 
 use std::collections::BTreeMap;
@@ -340,4 +340,9 @@ fn python_window_count_matches_the_reference_in_both_modes_across_sigkills() {
 #[test]
 fn js_window_count_matches_the_reference_in_both_modes_across_sigkills() {
     window_count("js");
+}
+
+#[test]
+fn c_window_count_matches_the_reference_in_both_modes_across_sigkills() {
+    window_count("c");
 }

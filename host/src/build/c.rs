@@ -7,11 +7,13 @@ use std::process::Command;
 
 use super::BuildError;
 
-/// The world C guests are built for: batch and per-record calls.
-pub const WORLD: &str = "record-transformer";
+/// The world C guests are built for: every import and export. The core
+/// module imports only the functions it calls, so a guest that uses no
+/// keyed state stays stateless; the SDK implements the timer handler.
+pub const WORLD: &str = "full-transformer";
 /// The world's name as the C generator spells it: the stem of its files
-/// (`weir/record_transformer.h`, `.c`) and of its identifiers.
-pub const STEM: &str = "record_transformer";
+/// (`weir/full_transformer.h`, `.c`) and of its identifiers.
+pub const STEM: &str = "full_transformer";
 
 /// The SDK (`guest-sdk/c`), written into a project's `weir/` beside the
 /// generated bindings.

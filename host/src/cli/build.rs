@@ -1,7 +1,7 @@
 //! `weir build [DIR]`: turn a guest project into a component with the
 //! language's own toolchain, then check it as `weir validate` does. Rust
 //! (a `Cargo.toml`): `cargo build --release --target wasm32-wasip2`, which
-//! emits a component directly. C (`weir/record_transformer.h` and `src/*.c`, as
+//! emits a component directly. C (`weir/full_transformer.h` and `src/*.c`, as
 //! `weir new --lang c` makes them) and Go (`go.mod`): the language's
 //! compiler to a core module, then weir's own component step
 //! ([`weir::build`]). Python (`app.py`) and JavaScript (`app.js`):
