@@ -17,7 +17,7 @@ contract, so no transform touches the encoding. Off weir (``pytest``),
 from ._batch import Output, Record
 from ._errors import BadRecord, Broken
 from ._host import config, counter_add, gauge_set, log_debug, log_error, log_info, log_warn
-from ._register import filter, flat_map, init, map, on_timer, route
+from ._register import filter, flat_map, init, map, on_timer, route, windowed
 
 __all__ = [
     "BadRecord",
@@ -37,4 +37,5 @@ __all__ = [
     "map",
     "on_timer",
     "route",
+    "windowed",
 ]

@@ -8,7 +8,7 @@ _transform = None
 _init = None
 _on_timer = None
 
-KINDS = ("map", "filter", "flat_map", "route")
+KINDS = ("map", "filter", "flat_map", "route", "windowed")
 
 
 def _register(kind, f):
@@ -53,6 +53,12 @@ def init(f):
     global _init
     _init = f
     return f
+
+
+def windowed(f):
+    """``f(config) -> windows.Windowed``: the transform is that windowed
+    aggregation (``weir.windows``), built at init from the config."""
+    return _register("windowed", f)
 
 
 def on_timer(f):

@@ -12,12 +12,21 @@ def _reason(e):
     return f"{type(e).__name__}: {e}"
 
 
+# The windowed aggregation a @weir.windowed builder made at init.
+_windows = None
+
+
 def run_batch(b):
     """The output ``Columns`` of batch ``b``; raises ``Broken``."""
     kind, f = _register.registered()
     n = len(b.value_ends)
     cols = Columns(n)
     out = Output(cols, None)
+    if kind == "windowed":
+        if _windows is None:
+            raise Broken("the @weir.windowed builder did not run: init first")
+        _windows.process_batch(b, cols, out)
+        return cols
     values, ends, present = b.values, b.value_ends, b.has_value
     plain = not b.key_ends and not b.header_ends and not present
     # Only a flat_map can have emitted part of a record's output before it
@@ -101,9 +110,12 @@ def run_init(config):
     is none; raises with the reason."""
     from ._host import Config, _set_config
 
-    _register.registered()
+    global _windows
+    kind, f = _register.registered()
     _set_config(config)
-    if _register._init is not None:
+    if kind == "windowed":
+        _windows = f(Config(config))
+    elif _register._init is not None:
         _register._init(Config(config))
     elif config:
         raise Broken(f"unknown config key `{config[0][0]}`: this transform takes no config")
@@ -128,6 +140,8 @@ def run_timers(keys, key_ends, times, domains):
     from .state import Timer
 
     f = _register._on_timer
+    if f is None and _windows is not None:
+        f = _windows.on_timer
     if f is None:
         raise Broken("timers fired but no @weir.on_timer function is registered")
     b = _TimerBatch(keys, key_ends, times)

@@ -20,7 +20,14 @@ EVENT_TIME = "event-time"
 PROCESSING_TIME = "processing-time"
 
 # Native stand-ins.
-native = {"state": {}, "timers": set(), "watermark": None, "processing_time": 0}
+native = {
+    "state": {},
+    "timers": set(),
+    "watermark": None,
+    "processing_time": 0,
+    "output_mode": "append",
+    "event_time": True,
+}
 
 
 def _domain(d):
@@ -94,6 +101,18 @@ def watermark():
 def processing_time():
     """The batch's processing time (ms), the same when a batch is re-run."""
     return native["processing_time"] if _context is None else _context.processing_time()
+
+
+def output_mode():
+    """The pipeline's ``output-mode``: "append", "update" or "complete"."""
+    if _context is None:
+        return native["output_mode"]
+    return _context.query_output_mode().name.lower()
+
+
+def event_time():
+    """Whether the pipeline has an ``[event-time]`` section."""
+    return native["event_time"] if _context is None else _context.event_time()
 
 
 class Timer:

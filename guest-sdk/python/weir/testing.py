@@ -88,9 +88,17 @@ def run(records, config=()):
     return _outputs(b, run_batch(b))
 
 
-def reset_state():
-    """Forget native state and timers, and reset the clocks."""
-    state.native.update(state={}, timers=set(), watermark=None, processing_time=0)
+def reset_state(output_mode="append", event_time=True):
+    """Forget native state and timers, reset the clocks, and set the
+    pipeline's output mode and whether it has event time."""
+    state.native.update(
+        state={},
+        timers=set(),
+        watermark=None,
+        processing_time=0,
+        output_mode=output_mode,
+        event_time=event_time,
+    )
 
 
 def fire_timers(watermark=None, processing_time=None):

@@ -61,6 +61,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/state.py"),
     ),
     (
+        "windows.py",
+        include_str!("../../../guest-sdk/python/weir/windows.py"),
+    ),
+    (
         "testing.py",
         include_str!("../../../guest-sdk/python/weir/testing.py"),
     ),
@@ -71,12 +75,15 @@ fn componentize_py() -> String {
     std::env::var("WEIR_COMPONENTIZE_PY").unwrap_or_else(|_| "componentize-py".into())
 }
 
-/// Whether an app uses keyed state: it imports `weir.state`.
+/// Whether an app uses keyed state: it imports `weir.state` or
+/// `weir.windows` (which keeps windows in state).
 pub fn stateful(app: &str) -> bool {
+    const MODULES: [&str; 2] = ["state", "windows"];
     app.lines().map(str::trim_start).any(|l| {
-        l.starts_with("import weir.state")
-            || l.starts_with("from weir.state ")
-            || (l.starts_with("from weir import ") && l.split([' ', ',']).any(|w| w == "state"))
+        MODULES.iter().any(|m| {
+            l.starts_with(&format!("import weir.{m}")) || l.starts_with(&format!("from weir.{m} "))
+        }) || (l.starts_with("from weir import ")
+            && l.split([' ', ',']).any(|w| MODULES.contains(&w)))
     })
 }
 
@@ -130,6 +137,8 @@ mod tests {
         assert!(super::stateful("from weir import log_info, state"));
         assert!(super::stateful("import weir.state as s"));
         assert!(super::stateful("from weir.state import get"));
+        assert!(super::stateful("from weir import windows"));
+        assert!(super::stateful("import weir.windows"));
         assert!(!super::stateful(
             "import weir\n# weir.state is not used\nstatement = 1"
         ));
