@@ -7,9 +7,8 @@ import { log } from "weir:transform/log@0.2.0";
 import { counterAdd, gaugeSet } from "weir:transform/metrics@0.2.0";
 
 import "../app.js";
-import { Config, setHost } from "./host.js";
-import { registered, registeredInit } from "./register.js";
-import { runBatch } from "./run.js";
+import { setHost } from "./host.js";
+import { runBatch, runInit } from "./run.js";
 
 setHost({ log, counterAdd, gaugeSet });
 
@@ -34,10 +33,7 @@ export function outputBatch(cols, inputTimestamps) {
 export const transform = {
   init(config) {
     try {
-      registered();
-      const f = registeredInit();
-      if (f) f(new Config(config));
-      else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
+      runInit(config);
     } catch (e) {
       throw e instanceof Error ? e.message : String(e);
     }

@@ -3,7 +3,7 @@
 // plugs weir's state, timers and clock imports into weir/state.js and adds
 // the timer handler to entry.js's exports.
 
-import { processingTime, watermark } from "weir:transform/context@0.2.0";
+import { eventTime, processingTime, queryOutputMode, watermark } from "weir:transform/context@0.2.0";
 import * as wstate from "weir:transform/state@0.2.0";
 import * as wtimers from "weir:transform/timers@0.2.0";
 
@@ -32,6 +32,8 @@ setStateBackend({
     return w === undefined ? undefined : Number(w);
   },
   processingTime: () => Number(processingTime()),
+  outputMode: () => queryOutputMode(),
+  eventTime: () => eventTime(),
 });
 
 export { recordTransform, transform };

@@ -74,3 +74,8 @@ export function logWarn(message: string): void;
 export function logError(message: string): void;
 export function counterAdd(name: string, delta?: number): void;
 export function gaugeSet(name: string, value: number): void;
+
+/** A windowed aggregation (weir/windows.js). */
+export interface Windowed {}
+/** `f(config)` returns the windowed aggregation the transform is. */
+export function windowed(f: (config: Config) => Windowed): typeof f;

@@ -27,6 +27,9 @@ export const flatMap = (f) => register("flatMap", f);
 /** `f(record) -> string | undefined`: the record passes through unchanged to
  * the named output returned, or to the default output. */
 export const route = (f) => register("route", f);
+/** `f(config) -> Windowed` (weir/windows.js): the transform is that
+ * windowed aggregation, built at init from the config. */
+export const windowed = (f) => register("windowed", f);
 /** `f(config)`, called once before any record with the pipeline's
  * `[transform.config]`; throw to refuse it (say which key and why). */
 export function init(f) {

@@ -4,7 +4,23 @@
 import { Columns } from "./columns.js";
 import { BadRecord, Broken } from "./errors.js";
 import { KEEP, Output, Record, asBytes } from "./record.js";
-import { registered, registeredOnTimer } from "./register.js";
+import { Config } from "./host.js";
+import { registered, registeredInit, registeredOnTimer } from "./register.js";
+
+// The windowed aggregation a weir.windowed builder made at init.
+let windows;
+
+/** Init the registered transform with `config` pairs; throws why not. */
+export function runInit(config) {
+  const [kind, f] = registered();
+  if (kind === "windowed") {
+    windows = f(new Config(config));
+    return;
+  }
+  const init = registeredInit();
+  if (init) init(new Config(config));
+  else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
+}
 
 function reason(e) {
   if (e instanceof BadRecord) return e.message || "bad record";
@@ -22,6 +38,11 @@ export function runBatch(b) {
   const { values, valueEnds, hasValue } = b;
   // No keys, headers or tombstones: a map's output needs only values.
   const plain = b.keyEnds.length === 0 && b.headerEnds.length === 0 && hasValue.length === 0;
+  if (kind === "windowed") {
+    if (!windows) throw new Broken("the weir.windowed builder did not run: init first");
+    windows.processBatch(b, cols, out);
+    return cols;
+  }
   const flat = kind === "flatMap";
   let start = 0;
   for (let i = 0; i < n; i++) {
@@ -94,7 +115,7 @@ function timerBatch(keys, keyEnds, times) {
 /** The Columns of the weir.onTimer function over fired timers (origins
  * index the timers); throws Broken. */
 export function runTimers(keys, keyEnds, times, domains) {
-  const f = registeredOnTimer();
+  const f = registeredOnTimer() ?? (windows && ((t, o) => windows.onTimer(t, o)));
   if (!f) throw new Broken("timers fired but no weir.onTimer function is registered");
   const b = timerBatch(keys, keyEnds, times);
   const cols = new Columns(times.length);

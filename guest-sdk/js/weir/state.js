@@ -17,7 +17,14 @@ const bytes = (v) => (typeof v === "string" ? enc.encode(v) : v);
 const str = (b) => String.fromCharCode(...b);
 const unstr = (s) => Uint8Array.from(s, (c) => c.charCodeAt(0));
 
-export const native = { state: new Map(), timers: new Map(), watermark: undefined, processingTime: 0 };
+export const native = {
+  state: new Map(),
+  timers: new Map(),
+  watermark: undefined,
+  processingTime: 0,
+  outputMode: "append",
+  eventTime: true,
+};
 
 function domainOf(d) {
   if (d !== EVENT_TIME && d !== PROCESSING_TIME) throw new Error(`a time domain is "${EVENT_TIME}" or "${PROCESSING_TIME}", not ${JSON.stringify(d)}`);
@@ -37,6 +44,8 @@ const nativeBackend = {
   deleteTimer: (d, k, at) => native.timers.delete(`${d}|${at}|${str(k)}`),
   watermark: () => native.watermark,
   processingTime: () => native.processingTime,
+  outputMode: () => native.outputMode,
+  eventTime: () => native.eventTime,
 };
 
 let backend = nativeBackend;
@@ -60,3 +69,7 @@ export const deleteTimer = (domain, key, at) => backend.deleteTimer(domainOf(dom
 export const watermark = () => backend.watermark();
 /** The batch's processing time (ms), the same when a batch is re-run. */
 export const processingTime = () => backend.processingTime();
+/** The pipeline's output-mode: "append", "update" or "complete". */
+export const outputMode = () => backend.outputMode();
+/** Whether the pipeline has an [event-time] section. */
+export const eventTime = () => backend.eventTime();

@@ -5,9 +5,8 @@
 //   import "./app.js";
 //   assert.deepEqual(testing.values(["a"]), ["A"]);
 
-import { Config, nativeMetrics } from "./host.js";
-import { registered, registeredInit } from "./register.js";
-import { runBatch, runTimers } from "./run.js";
+import { nativeMetrics } from "./host.js";
+import { runBatch, runInit, runTimers } from "./run.js";
 import { EVENT_TIME, native } from "./state.js";
 
 const enc = new TextEncoder();
@@ -57,20 +56,20 @@ export function batch(records) {
 /** `{outputs, rejected}` for a batch of `records`, after init with `config`
  * pairs. Each output: `{value, key, headers, timestamp, output, origin}`. */
 export function run(records, config = []) {
-  registered();
-  const f = registeredInit();
-  if (f) f(new Config(config));
-  else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
+  runInit(config);
   const b = batch(records);
   return outputs(b, runBatch(b));
 }
 
-/** Forget native state and timers, and reset the clocks. */
-export function resetState() {
+/** Forget native state and timers, reset the clocks, and set the
+ * pipeline's output mode and whether it has event time. */
+export function resetState({ outputMode = "append", eventTime = true } = {}) {
   native.state.clear();
   native.timers.clear();
   native.watermark = undefined;
   native.processingTime = 0;
+  native.outputMode = outputMode;
+  native.eventTime = eventTime;
 }
 
 /** Advance the native clocks, then fire the timers they reach, in time

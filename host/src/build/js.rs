@@ -64,6 +64,14 @@ pub const SDK: &[(&str, &str)] = &[
         "testing.js",
         include_str!("../../../guest-sdk/js/weir/testing.js"),
     ),
+    (
+        "windows.d.ts",
+        include_str!("../../../guest-sdk/js/weir/windows.d.ts"),
+    ),
+    (
+        "windows.js",
+        include_str!("../../../guest-sdk/js/weir/windows.js"),
+    ),
 ];
 
 /// componentize-js: `$WEIR_COMPONENTIZE_JS`, else the one on PATH.
@@ -71,15 +79,16 @@ fn componentize_js() -> String {
     std::env::var("WEIR_COMPONENTIZE_JS").unwrap_or_else(|_| "componentize-js".into())
 }
 
-/// Whether an app uses keyed state: it imports `./weir/state.js`.
+/// Whether an app uses keyed state: it imports `./weir/state.js` or
+/// `./weir/windows.js` (which keeps windows in state).
 pub fn stateful(app: &str) -> bool {
-    app.lines()
-        .map(str::trim_start)
-        .any(|l| l.starts_with("import") && l.contains("weir/state.js"))
+    app.lines().map(str::trim_start).any(|l| {
+        l.starts_with("import") && (l.contains("weir/state.js") || l.contains("weir/windows.js"))
+    })
 }
 
 /// Build the project in `dir` (its `app.js` and `weir/`) into a component
-/// at `out`: stateful when `app.js` imports `./weir/state.js`.
+/// at `out`: stateful when `app.js` imports the state or windows module.
 pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let app = dir.join("app.js");
     let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
@@ -129,6 +138,9 @@ mod tests {
             "import * as state from \"./weir/state.js\";"
         ));
         assert!(super::stateful("  import { get } from './weir/state.js';"));
+        assert!(super::stateful(
+            "import * as windows from \"./weir/windows.js\";"
+        ));
         assert!(!super::stateful(
             "// weir/state.js is not imported\nimport * as weir from \"./weir/index.js\";"
         ));
