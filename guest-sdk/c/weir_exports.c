@@ -97,6 +97,23 @@ static void free_columns(weir_output *out) {
   free(out->reason);
 }
 
+// After record (or timer) i ran: drop the output of a refused one and list
+// it as rejected; false when the transform is broken.
+static bool settle(weir_output *out, size_t i, mark m) {
+  if (out->oom) weir_broken(out, "out of memory");
+  if (out->status == BROKEN) return false;
+  if (out->status == BAD) {
+    rollback(out, m);
+    weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
+    full_transformer_string_dup(&bad.reason, out->reason);
+    PUSH(out, out->rejected, weir_transform_types_bad_record_t, bad);
+    free(out->reason);
+    out->reason = NULL;
+    out->status = OK;
+  }
+  return true;
+}
+
 // Run every record of b into out; false when the transform is broken.
 static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
   *out = (weir_output){.input_ts = b->timestamps.ptr, .inputs = b->value_ends.len, .in_order = true};
@@ -104,17 +121,7 @@ static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
     weir_record r = record_of(b, i);
     mark m = mark_of(out);
     run(out, &r);
-    if (out->oom) weir_broken(out, "out of memory");
-    if (out->status == BROKEN) return false;
-    if (out->status == BAD) {
-      rollback(out, m);
-      weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
-      full_transformer_string_dup(&bad.reason, out->reason);
-      PUSH(out, out->rejected, weir_transform_types_bad_record_t, bad);
-      free(out->reason);
-      out->reason = NULL;
-      out->status = OK;
-    }
+    if (!settle(out, i, m)) return false;
   }
   return true;
 }
@@ -179,17 +186,7 @@ bool exports_weir_transform_timer_handler_on_timers(exports_weir_transform_timer
     } else {
       weir_broken(&out, "timers fired but the transform defines no weir_on_timer");
     }
-    if (out.oom) weir_broken(&out, "out of memory");
-    if (out.status == BROKEN) break;
-    if (out.status == BAD) {
-      rollback(&out, m);
-      weir_transform_types_bad_record_t bad = {.index = (uint32_t)i};
-      full_transformer_string_dup(&bad.reason, out.reason);
-      PUSH(&out, out.rejected, weir_transform_types_bad_record_t, bad);
-      free(out.reason);
-      out.reason = NULL;
-      out.status = OK;
-    }
+    if (!settle(&out, i, m)) break;
   }
   bool ok = out.status != BROKEN;
   if (!ok) {

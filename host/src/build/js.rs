@@ -5,7 +5,6 @@
 //! registers functions.
 
 use std::path::Path;
-use std::process::Command;
 
 use super::BuildError;
 
@@ -97,34 +96,25 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     } else {
         (WORLD, "weir/entry.js")
     };
-    let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
-        path: std::env::temp_dir(),
-        err,
-    })?;
-    let wit_file = wit.path().join("transform.wit");
-    std::fs::write(&wit_file, super::WIT).map_err(|err| BuildError::Io {
-        path: wit_file.clone(),
-        err,
-    })?;
     let tool = componentize_js();
-    // No wasi:http: pipelines do not grant it.
-    let output = Command::new(&tool)
-        .arg(dir.join(entry))
-        .arg("-w")
-        .arg(wit.path())
-        .args(["-n", world, "-d", "http", "fetch-event", "-o"])
-        .arg(out)
-        .output()
-        .map_err(|e| {
-            BuildError::Toolchain(format!(
-                "running {tool}: {e}; install it with `npm install @bytecodealliance/componentize-js@{COMPONENTIZE_JS}` (or set WEIR_COMPONENTIZE_JS)"
-            ))
-        })?;
-    if !output.status.success() || !out.exists() {
+    super::run_packager(
+        &tool,
+        &format!(
+            "install it with `npm install @bytecodealliance/componentize-js@{COMPONENTIZE_JS}` (or set WEIR_COMPONENTIZE_JS)"
+        ),
+        |c, wit| {
+            // No wasi:http: pipelines do not grant it.
+            c.arg(dir.join(entry))
+                .arg("-w")
+                .arg(wit)
+                .args(["-n", world, "-d", "http", "fetch-event", "-o"])
+                .arg(out);
+        },
+    )?;
+    if !out.exists() {
         return Err(BuildError::Toolchain(format!(
-            "{tool} failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout).trim_end(),
-            String::from_utf8_lossy(&output.stderr).trim_end()
+            "{tool} wrote no {}",
+            out.display()
         )));
     }
     Ok(())

@@ -35,6 +35,38 @@ pub enum BuildError {
     },
 }
 
+/// Run a language's own packaging tool (componentize-py, componentize-js)
+/// with the contract's WIT in a temporary directory: `args` adds the
+/// arguments, given that directory. `install` says how to get the tool.
+pub(crate) fn run_packager(
+    tool: &str,
+    install: &str,
+    args: impl FnOnce(&mut std::process::Command, &std::path::Path),
+) -> Result<(), BuildError> {
+    let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
+        path: std::env::temp_dir(),
+        err,
+    })?;
+    let wit_file = wit.path().join("transform.wit");
+    std::fs::write(&wit_file, WIT).map_err(|err| BuildError::Io {
+        path: wit_file.clone(),
+        err,
+    })?;
+    let mut command = std::process::Command::new(tool);
+    args(&mut command, wit.path());
+    let output = command
+        .output()
+        .map_err(|e| BuildError::Toolchain(format!("running {tool}: {e}; {install}")))?;
+    if !output.status.success() {
+        return Err(BuildError::Toolchain(format!(
+            "{tool} failed:\n{}{}",
+            String::from_utf8_lossy(&output.stdout).trim_end(),
+            String::from_utf8_lossy(&output.stderr).trim_end()
+        )));
+    }
+    Ok(())
+}
+
 /// The contract parsed, and the id of `world` in it.
 pub fn contract(world: &str) -> Result<(Resolve, WorldId), BuildError> {
     let mut resolve = Resolve::default();

@@ -5,7 +5,6 @@
 //! registers functions.
 
 use std::path::Path;
-use std::process::Command;
 
 use super::BuildError;
 
@@ -88,7 +87,8 @@ pub fn stateful(app: &str) -> bool {
 }
 
 /// Build the project in `dir` (its `app.py` and `weir/` package) into a
-/// component at `out`: stateful when `app.py` imports `weir.state`.
+/// component at `out`: stateful when `app.py` imports `weir.state` or
+/// `weir.windows`.
 pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let app = dir.join("app.py");
     let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
@@ -97,36 +97,20 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     } else {
         (WORLD, "weir._entry")
     };
-    let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
-        path: std::env::temp_dir(),
-        err,
-    })?;
-    let wit_file = wit.path().join("transform.wit");
-    std::fs::write(&wit_file, super::WIT).map_err(|err| BuildError::Io {
-        path: wit_file.clone(),
-        err,
-    })?;
-    let tool = componentize_py();
-    let output = Command::new(&tool)
-        .arg("-d")
-        .arg(wit.path())
-        .args(["-w", world, "componentize", entry, "-p"])
-        .arg(dir)
-        .arg("-o")
-        .arg(out)
-        .output()
-        .map_err(|e| {
-            BuildError::Toolchain(format!(
-                "running {tool}: {e}; install it with `pip install componentize-py=={COMPONENTIZE_PY}` (or set WEIR_COMPONENTIZE_PY)"
-            ))
-        })?;
-    if !output.status.success() {
-        return Err(BuildError::Toolchain(format!(
-            "{tool} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr).trim_end()
-        )));
-    }
-    Ok(())
+    super::run_packager(
+        &componentize_py(),
+        &format!(
+            "install it with `pip install componentize-py=={COMPONENTIZE_PY}` (or set WEIR_COMPONENTIZE_PY)"
+        ),
+        |c, wit| {
+            c.arg("-d")
+                .arg(wit)
+                .args(["-w", world, "componentize", entry, "-p"])
+                .arg(dir)
+                .arg("-o")
+                .arg(out);
+        },
+    )
 }
 
 #[cfg(test)]
