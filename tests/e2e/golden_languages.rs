@@ -7,8 +7,7 @@
 //! Python, JavaScript, Go and C, and the configurable Rust examples). Every
 //! guest is built from source as a user builds it. The windowed count per
 //! key runs through the stateful suite's fixture and reference (Rust's is
-//! `stateful::examples`); of the other SDKs Python, JavaScript and C have
-//! state so far.
+//! `stateful::examples`), so every case runs in all five languages.
 
 use std::collections::BTreeMap;
 use std::os::unix::process::ExitStatusExt;
@@ -345,4 +344,9 @@ fn js_window_count_matches_the_reference_in_both_modes_across_sigkills() {
 #[test]
 fn c_window_count_matches_the_reference_in_both_modes_across_sigkills() {
     window_count("c");
+}
+
+#[test]
+fn go_window_count_matches_the_reference_in_both_modes_across_sigkills() {
+    window_count("go");
 }

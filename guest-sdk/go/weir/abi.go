@@ -281,6 +281,12 @@ func exportProcessBatch(p *batchABI) unsafe.Pointer {
 	}
 	free(uint32(uintptr(unsafe.Pointer(p))))
 	argReset()
+	return lowerBatchResult(out, err)
+}
+
+// lowerBatchResult is the canonical-ABI form of a process-batch or
+// on-timers result, in a block the post-return function frees.
+func lowerBatchResult(out *OutputBatch, err error) unsafe.Pointer {
 	r := (*resultABI[outputBatchABI])(alloc(108))
 	if err != nil {
 		r.IsErr = 1

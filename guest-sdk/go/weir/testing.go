@@ -64,14 +64,20 @@ func Run(records []In, config ...[2]string) ([]Out, []BadRecord, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	var outs []Out
+	return outs(o, b.Timestamps), o.Rejected, nil
+}
+
+// outs lists an output batch's records; inputTimestamps resolves inherited
+// timestamps.
+func outs(o *OutputBatch, inputTimestamps []int64) []Out {
+	var list []Out
 	for i, end := range o.ValueEnds {
 		origin := uint32(i)
 		if len(o.Origins) > 0 {
 			origin = o.Origins[i]
 		}
 		out := Out{Value: string(o.Values[span(o.ValueEnds, i):end]), HasValue: len(o.HasValue) == 0 || o.HasValue[i],
-			Timestamp: b.Timestamps[origin], Origin: origin}
+			Timestamp: inputTimestamps[origin], Origin: origin}
 		if len(o.Timestamps) > 0 {
 			out.Timestamp = o.Timestamps[i]
 		}
@@ -85,13 +91,14 @@ func Run(records []In, config ...[2]string) ([]Out, []BadRecord, error) {
 		if len(o.Routes) > 0 && o.Routes[i] > 0 {
 			out.Output = o.Outputs[o.Routes[i]-1]
 		}
-		outs = append(outs, out)
+		list = append(list, out)
 	}
-	return outs, o.Rejected, nil
+	return list
 }
 
 // Reset forgets the registered transform (tests register several).
 func Reset() {
 	impl = nil
 	initF = nil
+	onTimerF = nil
 }

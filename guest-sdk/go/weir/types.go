@@ -117,4 +117,3 @@ type Transform interface {
 var impl Transform
 
 func SetTransform(t Transform) { impl = t }
-

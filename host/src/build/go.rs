@@ -39,6 +39,18 @@ pub const SDK: &[(&str, &str)] = &[
     ),
     ("sdk.go", include_str!("../../../guest-sdk/go/weir/sdk.go")),
     (
+        "state.go",
+        include_str!("../../../guest-sdk/go/weir/state.go"),
+    ),
+    (
+        "state_abi.go",
+        include_str!("../../../guest-sdk/go/weir/state_abi.go"),
+    ),
+    (
+        "state_native.go",
+        include_str!("../../../guest-sdk/go/weir/state_native.go"),
+    ),
+    (
         "testing.go",
         include_str!("../../../guest-sdk/go/weir/testing.go"),
     ),
@@ -48,8 +60,10 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// The world Go guests are built for.
-pub const WORLD: &str = "record-transformer";
+/// The world Go guests are built for: every import and export. Go's linker
+/// keeps an import only when the guest calls it, so a guest that uses no
+/// keyed state stays stateless; the SDK implements the timer handler.
+pub const WORLD: &str = "full-transformer";
 /// The first bytes of the Go side's adapter arena.
 pub const ARENA_MAGIC: &[u8] = b"weir-adapter-arena-v1\xff";
 /// Its size: the adapter's two 64 KiB blocks, and room to spare.

@@ -1,0 +1,104 @@
+//go:build wasip1
+
+package weir
+
+import "unsafe"
+
+// The canonical-ABI side of keyed state, timers and clocks (state.go), and
+// the timer-handler export. The linker keeps an import only when the guest
+// calls it, so a guest that uses no state does not import it and stays
+// stateless.
+
+//go:wasmimport weir:transform/state@0.2.0 get
+func wasmStateGet(key unsafe.Pointer, n uint32, ret unsafe.Pointer)
+
+//go:wasmimport weir:transform/state@0.2.0 put
+func wasmStatePut(key unsafe.Pointer, n uint32, value unsafe.Pointer, m uint32)
+
+//go:wasmimport weir:transform/state@0.2.0 delete
+func wasmStateDelete(key unsafe.Pointer, n uint32)
+
+//go:wasmimport weir:transform/timers@0.2.0 register
+func wasmTimerRegister(domain uint32, key unsafe.Pointer, n uint32, at int64)
+
+//go:wasmimport weir:transform/timers@0.2.0 delete
+func wasmTimerDelete(domain uint32, key unsafe.Pointer, n uint32, at int64)
+
+//go:wasmimport weir:transform/context@0.2.0 watermark
+func wasmWatermark(ret unsafe.Pointer)
+
+//go:wasmimport weir:transform/context@0.2.0 processing-time
+func wasmProcessingTime() int64
+
+// The host lowers a value state.get returns through cabi_import_realloc,
+// while the instance may not call out: the same arena as export arguments.
+//
+//go:wasmexport cabi_import_realloc
+func cabiImportRealloc(old unsafe.Pointer, oldSize, align, newSize uint32) unsafe.Pointer {
+	return cabiRealloc(old, oldSize, align, newSize)
+}
+
+var getRet optListABI
+
+func hostStateGet(key []byte) ([]byte, bool) {
+	mark := argUsed
+	wasmStateGet(unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)), unsafe.Pointer(&getRet))
+	if getRet.IsSome == 0 {
+		return nil, false
+	}
+	v := append([]byte{}, view[byte](getRet.Val)...)
+	freeList(getRet.Val)
+	argUsed = mark // the value's room in the arena
+	return v, true
+}
+
+func hostStatePut(key, value []byte) {
+	wasmStatePut(unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)),
+		unsafe.Pointer(unsafe.SliceData(value)), uint32(len(value)))
+}
+
+func hostStateDelete(key []byte) {
+	wasmStateDelete(unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)))
+}
+
+func domain(eventTime bool) uint32 {
+	if eventTime {
+		return 0
+	}
+	return 1
+}
+
+func hostTimerRegister(eventTime bool, key []byte, at int64) {
+	wasmTimerRegister(domain(eventTime), unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)), at)
+}
+
+func hostTimerDelete(eventTime bool, key []byte, at int64) {
+	wasmTimerDelete(domain(eventTime), unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)), at)
+}
+
+var watermarkRet optS64ABI
+
+func hostWatermark() (int64, bool) {
+	wasmWatermark(unsafe.Pointer(&watermarkRet))
+	return watermarkRet.Val, watermarkRet.IsSome != 0
+}
+
+func hostProcessingTime() int64 { return wasmProcessingTime() }
+
+//go:wasmexport weir:transform/timer-handler@0.2.0#on-timers
+func exportOnTimers(keysPtr, keysLen, endsPtr, endsLen, timesPtr, timesLen, domainsPtr, domainsLen uint32) unsafe.Pointer {
+	keys := view[byte](list{Ptr: keysPtr, Len: keysLen})
+	ends := view[uint32](list{Ptr: endsPtr, Len: endsLen})
+	times := view[int64](list{Ptr: timesPtr, Len: timesLen})
+	domains := view[uint8](list{Ptr: domainsPtr, Len: domainsLen})
+	eventTime := make([]bool, len(domains))
+	for i, d := range domains {
+		eventTime[i] = d == 0
+	}
+	out, err := runTimers(keys, ends, times, eventTime)
+	argReset()
+	return lowerBatchResult(out, err)
+}
+
+//go:wasmexport cabi_post_weir:transform/timer-handler@0.2.0#on-timers
+func postOnTimers(r *resultABI[outputBatchABI]) { postProcessBatch(r) }

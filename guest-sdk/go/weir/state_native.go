@@ -1,0 +1,83 @@
+//go:build !wasip1
+
+package weir
+
+import "sort"
+
+// Native stand-ins for keyed state, timers and clocks (go test).
+
+type nativeTimer struct {
+	eventTime bool
+	at        int64
+	key       string
+}
+
+var native = struct {
+	state          map[string][]byte
+	timers         map[nativeTimer]bool
+	watermark      int64
+	hasWatermark   bool
+	processingTime int64
+}{state: map[string][]byte{}, timers: map[nativeTimer]bool{}}
+
+func hostStateGet(key []byte) ([]byte, bool) {
+	v, ok := native.state[string(key)]
+	return v, ok
+}
+
+func hostStatePut(key, value []byte) { native.state[string(key)] = append([]byte{}, value...) }
+
+func hostStateDelete(key []byte) { delete(native.state, string(key)) }
+
+func hostTimerRegister(eventTime bool, key []byte, at int64) {
+	native.timers[nativeTimer{eventTime, at, string(key)}] = true
+}
+
+func hostTimerDelete(eventTime bool, key []byte, at int64) {
+	delete(native.timers, nativeTimer{eventTime, at, string(key)})
+}
+
+func hostWatermark() (int64, bool) { return native.watermark, native.hasWatermark }
+
+func hostProcessingTime() int64 { return native.processingTime }
+
+// ResetState forgets native state and timers and resets the clocks.
+func ResetState() {
+	native.state = map[string][]byte{}
+	native.timers = map[nativeTimer]bool{}
+	native.watermark, native.hasWatermark, native.processingTime = 0, false, 0
+}
+
+// FireTimers sets the native watermark, then fires the event-time timers
+// it reaches, in time order, through the OnTimer function.
+func FireTimers(watermark int64) ([]Out, []BadRecord, error) {
+	native.watermark, native.hasWatermark = watermark, true
+	var due []nativeTimer
+	for t := range native.timers {
+		if t.eventTime && t.at <= watermark {
+			due = append(due, t)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool {
+		if due[i].at != due[j].at {
+			return due[i].at < due[j].at
+		}
+		return due[i].key < due[j].key
+	})
+	var keys []byte
+	var ends []uint32
+	var times []int64
+	var eventTime []bool
+	for _, t := range due {
+		delete(native.timers, t)
+		keys = append(keys, t.key...)
+		ends = append(ends, uint32(len(keys)))
+		times = append(times, t.at)
+		eventTime = append(eventTime, true)
+	}
+	o, err := runTimers(keys, ends, times, eventTime)
+	if err != nil {
+		return nil, nil, err
+	}
+	return outs(o, times), o.Rejected, nil
+}
