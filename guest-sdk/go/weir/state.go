@@ -42,6 +42,18 @@ func DeleteTimer(eventTime bool, key []byte, at int64) { hostTimerDelete(eventTi
 // Watermark is the batch's event-time watermark (ms); false before any.
 func Watermark() (int64, bool) { return hostWatermark() }
 
+// OutputMode is how a stateful pipeline emits results (its output-mode).
+type OutputMode uint32
+
+const (
+	Append OutputMode = iota
+	Update
+	Complete
+)
+
+// QueryOutputMode is the pipeline's output-mode.
+func QueryOutputMode() OutputMode { return hostOutputMode() }
+
 // ProcessingTime is the batch's processing time (ms), the same on a re-run.
 func ProcessingTime() int64 { return hostProcessingTime() }
 

@@ -30,6 +30,9 @@ func wasmWatermark(ret unsafe.Pointer)
 //go:wasmimport weir:transform/context@0.2.0 processing-time
 func wasmProcessingTime() int64
 
+//go:wasmimport weir:transform/context@0.2.0 query-output-mode
+func wasmOutputMode() uint32
+
 // The host lowers a value state.get returns through cabi_import_realloc,
 // while the instance may not call out: the same arena as export arguments.
 //
@@ -84,6 +87,8 @@ func hostWatermark() (int64, bool) {
 }
 
 func hostProcessingTime() int64 { return wasmProcessingTime() }
+
+func hostOutputMode() OutputMode { return OutputMode(wasmOutputMode()) }
 
 //go:wasmexport weir:transform/timer-handler@0.2.0#on-timers
 func exportOnTimers(keysPtr, keysLen, endsPtr, endsLen, timesPtr, timesLen, domainsPtr, domainsLen uint32) unsafe.Pointer {

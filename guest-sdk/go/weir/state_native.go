@@ -18,6 +18,7 @@ var native = struct {
 	watermark      int64
 	hasWatermark   bool
 	processingTime int64
+	outputMode     OutputMode
 }{state: map[string][]byte{}, timers: map[nativeTimer]bool{}}
 
 func hostStateGet(key []byte) ([]byte, bool) {
@@ -41,11 +42,17 @@ func hostWatermark() (int64, bool) { return native.watermark, native.hasWatermar
 
 func hostProcessingTime() int64 { return native.processingTime }
 
+func hostOutputMode() OutputMode { return native.outputMode }
+
+// SetOutputMode sets the native output mode (ResetState: Append).
+func SetOutputMode(m OutputMode) { native.outputMode = m }
+
 // ResetState forgets native state and timers and resets the clocks.
 func ResetState() {
 	native.state = map[string][]byte{}
 	native.timers = map[nativeTimer]bool{}
 	native.watermark, native.hasWatermark, native.processingTime = 0, false, 0
+	native.outputMode = Append
 }
 
 // FireTimers sets the native watermark, then fires the event-time timers

@@ -58,6 +58,10 @@ pub const SDK: &[(&str, &str)] = &[
         "types.go",
         include_str!("../../../guest-sdk/go/weir/types.go"),
     ),
+    (
+        "windows.go",
+        include_str!("../../../guest-sdk/go/weir/windows.go"),
+    ),
 ];
 
 /// The world Go guests are built for: every import and export. Go's linker
