@@ -149,18 +149,24 @@ static void to_output(weir_output *out, weir_transform_types_output_batch_t *ret
   free_columns(out);
 }
 
+// A batch call's answer: the output, or why the transform is broken.
+static bool answer(weir_output *out, bool ok, weir_transform_types_output_batch_t *ret,
+                   weir_transform_types_batch_error_t *err) {
+  if (ok) {
+    to_output(out, ret);
+    return true;
+  }
+  err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
+  full_transformer_string_dup(&err->val.broken, out->reason);
+  free_columns(out);
+  return false;
+}
+
 bool exports_weir_transform_transform_process_batch(exports_weir_transform_transform_batch_t *in,
                                                     exports_weir_transform_transform_output_batch_t *ret,
                                                     exports_weir_transform_transform_batch_error_t *err) {
   weir_output out;
-  bool ok = run_batch(&out, in);
-  if (!ok) {
-    err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
-    full_transformer_string_dup(&err->val.broken, out.reason);
-    free_columns(&out);
-  } else {
-    to_output(&out, ret);
-  }
+  bool ok = answer(&out, run_batch(&out, in), ret, err);
   exports_weir_transform_transform_batch_free(in);
   return ok;
 }
@@ -188,14 +194,7 @@ bool exports_weir_transform_timer_handler_on_timers(exports_weir_transform_timer
     }
     if (!settle(&out, i, m)) break;
   }
-  bool ok = out.status != BROKEN;
-  if (!ok) {
-    err->tag = WEIR_TRANSFORM_TYPES_BATCH_ERROR_BROKEN;
-    full_transformer_string_dup(&err->val.broken, out.reason);
-    free_columns(&out);
-  } else {
-    to_output(&out, ret);
-  }
+  bool ok = answer(&out, out.status != BROKEN, ret, err);
   exports_weir_transform_timer_handler_fired_timers_free(fired);
   return ok;
 }

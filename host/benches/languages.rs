@@ -18,7 +18,6 @@
 mod testkit;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use weir::engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
@@ -88,43 +87,11 @@ fn native_filter(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), Trans
 /// A `lang` project made by `weir new`, with `example` (under
 /// `examples/<lang>/`) as its transform when given, built by `weir build`.
 fn scaffolded(dir: &Path, lang: &str, example: Option<&str>) -> PathBuf {
-    let weir = env!("CARGO_BIN_EXE_weir");
-    let ok = |c: &mut Command| assert!(c.status().unwrap().success(), "{c:?}");
-    let tools = testkit::repo_root().join(".tools");
     let name = format!(
         "{lang}-{}",
         example.map_or("upper", |e| e.split('/').next().unwrap())
     );
-    ok(Command::new(weir)
-        .args(["new", "--lang", lang, &name])
-        .current_dir(dir));
-    if let Some(e) = example {
-        let own = match lang {
-            "python" => "app.py",
-            "js" => "app.js",
-            "go" => "main.go",
-            _ => "src/transform.c",
-        };
-        let src = testkit::repo_root().join("examples").join(lang).join(e);
-        // Go examples import their bindings by the project's module path.
-        let text = std::fs::read_to_string(src).unwrap().replace(
-            "example.com/golden/",
-            &format!("example.com/{}/", name.replace('-', "_")),
-        );
-        std::fs::write(dir.join(&name).join(own), text).unwrap();
-    }
-    ok(Command::new(weir)
-        .arg("build")
-        .env(
-            "WEIR_COMPONENTIZE_PY",
-            tools.join("venv/bin/componentize-py"),
-        )
-        .env(
-            "WEIR_COMPONENTIZE_JS",
-            tools.join("node/node_modules/.bin/componentize-js"),
-        )
-        .current_dir(dir.join(&name)));
-    dir.join(&name).join(format!("{name}.wasm"))
+    testkit::scaffold(dir, lang, &name, example)
 }
 
 fn fmt_rate(r: f64) -> String {

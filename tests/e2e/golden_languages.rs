@@ -18,51 +18,19 @@ use weir::engine::RecordBatch;
 use weir::log::Topic;
 
 use crate::testkit::{
-    guest, polyglot_guest, repo_root, run_command, run_ok, topic_values, weir, xorshift,
+    self, guest, own_file, run_command, run_ok, scaffold, topic_values, xorshift,
 };
 
 const RECORDS: usize = 20_000;
 
-/// The file of a `weir new --lang` project that holds the transform.
-fn own_file(lang: &str) -> &'static str {
-    match lang {
-        "python" => "app.py",
-        "js" => "app.js",
-        "go" => "main.go",
-        "c" => "src/transform.c",
-        other => panic!("no scaffold file for {other}"),
-    }
-}
-
-/// A `weir new` project in `lang`, with `example` (a file under
-/// `examples/<lang>/`) as its transform when given, built by `weir build`.
+/// The `lang` project for `example` (or the uppercase scaffold), built in
+/// a directory of its own.
 fn scaffolded(lang: &str, example: Option<&str>) -> PathBuf {
-    if matches!(lang, "python" | "js") {
-        // componentize-py and -js, as scripts/build-polyglot installs them.
-        polyglot_guest("uppercase-py.wasm");
-    }
     let case = example.map_or("upper".into(), |e| e.replace(['/', '.'], "-"));
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("golden-{lang}-{case}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let o = weir()
-        .args(["new", "--lang", lang, "golden"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let project = dir.join("golden");
-    if let Some(e) = example {
-        let src = repo_root().join("examples").join(lang).join(e);
-        std::fs::copy(&src, project.join(own_file(lang))).unwrap();
-    }
-    let o = weir().arg("build").current_dir(&project).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{lang} {case}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    project.join("golden.wasm")
+    scaffold(&dir, lang, "golden", example)
 }
 
 /// One golden case: its input values and expected output per output name
@@ -230,16 +198,6 @@ fn golden(case: &Case, component: &Path, extra: &str, lang: &str) {
     }
 }
 
-/// `[transform]` lines a language's component needs: CPython's runtime
-/// imports wasi:sockets (the network stays off).
-fn grants(lang: &str) -> &'static str {
-    if lang == "python" {
-        "grants = [\"wasi:sockets\"]"
-    } else {
-        ""
-    }
-}
-
 const UPPERCASE: Case = Case {
     value: upper_value,
     expected: upper_expected,
@@ -258,7 +216,7 @@ const RUST_FILTER_CONFIG: &str =
 const RUST_ROUTER_CONFIG: &str = "[transform.config]\nfield = \"region\"\n\"route.eu\" = \"eu\"\n\"route.us\" = \"us\"\nstrict = \"true\"";
 
 fn all_cases(lang: &str) {
-    let g = grants(lang);
+    let g = &testkit::grants_line(lang);
     golden(&UPPERCASE, &scaffolded(lang, None), g, lang);
     golden(
         &JSON_FILTER,
@@ -325,7 +283,8 @@ fn window_count(lang: &str) {
     let expected = window_expected(&inputs);
     let mut spec = window_spec(false);
     spec.component = &path;
-    spec.transform = grants(lang);
+    let g = testkit::grants_line(lang);
+    spec.transform = &g;
     stateful_golden(&spec, &inputs, &expected, &faults_at(&[2, 5]));
     spec.continuous = true;
     stateful_golden(&spec, &inputs, &expected, &faults_nth(&[1, 2]));

@@ -8,7 +8,7 @@ use std::path::Path;
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{polyglot_guest, run_command, run_ok, weir};
+use crate::testkit::{self, run_command, run_ok, scaffold};
 
 /// (key, value, headers) of every committed record of `topic`.
 type Row = (Option<String>, Option<String>, Vec<(String, String)>);
@@ -32,33 +32,9 @@ fn rows(log: &Path, topic: &str) -> Vec<Row> {
     out
 }
 
-fn scaffold(lang: &str, dir: &Path) -> std::path::PathBuf {
-    let o = weir()
-        .args(["new", "--lang", lang, "keys"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = weir()
-        .arg("build")
-        .current_dir(dir.join("keys"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{lang}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    dir.join("keys/keys.wasm")
-}
-
 fn check(lang: &str) {
-    if matches!(lang, "python" | "js") {
-        // componentize-py and -js, as scripts/build-polyglot installs them.
-        polyglot_guest("uppercase-py.wasm");
-    }
     let dir = tempfile::tempdir().unwrap();
-    let component = scaffold(lang, dir.path());
+    let component = scaffold(dir.path(), lang, "keys", None);
     let log = dir.path().join("log");
     let mut t = Topic::create(&log, "in", 1).unwrap();
     let mut b = RecordBatch::new(0);
@@ -76,11 +52,7 @@ fn check(lang: &str) {
         (s(""), s("FOUR"), vec![h("x", "y")]),
     ];
     expected.sort();
-    let grants = if lang == "python" {
-        "grants = [\"wasi:sockets\"]\n"
-    } else {
-        ""
-    };
+    let grants = testkit::grants_line(lang);
     for call in ["batch", "record"] {
         let run = dir.path().join(call);
         std::fs::create_dir_all(&run).unwrap();

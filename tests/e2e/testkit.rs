@@ -66,6 +66,73 @@ pub fn guest(name: &str) -> PathBuf {
     path
 }
 
+/// The file of a `weir new --lang` project that holds the transform.
+pub fn own_file(lang: &str) -> &'static str {
+    match lang {
+        "python" => "app.py",
+        "js" => "app.js",
+        "go" => "main.go",
+        "c" => "src/transform.c",
+        other => panic!("no scaffold file for {other}"),
+    }
+}
+
+/// What a pipeline grants a component in `lang`: CPython's runtime imports
+/// wasi:sockets (the network stays off).
+pub fn grants(lang: &str) -> &'static [&'static str] {
+    if lang == "python" {
+        &["wasi:sockets"]
+    } else {
+        &[]
+    }
+}
+
+/// [`grants`] as the `[transform]` line of a pipeline file.
+pub fn grants_line(lang: &str) -> String {
+    let list: Vec<String> = grants(lang).iter().map(|g| format!("\"{g}\"")).collect();
+    format!("grants = [{}]\n", list.join(", "))
+}
+
+/// A `weir new --lang lang name` project in `dir`, with `example` (a file
+/// under `examples/<lang>/`) as its transform when given, built by `weir
+/// build` as a user would; the component's path.
+pub fn scaffold(dir: &Path, lang: &str, name: &str, example: Option<&str>) -> PathBuf {
+    polyglot_tools(lang);
+    let o = weir()
+        .args(["new", "--lang", lang, name])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let project = dir.join(name);
+    if let Some(e) = example {
+        let text =
+            std::fs::read_to_string(repo_root().join("examples").join(lang).join(e)).unwrap();
+        // Go examples import their bindings by a project named golden's module path.
+        let module = format!("example.com/{}/", name.replace('-', "_"));
+        std::fs::write(
+            project.join(own_file(lang)),
+            text.replace("example.com/golden/", &module),
+        )
+        .unwrap();
+    }
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{lang} {example:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    project.join(format!("{name}.wasm"))
+}
+
+/// For Python and JavaScript: componentize-py and -js, which
+/// scripts/build-polyglot installs under .tools/ (where `weir()` points).
+pub fn polyglot_tools(lang: &str) {
+    if matches!(lang, "python" | "js") {
+        polyglot_guest("uppercase-py.wasm");
+    }
+}
+
 /// Python and JavaScript smoke guests, built by scripts/build-polyglot.
 pub fn polyglot_guest(file: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();

@@ -105,6 +105,31 @@ export class Columns {
     return ts;
   }
 
+  /** Each output record as `{origin, output, key, value, headers,
+   * timestamp}`: `value` undefined for a tombstone, `timestamp` (bigint)
+   * undefined when it keeps its input's. */
+  rows() {
+    const values = this.values();
+    const keys = this.keys();
+    let h0 = 0;
+    return this.valueEnds.map((end, i) => {
+      const hasKey = this.keyEnds.length && this.hasKey[i];
+      const present = this.hasValue.length === 0 || this.hasValue[i];
+      const h1 = this.headerEnds.length ? this.headerEnds[i] : 0;
+      const route = this.routes.length ? this.routes[i] : 0;
+      const row = {
+        origin: this.origins[i],
+        output: route ? this.outputs[route - 1] : undefined,
+        key: hasKey ? keys.slice(i ? this.keyEnds[i - 1] : 0, this.keyEnds[i]) : undefined,
+        value: present ? values.slice(i ? this.valueEnds[i - 1] : 0, end) : undefined,
+        headers: this.headers.slice(h0, h1),
+        timestamp: this.timestamps?.get(i),
+      };
+      h0 = h1;
+      return row;
+    });
+  }
+
   /** Empty when output i came from input i for every input. */
   originColumn() {
     if (this.inOrder && this.origins.length === this.inputs) return new Uint32Array(0);

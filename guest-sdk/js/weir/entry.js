@@ -77,26 +77,7 @@ export const recordTransform = {
       throw { tag: "broken", val: e instanceof Error ? e.message : String(e) };
     }
     if (cols.rejected.length) throw { tag: "bad-record", val: cols.rejected[0].reason };
-    const values = cols.values();
-    const keys = cols.keys();
-    const records = [];
-    let h0 = 0;
-    for (let i = 0; i < cols.valueEnds.length; i++) {
-      const start = i ? cols.valueEnds[i - 1] : 0;
-      const present = cols.hasValue.length === 0 || cols.hasValue[i];
-      const hasKey = cols.keyEnds.length && cols.hasKey[i];
-      const h1 = cols.headerEnds.length ? cols.headerEnds[i] : 0;
-      const route = cols.routes.length ? cols.routes[i] : 0;
-      records.push({
-        output: route ? cols.outputs[route - 1] : undefined,
-        key: hasKey ? keys.slice(i ? cols.keyEnds[i - 1] : 0, cols.keyEnds[i]) : undefined,
-        value: present ? values.slice(start, cols.valueEnds[i]) : undefined,
-        headers: cols.headers.slice(h0, h1),
-        timestamp: cols.timestamps?.get(i),
-      });
-      h0 = h1;
-    }
-    return records;
+    return cols.rows().map(({ output, key, value, headers, timestamp }) => ({ output, key, value, headers, timestamp }));
   },
 };
 

@@ -98,22 +98,14 @@ export function fireTimers({ watermark, processingTime } = {}) {
 }
 
 function outputs(b, cols) {
-  const values = cols.values();
-  const keys = cols.keys();
-  const ts = cols.timestampColumn(b.timestamps);
-  const outputs = cols.valueEnds.map((end, i) => {
-    const origin = cols.origins[i];
-    const present = cols.hasValue.length === 0 || cols.hasValue[i];
-    const hasKey = cols.keyEnds.length && cols.hasKey[i];
-    return {
-      value: present ? values.slice(i ? cols.valueEnds[i - 1] : 0, end) : undefined,
-      key: hasKey ? keys.slice(i ? cols.keyEnds[i - 1] : 0, cols.keyEnds[i]) : undefined,
-      headers: cols.headerEnds.length ? cols.headers.slice(i ? cols.headerEnds[i - 1] : 0, cols.headerEnds[i]) : [],
-      timestamp: Number(ts.length ? ts[i] : b.timestamps[origin]),
-      output: cols.routes.length && cols.routes[i] ? cols.outputs[cols.routes[i] - 1] : undefined,
-      origin,
-    };
-  });
+  const outputs = cols.rows().map(({ origin, output, key, value, headers, timestamp }) => ({
+    value,
+    key,
+    headers,
+    timestamp: Number(timestamp ?? b.timestamps[origin]),
+    output,
+    origin,
+  }));
   return { outputs, rejected: cols.rejected };
 }
 

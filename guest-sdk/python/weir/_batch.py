@@ -167,6 +167,29 @@ class Columns:
             ts[i] = t
         return ts
 
+    def rows(self):
+        """Each output record as ``(origin, output, key, value, headers,
+        timestamp)``: ``value`` None for a tombstone, ``timestamp`` None
+        when it keeps its input's."""
+        h0 = 0
+        for i, end in enumerate(self.value_ends):
+            start = self.value_ends[i - 1] if i else 0
+            key = None
+            if self.key_ends and self.has_key[i]:
+                key = bytes(self.keys[(self.key_ends[i - 1] if i else 0) : self.key_ends[i]])
+            h1 = self.header_ends[i] if self.header_ends else 0
+            route = self.routes[i] if self.routes else 0
+            present = not self.has_value or self.has_value[i]
+            yield (
+                self.origins[i],
+                self.outputs[route - 1] if route else None,
+                key,
+                bytes(self.values[start:end]) if present else None,
+                self.headers[h0:h1],
+                (self.timestamps or {}).get(i),
+            )
+            h0 = h1
+
     def origin_column(self):
         """[] when output i came from input i for every input."""
         if self.in_order and len(self.origins) == self.inputs:

@@ -65,24 +65,7 @@ class RecordTransform(exports.RecordTransform):
             raise Err(RecordError_Broken(str(e))) from None
         if cols.rejected:
             raise Err(RecordError_BadRecord(cols.rejected[0][1]))
-        records = []
-        h0 = 0
-        for i, end in enumerate(cols.value_ends):
-            start = cols.value_ends[i - 1] if i else 0
-            present = not cols.has_value or cols.has_value[i]
-            key = None
-            if cols.key_ends and cols.has_key[i]:
-                key = bytes(cols.keys[(cols.key_ends[i - 1] if i else 0) : cols.key_ends[i]])
-            h1 = cols.header_ends[i] if cols.header_ends else 0
-            route = cols.routes[i] if cols.routes else 0
-            records.append(
-                OutputRecord(
-                    output=cols.outputs[route - 1] if route else None,
-                    key=key,
-                    value=bytes(cols.values[start:end]) if present else None,
-                    headers=_headers(cols.headers[h0:h1]),
-                    timestamp=(cols.timestamps or {}).get(i),
-                )
-            )
-            h0 = h1
-        return records
+        return [
+            OutputRecord(output=output, key=key, value=value, headers=_headers(headers), timestamp=ts)
+            for _, output, key, value, headers, ts in cols.rows()
+        ]

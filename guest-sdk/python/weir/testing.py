@@ -125,29 +125,17 @@ def fire_timers(watermark=None, processing_time=None):
 
 
 def _outputs(b, cols):
-    ts = cols.timestamp_column(b.timestamps)
-    outs = []
-    h0 = 0
-    for i, end in enumerate(cols.value_ends):
-        start = cols.value_ends[i - 1] if i else 0
-        present = not cols.has_value or cols.has_value[i]
-        key = None
-        if cols.key_ends and cols.has_key[i]:
-            key = bytes(cols.keys[(cols.key_ends[i - 1] if i else 0) : cols.key_ends[i]])
-        h1 = cols.header_ends[i] if cols.header_ends else 0
-        route = cols.routes[i] if cols.routes else 0
-        origin = cols.origins[i]
-        outs.append(
-            Out(
-                value=bytes(cols.values[start:end]) if present else None,
-                key=key,
-                headers=list(cols.headers[h0:h1]),
-                timestamp=ts[i] if ts else b.timestamps[origin],
-                output=cols.outputs[route - 1] if route else None,
-                origin=origin,
-            )
+    outs = [
+        Out(
+            value=value,
+            key=key,
+            headers=list(headers),
+            timestamp=b.timestamps[origin] if ts is None else ts,
+            output=output,
+            origin=origin,
         )
-        h0 = h1
+        for origin, output, key, value, headers, ts in cols.rows()
+    ]
     return outs, cols.rejected
 
 

@@ -176,16 +176,7 @@ type = "available-now"
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let read = weir()
-        .args(["log", "read"])
-        .arg(dir.path().join("log"))
-        .args(["copy", "--json"])
-        .output()
-        .unwrap();
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&read.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = super::log_json(&dir.path().join("log"), "copy");
     assert_eq!(lines.len(), 150, "3 committed transactions of 50");
     let first = &lines[0];
     assert_eq!(first["key"], "k0", "{first}");

@@ -277,3 +277,23 @@ pub fn low_watermark(bootstrap: &str, topic: &str, partition: i32) -> i64 {
         .expect("watermarks")
         .0
 }
+
+/// The committed records of embedded-log topic `topic` under `log`, as
+/// `weir log read --json` prints them.
+pub fn log_json(log: &Path, topic: &str) -> Vec<serde_json::Value> {
+    let read = crate::testkit::weir()
+        .args(["log", "read"])
+        .arg(log)
+        .args([topic, "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    String::from_utf8_lossy(&read.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}

@@ -11,8 +11,8 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{broker, create_topic, unique};
-use crate::testkit::{guest, run_pipeline as run, weir};
+use super::{broker, create_topic, log_json, unique};
+use crate::testkit::{guest, run_pipeline as run};
 
 /// (key, payload) of every record of a 1-partition topic, read committed.
 fn payloads(topic: &str) -> Vec<(Option<String>, Option<String>)> {
@@ -77,15 +77,9 @@ fn tombstones_stay_tombstones_from_kafka_through_the_log_and_back() {
     .unwrap();
     let o = run(&inbound, None);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let read = weir()
-        .args(["log", "read"])
-        .arg(dir.path().join("log"))
-        .args(["copy", "--json"])
-        .output()
-        .unwrap();
-    let values: Vec<serde_json::Value> = String::from_utf8_lossy(&read.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["value"].clone())
+    let values: Vec<serde_json::Value> = log_json(&dir.path().join("log"), "copy")
+        .into_iter()
+        .map(|l| l["value"].clone())
         .collect();
     // An absent value and an empty one are different things.
     assert_eq!(

@@ -6,15 +6,12 @@ use std::sync::Arc;
 use wasmtime::Store;
 use wasmtime::component::Func;
 
-use super::bindings::{
-    BatchError, EXPORT_INTERFACE, OutputBatch, Position, RECORD_INTERFACE, Record, RecordError,
-    RecordGuest, TimerGuest,
-};
-use super::convert::{BatchRef, fill_record, from_wit};
+use super::bindings::{BatchError, EXPORT_INTERFACE, OutputBatch, Record, RecordGuest, TimerGuest};
+use super::convert::{BatchRef, from_wit};
 use super::store_data::{GuestMetrics, StoreData};
 use super::{Limits, TransformComponent};
 use crate::engine::batch::RecordBatch;
-use crate::engine::output::{RejectKind, Rejected, TransformOutput};
+use crate::engine::output::TransformOutput;
 use crate::engine::state::{FiredTimers, StateContext};
 use crate::engine::transform::{Transform, TransformError};
 
@@ -70,7 +67,7 @@ impl WasmTransform {
             mode,
             live: None,
             instances_created: 0,
-            scratch: empty_record(),
+            scratch: records::empty_record(),
             retired_metrics: GuestMetrics::default(),
         };
         t.ensure_live()?;
@@ -220,77 +217,6 @@ impl WasmTransform {
             Err(e) => Err(classify(&e, &live.store, &limits)),
         }
     }
-
-    fn call_records(&mut self, input: &RecordBatch) -> Result<TransformOutput, TransformError> {
-        let ticks = self.deadline_ticks();
-        let limits = self.limits;
-        let _running = self.running();
-        let mut scratch = std::mem::replace(&mut self.scratch, empty_record());
-        let live = self.ensure_live()?;
-        let Some(records) = &live.records else {
-            self.scratch = scratch;
-            return Err(TransformError::Fatal(format!(
-                "call = \"record\" needs the `{RECORD_INTERFACE}` export, which this component lacks"
-            )));
-        };
-        let mut out = TransformOutput::default();
-        let mut result = Ok(());
-        for i in 0..input.len() {
-            let r = input.get(i);
-            fill_record(&mut scratch, input.partition, &r);
-            arm(&mut live.store, ticks, limits.fuel);
-            match records.call_process_record(&mut live.store, &scratch) {
-                Ok(Ok(records)) => {
-                    for o in records {
-                        let headers: Vec<(&str, &[u8])> = o
-                            .headers
-                            .iter()
-                            .map(|h| (h.name.as_str(), h.value.as_slice()))
-                            .collect();
-                        out.batch.push(
-                            i as u32,
-                            o.output.as_deref(),
-                            o.key.as_deref(),
-                            o.value.as_deref(),
-                            &headers,
-                            o.timestamp.unwrap_or(r.timestamp),
-                        );
-                    }
-                }
-                Ok(Err(RecordError::BadRecord(reason))) => out.rejected.push(Rejected {
-                    index: i as u32,
-                    kind: RejectKind::BadRecord,
-                    reason,
-                }),
-                Ok(Err(RecordError::Broken(msg))) => {
-                    result = Err(TransformError::Fatal(format!(
-                        "record {i} (partition {}, offset {}): {msg}",
-                        input.partition, r.offset
-                    )));
-                    break;
-                }
-                Err(e) => {
-                    result = Err(classify(&e, &live.store, &limits));
-                    break;
-                }
-            }
-        }
-        self.scratch = scratch;
-        result.map(|()| out)
-    }
-}
-
-fn empty_record() -> Record {
-    Record {
-        key: None,
-        value: None,
-        headers: Vec::new(),
-        timestamp: 0,
-        position: Position {
-            partition: 0,
-            offset: 0,
-        },
-    }
 }
 
 /// The engine's form of a `process-batch` or `on-timers` result; `what`
@@ -402,6 +328,7 @@ impl Transform for WasmTransform {
     }
 }
 
+mod records;
 mod timers;
 
 mod failure;

@@ -1,0 +1,145 @@
+//! `weir new` -> native unit test -> `weir build` -> `weir validate` ->
+//! `weir test` from an empty directory, for each language whose project
+//! weir scaffolds beside Rust's (which `guest_test` covers).
+
+use std::process::{Command, Output};
+
+use crate::testkit::{self, weir};
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `weir new` -> `weir build` -> `weir validate` -> `weir test` for a
+/// language whose core module weir makes a component itself.
+fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
+    testkit::polyglot_tools(lang);
+    let dir = tempfile::tempdir().unwrap();
+    let o = weir()
+        .args(["new", "--lang", lang, "up"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let project = dir.path().join("up");
+    for f in [
+        "README.md",
+        own_file,
+        "sample/input.txt",
+        "sample/expected.txt",
+    ] {
+        assert!(project.join(f).exists(), "{lang}: {f}");
+    }
+    // The scaffold's unit test, natively.
+    let unit = match lang {
+        "python" => Some(("python3", ["-m", "pytest", "-q"].as_slice())),
+        "js" => Some(("node", ["--test"].as_slice())),
+        "go" => Some(("go", ["test", "./..."].as_slice())),
+        _ => None,
+    };
+    if let Some((tool, args)) = unit {
+        let o = Command::new(tool)
+            .args(args)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{lang}: {}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    // The language's compiler to a core module, then weir's component step.
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./up.wasm"));
+    // CPython's runtime imports wasi:sockets.
+    let grant: Vec<&str> = testkit::grants(lang)
+        .iter()
+        .flat_map(|g| ["--grant", g])
+        .collect();
+    let o = weir()
+        .args(["validate", "up.wasm"])
+        .args(&grant)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
+    let o = weir()
+        .args([
+            "test",
+            "up.wasm",
+            "--input",
+            "sample/input.txt",
+            "--expect",
+            "sample/expected.txt",
+        ])
+        .args(&grant)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
+    // Both call paths, and a bad record refused with its line.
+    std::fs::write(project.join("mixed.txt"), "héllo\n\nweir\n").unwrap();
+    for extra in [None, Some("--per-record")] {
+        let mut args = vec!["test", "up.wasm", "--input", "mixed.txt"];
+        args.extend(extra);
+        args.extend(&grant);
+        let o = weir().args(&args).current_dir(&project).output().unwrap();
+        assert!(o.status.success(), "{lang}: {}", stderr(&o));
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "HéLLO\nWEIR\n",
+            "{lang} {extra:?}"
+        );
+        assert!(
+            stderr(&o).contains("line 2: bad-record: empty record"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    // A compile error comes back as the compiler's own message.
+    std::fs::write(project.join(broken.0), broken.1).unwrap();
+    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(broken.0.rsplit('/').next().unwrap()),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_c() {
+    new_build_test("c", "src/transform.c", ("src/broken.c", "int broken( {"));
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_python() {
+    new_build_test(
+        "python",
+        "app.py",
+        ("app.py", "import weir\n@weir.map\ndef broken(:\n"),
+    );
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_js() {
+    new_build_test(
+        "js",
+        "app.js",
+        (
+            "app.js",
+            "import * as weir from \"./weir/index.js\";\nweir.map((r) => {;\n",
+        ),
+    );
+}
+
+#[test]
+fn weir_new_build_and_test_work_from_an_empty_directory_in_go() {
+    new_build_test(
+        "go",
+        "main.go",
+        ("broken.go", "package main\nfunc broken( {"),
+    );
+}
