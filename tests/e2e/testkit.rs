@@ -126,7 +126,7 @@ pub fn scaffold(dir: &Path, lang: &str, name: &str, example: Option<&str>) -> Pa
 }
 
 /// For Python and JavaScript: componentize-py and -js, which
-/// scripts/build-polyglot installs under .tools/ (where `weir()` points).
+/// scripts/build-polyglot installs under [`tools_dir`] (where `weir()` points).
 pub fn polyglot_tools(lang: &str) {
     if matches!(lang, "python" | "js") {
         polyglot_guest("uppercase-py.wasm");
@@ -183,16 +183,25 @@ pub fn weir() -> Command {
         "WEIR_CACHE_DIR",
         Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
     );
-    // Where scripts/build-polyglot installs componentize-py and -js.
+    let tools = tools_dir();
     c.env(
         "WEIR_COMPONENTIZE_PY",
-        repo_root().join(".tools/venv/bin/componentize-py"),
+        tools.join("venv/bin/componentize-py"),
     );
     c.env(
         "WEIR_COMPONENTIZE_JS",
-        repo_root().join(".tools/node/node_modules/.bin/componentize-js"),
+        tools.join("node/node_modules/.bin/componentize-js"),
     );
     c
+}
+
+/// Where scripts/build-polyglot installs componentize-py and -js: the
+/// same rule as the script (`WEIR_TOOLS_DIR`, else `.tools/` in the repo).
+pub fn tools_dir() -> PathBuf {
+    match std::env::var_os("WEIR_TOOLS_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => repo_root().join(".tools"),
+    }
 }
 
 /// `weir run DIR/p.toml` without progress, optionally with a fault
