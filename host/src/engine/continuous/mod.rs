@@ -252,8 +252,8 @@ impl ContinuousQuery {
         let mut pending: BTreeMap<u64, Vec<Report>> = BTreeMap::new();
         let mut last_activity = Instant::now();
         let mut epoch_started = Instant::now();
-        // The watermark the last finished epoch's tasks ran with.
-        let mut ran_with: Option<Option<i64>> = None;
+        // The watermarks the last finished epoch's state tasks ran with.
+        let mut ran_with: Vec<Option<i64>> = Vec::new();
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(());
@@ -293,7 +293,7 @@ impl ContinuousQuery {
                         self.transform_metrics.insert(task, r.metrics);
                     }
                 }
-                ran_with = times.values().next().map(|t| t.watermark_ms);
+                ran_with = times.values().map(|t| t.watermark_ms).collect();
                 // An epoch without input still commits when timers fired
                 // in it (their output must reach the sinks).
                 if end != *positions || !parts.is_empty() {
@@ -315,11 +315,9 @@ impl ContinuousQuery {
                 *epoch += 1;
                 epoch_started = Instant::now();
             }
-            // Timers the final watermark makes due must have fired: the
-            // tasks must have run an epoch with it.
             let fired = self.options.state.event_time.is_none()
                 || !self.options.state.stateful
-                || ran_with.is_none_or(|w| w == self.watermark.watermark_ms);
+                || all_ran_with(&ran_with, self.watermark.watermark_ms);
             if let Some(idle) = self.options.exit_when_idle
                 && pending.is_empty()
                 && fired
@@ -338,6 +336,15 @@ impl ContinuousQuery {
             }
         }
     }
+}
+
+/// Timers the final watermark makes due have fired only once every state
+/// task ran an epoch with it. Tasks read the watermark when they start an
+/// epoch, racing its publication at the previous commit, so one epoch's
+/// tasks may have run with different watermarks: checking one of them let
+/// an idle exit skip the other partitions' last timers.
+fn all_ran_with(ran_with: &[Option<i64>], watermark: Option<i64>) -> bool {
+    ran_with.iter().all(|w| *w == watermark)
 }
 
 mod commit;

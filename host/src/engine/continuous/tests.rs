@@ -247,3 +247,13 @@ fn a_panicking_task_stops_the_query_with_its_message() {
     );
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[test]
+fn idle_exit_waits_until_every_state_task_ran_with_the_final_watermark() {
+    // Partition 0 ran the last epoch with the final watermark, partition 1
+    // with the one before: partition 1's due timers have not fired yet.
+    assert!(!all_ran_with(&[Some(2_000), Some(1_000)], Some(2_000)));
+    assert!(!all_ran_with(&[Some(2_000), None], Some(2_000)));
+    assert!(all_ran_with(&[Some(2_000), Some(2_000)], Some(2_000)));
+    assert!(all_ran_with(&[None, None], None));
+}
