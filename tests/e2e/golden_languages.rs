@@ -309,3 +309,68 @@ fn c_window_count_matches_the_reference_in_both_modes_across_sigkills() {
 fn go_window_count_matches_the_reference_in_both_modes_across_sigkills() {
     window_count("go");
 }
+
+/// `lang`'s window helpers in update and complete modes, through the real
+/// runtime and guard (`weir test`: the input is one batch, so both modes
+/// emit every window once with its whole count; complete mode reads its
+/// windows back with a state prefix scan).
+fn window_modes(lang: &str) {
+    let component = scaffolded(lang, Some(&format!("window-count/{}", example_file(lang))));
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = String::new();
+    let mut reference: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    // Out of order by up to 5 s.
+    for i in 0..700i64 {
+        let key = format!("k{}", (i * 7) % 6);
+        let ts = 1_700_000_000_000 + i * 40 + (i * 7919) % 5_000;
+        lines.push_str(&format!("{{\"key\":\"{key}\",\"ts\":{ts}}}\n"));
+        *reference
+            .entry((key, ts - ts.rem_euclid(1_000)))
+            .or_default() += 1;
+    }
+    let input = dir.path().join("events.jsonl");
+    std::fs::write(&input, lines).unwrap();
+    let expect = dir.path().join("expect.jsonl");
+    let want: String = reference
+        .iter()
+        .map(|((k, start), n)| {
+            let end = start + 1_000;
+            format!("{{\"key\":\"{k}\",\"start\":{start},\"end\":{end},\"count\":{n}}}\n")
+        })
+        .collect();
+    std::fs::write(&expect, want).unwrap();
+    let grants = testkit::grants(lang);
+    for mode in ["update", "complete"] {
+        let o = testkit::weir()
+            .arg("test")
+            .arg(&component)
+            .args(["--input", input.to_str().unwrap(), "--format", "json"])
+            .args(["--key-field", "key", "--event-time", "ts", "--delay", "10s"])
+            .args(["-c", "size=1s", "--output-mode", mode])
+            .args(grants.iter().flat_map(|g| ["--grant", g]))
+            .args(["--expect", expect.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{lang} {mode}: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
+
+#[test]
+fn go_window_helpers_emit_in_update_and_complete_modes() {
+    window_modes("go");
+}
+
+#[test]
+fn python_window_helpers_emit_in_update_and_complete_modes() {
+    window_modes("python");
+}
+
+#[test]
+fn js_window_helpers_emit_in_update_and_complete_modes() {
+    window_modes("js");
+}

@@ -58,6 +58,10 @@ type sdk struct {
 
 var initF func(Config) error
 
+// afterBatchF, when set (by Windows), runs after a batch's records with
+// the batch's output and its record count; its error is Broken.
+var afterBatchF func(out *Output, n int) error
+
 // Map registers f: one output per input with the value f returns, keeping
 // key, headers and timestamp. A record without a value (a tombstone)
 // passes through without calling f.
@@ -155,6 +159,14 @@ func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 			}
 			c.rollback(m)
 			c.out.Rejected = append(c.out.Rejected, BadRecord{Index: uint32(i), Reason: err.Error()})
+		}
+	}
+	if afterBatchF != nil && n > 0 {
+		if err := afterBatchF(out, n); err != nil {
+			if !broken(err) {
+				err = Broken(err.Error())
+			}
+			return nil, err
 		}
 	}
 	return c.finish(in.Timestamps), nil

@@ -39,6 +39,29 @@ func RegisterTimer(eventTime bool, key []byte, at int64) { hostTimerRegister(eve
 // DeleteTimer cancels a registered timer.
 func DeleteTimer(eventTime bool, key []byte, at int64) { hostTimerDelete(eventTime, key, at) }
 
+// Entry is one key/value pair of a state scan.
+type Entry struct{ Key, Value []byte }
+
+// StateScanPrefix is every entry whose key starts with prefix, in
+// ascending key order (fetched from the host a page at a time).
+func StateScanPrefix(prefix []byte) []Entry {
+	const page = 256
+	var all []Entry
+	var after []byte
+	for {
+		got := hostStateScanPrefix(prefix, after, all != nil, page)
+		all = append(all, got...)
+		if len(got) < page {
+			return all
+		}
+		after = got[len(got)-1].Key
+	}
+}
+
+// EventTime says whether the pipeline has an [event-time] section (so
+// event-time timers fire and there is a watermark).
+func EventTime() bool { return hostEventTime() }
+
 // Watermark is the batch's event-time watermark (ms); false before any.
 func Watermark() (int64, bool) { return hostWatermark() }
 
@@ -50,6 +73,16 @@ const (
 	Update
 	Complete
 )
+
+func (m OutputMode) String() string {
+	switch m {
+	case Update:
+		return "update"
+	case Complete:
+		return "complete"
+	}
+	return "append"
+}
 
 // QueryOutputMode is the pipeline's output-mode.
 func QueryOutputMode() OutputMode { return hostOutputMode() }

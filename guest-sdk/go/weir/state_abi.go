@@ -2,7 +2,10 @@
 
 package weir
 
-import "unsafe"
+import (
+	"structs"
+	"unsafe"
+)
 
 // The canonical-ABI side of keyed state, timers and clocks (state.go), and
 // the timer-handler export. The linker keeps an import only when the guest
@@ -17,6 +20,13 @@ func wasmStatePut(key unsafe.Pointer, n uint32, value unsafe.Pointer, m uint32)
 
 //go:wasmimport weir:transform/state@0.2.0 delete
 func wasmStateDelete(key unsafe.Pointer, n uint32)
+
+//go:wasmimport weir:transform/state@0.2.0 scan-prefix
+func wasmStateScanPrefix(prefix unsafe.Pointer, n uint32, hasAfter uint32, after unsafe.Pointer, m uint32,
+	limit uint32, ret unsafe.Pointer)
+
+//go:wasmimport weir:transform/context@0.2.0 event-time
+func wasmEventTime() uint32
 
 //go:wasmimport weir:transform/timers@0.2.0 register
 func wasmTimerRegister(domain uint32, key unsafe.Pointer, n uint32, at int64)
@@ -54,6 +64,35 @@ func hostStateGet(key []byte) ([]byte, bool) {
 	argUsed = mark // the value's room in the arena
 	return v, true
 }
+
+type entryABI struct {
+	_          structs.HostLayout
+	Key, Value list
+}
+
+var scanRet list
+
+func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []Entry {
+	mark := argUsed
+	some := uint32(0)
+	if hasAfter {
+		some = 1
+	}
+	wasmStateScanPrefix(unsafe.Pointer(unsafe.SliceData(prefix)), uint32(len(prefix)), some,
+		unsafe.Pointer(unsafe.SliceData(after)), uint32(len(after)), limit, unsafe.Pointer(&scanRet))
+	entries := view[entryABI](scanRet)
+	out := make([]Entry, len(entries))
+	for i, e := range entries {
+		out[i] = Entry{append([]byte{}, view[byte](e.Key)...), append([]byte{}, view[byte](e.Value)...)}
+		freeList(e.Key)
+		freeList(e.Value)
+	}
+	freeList(scanRet)
+	argUsed = mark // the entries' room in the arena
+	return out
+}
+
+func hostEventTime() bool { return wasmEventTime() != 0 }
 
 func hostStatePut(key, value []byte) {
 	wasmStatePut(unsafe.Pointer(unsafe.SliceData(key)), uint32(len(key)),

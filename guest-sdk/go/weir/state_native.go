@@ -2,7 +2,10 @@
 
 package weir
 
-import "sort"
+import (
+	"sort"
+	"strings"
+)
 
 // Native stand-ins for keyed state, timers and clocks (go test).
 
@@ -19,7 +22,8 @@ var native = struct {
 	hasWatermark   bool
 	processingTime int64
 	outputMode     OutputMode
-}{state: map[string][]byte{}, timers: map[nativeTimer]bool{}}
+	eventTime      bool
+}{state: map[string][]byte{}, timers: map[nativeTimer]bool{}, eventTime: true}
 
 func hostStateGet(key []byte) ([]byte, bool) {
 	v, ok := native.state[string(key)]
@@ -29,6 +33,28 @@ func hostStateGet(key []byte) ([]byte, bool) {
 func hostStatePut(key, value []byte) { native.state[string(key)] = append([]byte{}, value...) }
 
 func hostStateDelete(key []byte) { delete(native.state, string(key)) }
+
+func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []Entry {
+	var keys []string
+	for k := range native.state {
+		if strings.HasPrefix(k, string(prefix)) && (!hasAfter || k > string(after)) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	keys = keys[:min(len(keys), int(limit))]
+	out := make([]Entry, len(keys))
+	for i, k := range keys {
+		out[i] = Entry{[]byte(k), append([]byte{}, native.state[k]...)}
+	}
+	return out
+}
+
+func hostEventTime() bool { return native.eventTime }
+
+// SetEventTime says whether the native pipeline has [event-time]
+// (ResetState: true).
+func SetEventTime(on bool) { native.eventTime = on }
 
 func hostTimerRegister(eventTime bool, key []byte, at int64) {
 	native.timers[nativeTimer{eventTime, at, string(key)}] = true
@@ -53,6 +79,7 @@ func ResetState() {
 	native.timers = map[nativeTimer]bool{}
 	native.watermark, native.hasWatermark, native.processingTime = 0, false, 0
 	native.outputMode = Append
+	native.eventTime = true
 }
 
 // FireTimers sets the native watermark, then fires the event-time timers

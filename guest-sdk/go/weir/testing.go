@@ -101,4 +101,5 @@ func Reset() {
 	impl = nil
 	initF = nil
 	onTimerF = nil
+	afterBatchF = nil
 }

@@ -11,11 +11,16 @@ import (
 
 // Event-time windows with user aggregates, with the Rust SDK's semantics
 // (weir_guest::window): tumbling, sliding and session windows over a
-// per-record key, kept in keyed state and emitted when the watermark
-// passes a window's end (append mode: each window once, then its state is
-// dropped; update and complete modes are refused, unlike in Rust, Python
-// and JavaScript). Outputs carry the window's key, and its last millisecond (end
-// - 1) as timestamp. Accumulators are kept as JSON.
+// per-record key, kept in keyed state and emitted by the pipeline's
+// output-mode:
+//   - append: each window once, when the watermark passes its end (needs
+//     [event-time]), then its state is dropped;
+//   - update: every window a batch changed, once after the batch's records;
+//     state is dropped when the watermark passes the window;
+//   - complete: every window with every batch; state is never dropped.
+//
+// Outputs carry the window's key, and its last millisecond (end - 1) as
+// timestamp. Accumulators are kept as JSON.
 //
 //	func init() {
 //		weir.Windows(weir.Tumbling(10_000, weir.Count{}, byKey))
@@ -79,6 +84,10 @@ type Windowed[A any] struct {
 	agg              Aggregate[A]
 	keyBy            func(*Record) ([]byte, error)
 	size, slide, gap int64
+	checked          bool
+	// Update mode: the windows this batch changed, with the last record
+	// that changed each (their outputs' origin).
+	touched map[string]uint32
 }
 
 // Tumbling windows sizeMs long, one after another, per key keyBy returns.
@@ -104,14 +113,23 @@ func (w *Windowed[A]) Resize(sizeMs int64) {
 	}
 }
 
-// Windows registers w as the transform (append mode: the pipeline needs
-// [event-time]).
+// Windows registers w as the transform (append and update modes: the
+// pipeline needs [event-time]).
 func Windows[A any](w *Windowed[A]) {
 	if (w.gap == 0 && (w.size < 1 || w.slide < 1)) || w.gap < 0 {
 		panic("weir: window sizes are positive numbers of ms")
 	}
+	w.touched = map[string]uint32{}
 	FlatMap(w.add)
 	OnTimer(w.close)
+	afterBatchF = w.afterBatch
+}
+
+func (w *Windowed[A]) tag() byte {
+	if w.gap == 0 {
+		return fixedTag
+	}
+	return sessionTag
 }
 
 type session[A any] struct {
@@ -119,10 +137,16 @@ type session[A any] struct {
 	Acc        A
 }
 
-func (w *Windowed[A]) add(r *Record, _ *Output) error {
-	if QueryOutputMode() != Append {
-		return Broken("the Go window helpers emit in append mode only; set output-mode = \"append\"")
+func (w *Windowed[A]) add(r *Record, out *Output) error {
+	mode := QueryOutputMode()
+	if !w.checked {
+		if mode != Complete && !EventTime() {
+			return Broken("windowed aggregation in " + mode.String() + " mode needs an [event-time] section: " +
+				"windows close when the watermark passes them")
+		}
+		w.checked = true
 	}
+	timers := mode != Complete
 	key, err := w.keyBy(r)
 	if err != nil {
 		return err
@@ -154,9 +178,10 @@ func (w *Windowed[A]) add(r *Record, _ *Output) error {
 		for _, u := range updates {
 			v, _ := json.Marshal(u.acc)
 			StatePut(u.skey, v)
-			if u.fresh {
+			if u.fresh && timers {
 				RegisterTimer(true, u.skey, u.end)
 			}
+			w.touch(mode, u.skey, out.origin)
 		}
 		return nil
 	}
@@ -176,18 +201,64 @@ func (w *Windowed[A]) add(r *Record, _ *Output) error {
 	var kept []session[A]
 	for _, s := range sessions {
 		if s.Start <= ts+w.gap && ts <= s.End {
-			DeleteTimer(true, skey, s.End)
+			if timers {
+				DeleteTimer(true, skey, s.End)
+			}
 			merged = session[A]{min(merged.Start, s.Start), max(merged.End, s.End), w.agg.Merge(merged.Acc, s.Acc)}
 		} else {
 			kept = append(kept, s)
 		}
 	}
 	merged.Acc = w.agg.Merge(merged.Acc, added)
-	RegisterTimer(true, skey, merged.End)
+	if timers {
+		RegisterTimer(true, skey, merged.End)
+	}
 	kept = append(kept, merged)
 	sort.Slice(kept, func(i, j int) bool { return kept[i].Start < kept[j].Start })
 	v, _ := json.Marshal(kept)
 	StatePut(skey, v)
+	w.touch(mode, skey, out.origin)
+	return nil
+}
+
+func (w *Windowed[A]) touch(mode OutputMode, skey []byte, origin uint32) {
+	if mode == Update {
+		w.touched[string(skey)] = origin
+	}
+}
+
+// afterBatch emits what update and complete modes emit after a batch of n
+// records: the windows it changed, or every window.
+func (w *Windowed[A]) afterBatch(out *Output, n int) error {
+	switch QueryOutputMode() {
+	case Update:
+		type change struct {
+			origin uint32
+			skey   string
+		}
+		changes := make([]change, 0, len(w.touched))
+		for k, i := range w.touched {
+			changes = append(changes, change{i, k})
+		}
+		clear(w.touched)
+		sort.Slice(changes, func(i, j int) bool {
+			a, b := changes[i], changes[j]
+			return a.origin < b.origin || a.origin == b.origin && a.skey < b.skey
+		})
+		for _, c := range changes {
+			out.origin = c.origin
+			if err := w.emitStored(out, []byte(c.skey), nil); err != nil {
+				return err
+			}
+		}
+	case Complete:
+		for j, e := range StateScanPrefix([]byte{w.tag()}) {
+			out.origin = uint32(min(j, n-1))
+			if err := w.emitValue(out, e.Key, e.Value, nil); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -197,45 +268,70 @@ func (w *Windowed[A]) emit(out *Output, key []byte, start, end int64, acc A) {
 }
 
 func (w *Windowed[A]) close(t *Timer, out *Output) error {
-	if !t.EventTime || len(t.Key) == 0 {
+	if !t.EventTime || len(t.Key) == 0 || t.Key[0] != w.tag() {
 		return Broken("unexpected timer at " + strconv.FormatInt(t.Time, 10))
 	}
-	v, ok := StateGet(t.Key)
-	if !ok {
-		return nil
-	}
-	if t.Key[0] == fixedTag && len(t.Key) >= 17 {
-		var acc A
-		if err := json.Unmarshal(v, &acc); err != nil {
-			return Broken("window state: " + err.Error())
+	if w.gap == 0 {
+		if QueryOutputMode() == Append {
+			if err := w.emitStored(out, t.Key, nil); err != nil {
+				return err
+			}
 		}
-		w.emit(out, t.Key[17:], untime(t.Key[1:9]), untime(t.Key[9:17]), acc)
 		StateDelete(t.Key)
 		return nil
-	}
-	if t.Key[0] != sessionTag {
-		return errors.New("a timer that is not a window's")
-	}
-	var sessions, open []session[A]
-	if err := json.Unmarshal(v, &sessions); err != nil {
-		return Broken("window state: " + err.Error())
 	}
 	upto, ok := Watermark()
 	if !ok {
 		upto = t.Time
 	}
+	return w.emitStored(out, t.Key, &upto)
+}
+
+// emitStored emits the windows stored under skey; with closeUpto, only the
+// sessions ending by then (in append mode; dropped otherwise), keeping the
+// rest.
+func (w *Windowed[A]) emitStored(out *Output, skey []byte, closeUpto *int64) error {
+	v, ok := StateGet(skey)
+	if !ok {
+		return nil
+	}
+	return w.emitValue(out, skey, v, closeUpto)
+}
+
+func (w *Windowed[A]) emitValue(out *Output, skey, v []byte, closeUpto *int64) error {
+	if skey[0] == fixedTag && len(skey) >= 17 {
+		var acc A
+		if err := json.Unmarshal(v, &acc); err != nil {
+			return Broken("window state: " + err.Error())
+		}
+		w.emit(out, skey[17:], untime(skey[1:9]), untime(skey[9:17]), acc)
+		return nil
+	}
+	if skey[0] != sessionTag {
+		return errors.New("a state key that is not a window's")
+	}
+	var sessions, open []session[A]
+	if err := json.Unmarshal(v, &sessions); err != nil {
+		return Broken("window state: " + err.Error())
+	}
+	appendMode := QueryOutputMode() == Append
 	for _, s := range sessions {
-		if s.End > upto {
+		switch {
+		case closeUpto != nil && s.End > *closeUpto:
 			open = append(open, s)
-		} else {
-			w.emit(out, t.Key[1:], s.Start, s.End, s.Acc)
+		case closeUpto != nil && !appendMode:
+		default:
+			w.emit(out, skey[1:], s.Start, s.End, s.Acc)
 		}
 	}
+	if closeUpto == nil {
+		return nil
+	}
 	if len(open) == 0 {
-		StateDelete(t.Key)
+		StateDelete(skey)
 	} else {
 		v, _ := json.Marshal(open)
-		StatePut(t.Key, v)
+		StatePut(skey, v)
 	}
 	return nil
 }
