@@ -12,7 +12,8 @@
 //! componentize-py and componentize-js.
 //!
 //! Run: cargo bench -p weir --bench languages
-//! WEIR_BENCH_RECORDS (default 1,000,000; Python and JavaScript get a tenth).
+//! WEIR_BENCH_RECORDS (default 1,000,000); WEIR_BENCH_LANGS (e.g. "Go,JS":
+//! only the rows whose names start so).
 
 #[path = "../../tests/e2e/testkit.rs"]
 mod testkit;
@@ -84,14 +85,16 @@ fn native_filter(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), Trans
     Ok(())
 }
 
-/// A `lang` project made by `weir new`, with `example` (under
-/// `examples/<lang>/`) as its transform when given, built by `weir build`.
-fn scaffolded(dir: &Path, lang: &str, example: Option<&str>) -> PathBuf {
-    let name = format!(
-        "{lang}-{}",
-        example.map_or("upper", |e| e.split('/').next().unwrap())
-    );
-    testkit::scaffold(dir, lang, &name, example)
+/// `lang`'s uppercase guest (the `weir new` scaffold) and its JSON filter
+/// (the scaffold with `examples/<lang>/<filter>`), built by `weir build`.
+fn sdk_guests(
+    dir: &Path,
+    lang: &str,
+    filter: &str,
+) -> (PathBuf, Option<(PathBuf, Vec<(String, String)>)>) {
+    let upper = testkit::scaffold(dir, lang, &format!("{lang}-upper"), None);
+    let json = testkit::scaffold(dir, lang, &format!("{lang}-json"), Some(filter));
+    (upper, Some((json, vec![])))
 }
 
 fn fmt_rate(r: f64) -> String {
@@ -107,22 +110,17 @@ fn main() {
         .ok()
         .and_then(|v| v.replace('_', "").parse().ok())
         .unwrap_or(1_000_000usize);
-    let upper = [
-        testkit::letter_batches(records, VALUE_LEN, BATCH),
-        testkit::letter_batches(records / 10, VALUE_LEN, BATCH),
-    ];
-    let json = [json_batches(records), json_batches(records / 10)];
-    let kept = |b: &[RecordBatch]| {
-        b.iter()
-            .flat_map(|b| b.iter())
-            .filter(|r| {
-                serde_json::from_slice::<serde_json::Value>(r.value).unwrap()["amount"]
-                    .as_f64()
-                    .is_some_and(|a| a > 100.0)
-            })
-            .count()
-    };
-    let kept = [kept(&json[0]), kept(&json[1])];
+    let upper = testkit::letter_batches(records, VALUE_LEN, BATCH);
+    let json = json_batches(records);
+    let kept = json
+        .iter()
+        .flat_map(|b| b.iter())
+        .filter(|r| {
+            serde_json::from_slice::<serde_json::Value>(r.value).unwrap()["amount"]
+                .as_f64()
+                .is_some_and(|a| a > 100.0)
+        })
+        .count();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let py = vec!["wasi:sockets".to_string()];
@@ -131,67 +129,58 @@ fn main() {
         ("op".to_string(), "gt".to_string()),
         ("value".to_string(), "100".to_string()),
     ];
-    // (name, uppercase guest, JSON filter guest and its config, grants, tenth of the input)
-    type Row = (
-        &'static str,
-        PathBuf,
-        Option<(PathBuf, Vec<(String, String)>)>,
-        Vec<String>,
-        usize,
-    );
+    // (name, grants, and how to build its uppercase guest and its JSON
+    // filter guest with the filter's config), built only when benched.
+    type Guests = (PathBuf, Option<(PathBuf, Vec<(String, String)>)>);
+    type Row<'a> = (&'static str, Vec<String>, Box<dyn Fn() -> Guests + 'a>);
     let rows: Vec<Row> = vec![
         (
             "Rust",
-            testkit::guest("uppercase"),
-            Some((testkit::guest("json-filter"), filter_config)),
             vec![],
-            0,
+            Box::new(move || {
+                let json = (testkit::guest("json-filter"), filter_config.clone());
+                (testkit::guest("uppercase"), Some(json))
+            }),
         ),
         (
             "C",
-            scaffolded(d, "c", None),
-            Some((scaffolded(d, "c", Some("json-filter/transform.c")), vec![])),
             vec![],
-            0,
+            Box::new(|| sdk_guests(d, "c", "json-filter/transform.c")),
         ),
         (
             "Go",
-            scaffolded(d, "go", None),
-            Some((scaffolded(d, "go", Some("json-filter/main.go")), vec![])),
             vec![],
-            0,
+            Box::new(|| sdk_guests(d, "go", "json-filter/main.go")),
         ),
         (
             "Python raw",
-            testkit::polyglot_guest("uppercase-py.wasm"),
-            None,
             py.clone(),
-            1,
+            Box::new(|| (testkit::polyglot_guest("uppercase-py.wasm"), None)),
         ),
         (
             "Python SDK",
-            scaffolded(d, "python", None),
-            Some((scaffolded(d, "python", Some("json-filter/app.py")), vec![])),
             py,
-            1,
+            Box::new(|| sdk_guests(d, "python", "json-filter/app.py")),
         ),
         (
             "JS raw",
-            testkit::polyglot_guest("uppercase-js.wasm"),
-            None,
             vec![],
-            1,
+            Box::new(|| (testkit::polyglot_guest("uppercase-js.wasm"), None)),
         ),
         (
             "JS SDK",
-            scaffolded(d, "js", None),
-            Some((scaffolded(d, "js", Some("json-filter/app.js")), vec![])),
             vec![],
-            1,
+            Box::new(|| sdk_guests(d, "js", "json-filter/app.js")),
         ),
     ];
-    let native_upper = rate(&mut FnTransform(native_upper), &upper[0], records);
-    let native_filter = rate(&mut FnTransform(native_filter), &json[0], kept[0]);
+    // WEIR_BENCH_LANGS=Go,JS benches only the rows whose names start so.
+    let only = std::env::var("WEIR_BENCH_LANGS").ok();
+    let benched = |name: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| name.starts_with(p.trim())))
+    };
+    let native_upper = rate(&mut FnTransform(native_upper), &upper, records);
+    let native_filter = rate(&mut FnTransform(native_filter), &json, kept);
     println!(
         "languages: batch path, batches of {BATCH}, best of 3; uppercase of {VALUE_LEN}-byte values, JSON filter (amount > 100) of ~100-byte records\n"
     );
@@ -217,7 +206,11 @@ fn main() {
         "-",
         "-"
     );
-    for (name, upper_guest, filter_guest, grants, tenth) in rows {
+    for (name, grants, build) in rows {
+        if !benched(name) {
+            continue;
+        }
+        let (upper_guest, filter_guest) = build();
         let cache = tempfile::tempdir().unwrap();
         let rt = Runtime::new(RuntimeOptions {
             cache_dir: Some(cache.path().into()),
@@ -231,14 +224,9 @@ fn main() {
                 .expect("init");
             (rate(&mut t, input, want), c.info().size, c.info().load_time)
         };
-        let (u, size, load) = run(
-            &upper_guest,
-            vec![],
-            &upper[tenth],
-            upper[tenth].iter().map(RecordBatch::len).sum(),
-        );
-        let f = filter_guest.map(|(p, config)| run(&p, config, &json[tenth], kept[tenth]).0);
-        let n: usize = upper[tenth].iter().map(RecordBatch::len).sum();
+        let (u, size, load) = run(&upper_guest, vec![], &upper, records);
+        let f = filter_guest.map(|(p, config)| run(&p, config, &json, kept).0);
+        let n = records;
         println!(
             "  {:<11} {:>8} {:>11} {:>7.1}% {:>11} {:>8} {:>7} KiB {:>8.1} ms",
             name,

@@ -67,6 +67,10 @@ type Header struct {
 	Value []byte
 }
 
+// Record is one input record. Its byte slices view the batch weir passed
+// in and are valid only during the call; they are the call's own, so a
+// function may rewrite Value in place (a Map may return it: what a function
+// returns is copied into the output), which saves an allocation per record.
 type Record struct {
 	Key       []byte
 	HasKey    bool

@@ -27,6 +27,20 @@ test("map keeps key, headers and timestamp and passes tombstones", () => {
   assert.match(rejected[0].reason, /^value is not UTF-8/);
 });
 
+test("a plain map encodes strings and bytes alike, around refused records", () => {
+  // Plain records (no keys, headers or tombstones) take the batch-encoding path.
+  weir.map((r) => {
+    if (r.text === "bad") throw new weir.BadRecord("bad");
+    return r.text === "raw" ? new Uint8Array([0x52]) : r.text.toUpperCase();
+  });
+  const ascii = testing.run(["ab", "bad", "cd", ""]);
+  assert.deepEqual(ascii.outputs.map((o) => [text(o.value), o.origin]), [["AB", 0], ["CD", 2], ["", 3]]);
+  assert.deepEqual(ascii.rejected, [{ index: 1, reason: "bad" }]);
+  const wide = testing.values(["é", "x", "日本"]);
+  assert.deepEqual(wide, ["É", "X", "日本"]);
+  assert.deepEqual(testing.values(["raw", "é"]), ["R", "É"]);
+});
+
 test("filter and route", () => {
   weir.filter((r) => r.value.length > 1);
   assert.deepEqual(testing.values(["a", "bb", "ccc"]), ["bb", "ccc"]);

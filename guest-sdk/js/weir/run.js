@@ -4,6 +4,8 @@
 import { Columns } from "./columns.js";
 import { BadRecord, Broken } from "./errors.js";
 import { KEEP, Output, Record, asBytes } from "./record.js";
+
+const encoder = new TextEncoder();
 import { Config } from "./host.js";
 import { registered, registeredInit, registeredOnTimer } from "./register.js";
 
@@ -43,6 +45,10 @@ export function runBatch(b) {
     windows.processBatch(b, cols, out);
     return cols;
   }
+  if (kind === "map" && plain) {
+    plainMap(f, b, cols);
+    return cols;
+  }
   const flat = kind === "flatMap";
   let start = 0;
   for (let i = 0; i < n; i++) {
@@ -61,14 +67,6 @@ export function runBatch(b) {
           continue;
         }
         const v = f(record);
-        if (plain && v instanceof Uint8Array) {
-          if (cols.origins.length !== i) cols.inOrder = false;
-          cols.chunks.push(v);
-          cols.bytes += v.length;
-          cols.valueEnds.push(cols.bytes);
-          cols.origins.push(i);
-          continue;
-        }
         out.record = record;
         out.push(asBytes(v, `the value ${f.name || "the map function"} returned`), KEEP, KEEP, undefined, undefined);
       } else if (kind === "filter") {
@@ -91,6 +89,52 @@ export function runBatch(b) {
     }
   }
   return cols;
+}
+
+const ascii = /^[\x00-\x7f]*$/;
+
+/** A map over a batch without keys, headers or tombstones: outputs need
+ * only values. Strings are encoded once per batch: when the batch's
+ * outputs are all ASCII strings, each one's byte length is its length. */
+function plainMap(f, b, cols) {
+  const { values, valueEnds } = b;
+  const results = [];
+  let strings = true;
+  let start = 0;
+  for (let i = 0; i < valueEnds.length; i++) {
+    const end = valueEnds[i];
+    const record = new Record(values.subarray(start, end), i, b);
+    start = end;
+    let v;
+    try {
+      v = f(record);
+    } catch (e) {
+      if (e instanceof Broken) throw e;
+      cols.rejected.push({ index: i, reason: reason(e) });
+      continue;
+    }
+    if (typeof v !== "string") {
+      v = asBytes(v, `the value ${f.name || "the map function"} returned`);
+      strings = false;
+    }
+    if (cols.origins.length !== i) cols.inOrder = false;
+    cols.origins.push(i);
+    results.push(v);
+  }
+  const joined = strings ? results.join("") : undefined;
+  if (joined !== undefined && ascii.test(joined)) {
+    let at = 0;
+    for (const v of results) cols.valueEnds.push((at += v.length));
+    cols.chunks.push(encoder.encode(joined));
+    cols.bytes = at;
+    return;
+  }
+  for (const v of results) {
+    const bytes = asBytes(v);
+    cols.chunks.push(bytes);
+    cols.bytes += bytes.length;
+    cols.valueEnds.push(cols.bytes);
+  }
 }
 
 /** Fired timers in the contract's batch fields, so timer handlers emit
