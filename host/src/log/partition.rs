@@ -12,6 +12,10 @@ use crate::engine::batch::RecordBatch;
 
 /// One sparse index entry per this many records.
 const INDEX_EVERY: u64 = 512;
+/// A scan reads about what the records it wants take, at least this much
+/// and at most this much per read (more for one larger record).
+const SCAN_MIN: usize = 4 << 10;
+const SCAN_MAX: usize = 4 << 20;
 
 #[derive(Debug)]
 struct Segment {
@@ -23,12 +27,17 @@ struct Segment {
     end: u64,
     /// `(offset, position)` pairs, ascending.
     index: Vec<(u64, u64)>,
+    /// Where the last read ended, `(offset, position)`: the next read of a
+    /// reader that follows the data starts there instead of at an index
+    /// entry up to `INDEX_EVERY` records back.
+    cursor: Option<(u64, u64)>,
 }
 
 pub(crate) struct Partition {
     dir: PathBuf,
     segments: Vec<Segment>,
     segment_bytes: u64,
+    read_bytes: u64,
 }
 
 fn seg_path(dir: &Path, base: u64) -> PathBuf {
@@ -51,6 +60,79 @@ impl Segment {
             .find(|(o, _)| *o <= offset)
             .copied()
             .unwrap_or((self.base, 0))
+    }
+
+    /// The closest known position at or before `offset`: the index's or
+    /// the last read's end.
+    fn position_before(&self, offset: u64) -> (u64, u64) {
+        let indexed = self.index_before(offset);
+        match self.cursor {
+            Some(c) if c.0 <= offset && c.0 >= indexed.0 => c,
+            _ => indexed,
+        }
+    }
+
+    /// Index records from `end` until `target` (or the valid data ends),
+    /// reading in chunks: a small step into a big segment reads about the
+    /// step. Returns the bytes read, `None` when the file is gone.
+    fn scan(&mut self, target: u64) -> Result<Option<u64>, LogError> {
+        let mut f = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(LogError::Io {
+                    path: self.path.clone(),
+                    err,
+                });
+            }
+        };
+        f.seek(SeekFrom::Start(self.len)).map_err(self.io())?;
+        let mut buf = Vec::new();
+        let (mut pos, mut read, mut eof) = (0usize, 0u64, false);
+        while self.end < target {
+            if let Some(len) = frame_len(&buf[pos..]) {
+                if (self.end - self.base).is_multiple_of(INDEX_EVERY)
+                    && self.index.last().is_none_or(|(o, _)| *o < self.end)
+                {
+                    self.index.push((self.end, self.len));
+                }
+                pos += len;
+                self.len += len as u64;
+                self.end += 1;
+                continue;
+            }
+            if eof {
+                // A torn or corrupt tail, or the end: stop before it.
+                break;
+            }
+            // Keep the partial frame and read on: about what the records
+            // still wanted take at the segment's average size so far, and
+            // the whole frame when its header says it is longer.
+            buf.drain(..pos);
+            pos = 0;
+            let frame = match buf.get(..4) {
+                Some(h) => {
+                    let body = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
+                    (FRAME_HEADER + body.min(MAX_BODY)).saturating_sub(buf.len())
+                }
+                None => 0,
+            };
+            let average = match self.end - self.base {
+                0 => 128,
+                n => self.len / n + 1,
+            };
+            let estimate = (target - self.end)
+                .saturating_mul(average)
+                .clamp(SCAN_MIN as u64, SCAN_MAX as u64) as usize;
+            let want = frame.max(estimate);
+            let got = (&mut f)
+                .take(want as u64)
+                .read_to_end(&mut buf)
+                .map_err(self.io())?;
+            read += got as u64;
+            eof = got < want;
+        }
+        Ok(Some(read))
     }
 
     /// The segment's bytes from `pos` up to `stop`.
@@ -94,12 +176,14 @@ impl Partition {
                 len: 0,
                 end: base,
                 index: vec![(base, 0)],
+                cursor: None,
             })
             .collect();
         Ok(Partition {
             dir,
             segments,
             segment_bytes,
+            read_bytes: 0,
         })
     }
 
@@ -121,39 +205,19 @@ impl Partition {
             if next_base.is_some_and(|b| seg.end >= b) {
                 continue;
             }
-            let mut f = match File::open(&seg.path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(err) => {
-                    return Err(LogError::Io {
-                        path: seg.path.clone(),
-                        err,
-                    });
-                }
+            // A segment that is gone ends what is readable.
+            let Some(read) = seg.scan(target)? else {
+                break;
             };
-            let io = |err| LogError::Io {
-                path: seg.path.clone(),
-                err,
-            };
-            f.seek(SeekFrom::Start(seg.len)).map_err(io)?;
-            let mut buf = Vec::new();
-            f.read_to_end(&mut buf).map_err(io)?;
-            let mut pos = 0usize;
-            while seg.end < target {
-                let Some(len) = frame_len(&buf[pos..]) else {
-                    break;
-                };
-                if (seg.end - seg.base).is_multiple_of(INDEX_EVERY)
-                    && seg.index.last().is_none_or(|(o, _)| *o < seg.end)
-                {
-                    seg.index.push((seg.end, seg.len + pos as u64));
-                }
-                pos += len;
-                seg.end += 1;
-            }
-            seg.len += pos as u64;
+            self.read_bytes += read;
         }
         Ok(self.scanned_end())
+    }
+
+    /// Bytes read from segment files so far, by scans and reads.
+    #[cfg(test)]
+    pub(crate) fn read_bytes(&self) -> u64 {
+        self.read_bytes
     }
 
     /// Append the records of `(start, end]` of partition data into `out`.
@@ -176,21 +240,26 @@ impl Partition {
             });
         }
         let mut offset = from;
-        for seg in &self.segments {
+        for seg in &mut self.segments {
             if offset >= to {
                 break;
             }
             if seg.end <= offset {
                 continue;
             }
-            let (idx_off, pos) = seg.index_before(offset);
-            // Read only up to the first indexed position past `to`.
-            let stop = seg
-                .index
-                .iter()
-                .find(|(o, _)| *o > to)
-                .map_or(seg.len, |(_, p)| *p);
+            let (idx_off, pos) = seg.position_before(offset);
+            // Read only up to `to`'s position when scanned up to it, else
+            // the first indexed position past it.
+            let stop = if to >= seg.end {
+                seg.len
+            } else {
+                seg.index
+                    .iter()
+                    .find(|(o, _)| *o > to)
+                    .map_or(seg.len, |(_, p)| *p)
+            };
             let buf = seg.bytes(pos, stop)?;
+            self.read_bytes += buf.len() as u64;
             let mut p = 0usize;
             let mut cur = idx_off;
             while cur < to.min(seg.end) {
@@ -208,6 +277,7 @@ impl Partition {
                 p += len;
                 cur += 1;
             }
+            seg.cursor = Some((cur, pos + p as u64));
             offset = cur;
         }
         Ok(())
@@ -284,6 +354,7 @@ impl Partition {
         seg.len = pos;
         seg.end = committed;
         seg.index.retain(|(o, _)| *o < committed || *o == seg.base);
+        seg.cursor = seg.cursor.filter(|(o, _)| *o <= committed);
         Ok(())
     }
 
@@ -301,6 +372,7 @@ impl Partition {
                     len: 0,
                     end: base,
                     index: vec![(base, 0)],
+                    cursor: None,
                 });
                 crate::engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io {
                     path: self.dir.clone(),

@@ -140,3 +140,36 @@ fn a_record_without_a_value_reads_back_without_one() {
     assert_eq!(got, vec![Some(&b"v"[..]), None, Some(&b""[..])]);
     assert!(out.iter().all(|r| r.key == Some(&b"k"[..])));
 }
+
+#[test]
+fn a_large_segment_read_in_small_steps_reads_each_byte_about_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("0");
+    let mut p = partition::Partition::open(path.clone(), u64::MAX).unwrap();
+    let values: Vec<String> = (0..20_000).map(|i| format!("{i:0>100}")).collect();
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    assert_eq!(p.append(&batch(&refs)).unwrap(), 20_000);
+    let file: u64 = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    // A fresh reader follows the data 50 records at a time, as a
+    // continuous task does; then once in one step.
+    let mut fresh = partition::Partition::open(path.clone(), u64::MAX).unwrap();
+    for from in (0..20_000).step_by(50) {
+        let mut out = RecordBatch::new(0);
+        fresh.read(from, from + 50, &mut out).unwrap();
+        assert_eq!(out.len(), 50);
+        assert_eq!(out.get(49).value, values[from as usize + 49].as_bytes());
+    }
+    // Each step scans what it indexes and reads what it returns, plus a
+    // small margin: not the rest of the segment, nor from an index entry
+    // hundreds of records back.
+    let read = fresh.read_bytes();
+    assert!(read <= 2 * file + file / 4, "{read} bytes read of {file}");
+    let mut whole = partition::Partition::open(path, u64::MAX).unwrap();
+    let mut out = RecordBatch::new(0);
+    whole.read(0, 20_000, &mut out).unwrap();
+    assert_eq!(out.len(), 20_000);
+    assert!(whole.read_bytes() <= 2 * file + (4 << 20));
+}
