@@ -125,7 +125,18 @@ impl Source for LogSource {
 struct LogReader {
     topic: Topic,
     partition: u32,
+    /// Commits to the topic wake a waiting reader (when they can be
+    /// watched); the change count and committed end its last look saw, and
+    /// when it looked.
+    changes: Option<std::sync::Arc<crate::log::watch::Changes>>,
+    seen: u64,
+    end: u64,
+    looked: std::time::Instant,
 }
+
+/// A watched reader still reads the commit file this often without a
+/// change event (an event can be missed).
+const LOOK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl PartitionReader for LogReader {
     fn read(
@@ -135,10 +146,21 @@ impl PartitionReader for LogReader {
         max: usize,
         out: &mut RecordBatch,
     ) -> Result<u64, ConnectorError> {
+        if let Some(c) = &self.changes {
+            // Nothing committed since the last look: no need to read.
+            let seen = c.seen();
+            if seen == self.seen && self.end <= from && self.looked.elapsed() < LOOK_EVERY {
+                return Ok(from);
+            }
+            // Counted before reading, so a commit in between still wakes us.
+            self.seen = seen;
+        }
         let end = self
             .topic
             .committed_ends()
             .map_err(err(self.topic.name().to_string()))?[self.partition as usize];
+        self.end = end;
+        self.looked = std::time::Instant::now();
         if end <= from {
             return Ok(from);
         }
@@ -148,6 +170,16 @@ impl PartitionReader for LogReader {
             .read(self.partition, from, to, out)
             .map_err(err(name))?;
         Ok(to)
+    }
+
+    fn wait_for_data(&mut self, timeout: std::time::Duration) -> bool {
+        match &self.changes {
+            Some(c) => {
+                c.wait_after(self.seen, timeout);
+                true
+            }
+            None => false,
+        }
     }
 }
 
@@ -168,7 +200,15 @@ impl ContinuousSource for LogSource {
     fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
         let topic = Topic::open(&self.root, self.topic.name())
             .map_err(|e| ConnectorError(e.to_string()))?;
-        Ok(Box::new(LogReader { topic, partition }))
+        let changes = crate::log::watch::changes(topic.dir());
+        Ok(Box::new(LogReader {
+            topic,
+            partition,
+            changes,
+            seen: 0,
+            end: 0,
+            looked: std::time::Instant::now(),
+        }))
     }
 
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {

@@ -157,6 +157,14 @@ pub trait PartitionReader: Send {
         max: usize,
         out: &mut RecordBatch,
     ) -> Result<u64, ConnectorError>;
+
+    /// After a read found nothing: wait up to `timeout` for new records,
+    /// returning true, when the reader can be woken by them (a wake-up only
+    /// says "look"); false when it cannot, and the caller polls.
+    fn wait_for_data(&mut self, timeout: std::time::Duration) -> bool {
+        let _ = timeout;
+        false
+    }
 }
 
 /// A source whose partitions can each be read by a long-running task.

@@ -11,10 +11,11 @@
 
 use crate::engine::Rejections;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
+use super::marker::Marker;
 use super::task::{Parts, Poll, Report, TaskState, run_guarded, stateful_step};
 use crate::engine::batch::RecordBatch;
 use crate::engine::connector::PartitionReader;
@@ -49,7 +50,7 @@ pub(crate) struct Reader {
     pub partitioning: Partitioning,
     /// One channel per state partition.
     pub outs: Vec<SyncSender<Msg>>,
-    pub current: Arc<AtomicU64>,
+    pub marker: Arc<Marker>,
     pub halt: Arc<AtomicBool>,
     pub tx: SyncSender<Result<Report, EngineError>>,
     pub max_chunk: usize,
@@ -72,7 +73,7 @@ impl Reader {
         let mut rejected = Rejections::default();
         let mut poll = Poll::default();
         while !self.halt.load(Ordering::Relaxed) {
-            while self.epoch < self.current.load(Ordering::SeqCst) {
+            while self.epoch < self.marker.epoch() {
                 for o in &self.outs {
                     if o.send(Msg::Marker).is_err() {
                         return Ok(());
@@ -94,6 +95,7 @@ impl Reader {
                 self.epoch += 1;
             }
             let Some(batch) = poll.next(
+                &self.marker,
                 &mut *self.reader,
                 &mut self.position,
                 self.partition,

@@ -15,7 +15,7 @@
 use crate::engine::Rejections;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -195,7 +195,7 @@ impl ContinuousQuery {
         };
         let partitions = self.source.partition_count();
         self.publish_watermark();
-        let current = Arc::new(AtomicU64::new(epoch));
+        let marker = Arc::new(marker::Marker::new(epoch));
         let halt = Arc::new(AtomicBool::new(false));
         let state_tasks = if self.options.state.stateful {
             self.options.state.partitioning.partitions
@@ -206,7 +206,7 @@ impl ContinuousQuery {
         // Bounded: a coordinator busy committing holds the tasks back.
         let (tx, rx) = mpsc::sync_channel::<Result<Report, EngineError>>(expected * 4);
         let control = spawn::Control {
-            current: current.clone(),
+            marker: marker.clone(),
             halt: halt.clone(),
             tx,
         };
@@ -219,7 +219,7 @@ impl ContinuousQuery {
         let result = spawned.and_then(|handles| {
             let r = self.coordinate(
                 rx,
-                &current,
+                &marker,
                 &mut epoch,
                 &mut positions,
                 expected,
@@ -240,7 +240,7 @@ impl ContinuousQuery {
     fn coordinate(
         &mut self,
         rx: mpsc::Receiver<Result<Report, EngineError>>,
-        current: &AtomicU64,
+        marker: &marker::Marker,
         epoch: &mut u64,
         positions: &mut Vec<u64>,
         expected: usize,
@@ -249,6 +249,7 @@ impl ContinuousQuery {
     ) -> Result<(), EngineError> {
         let interval = self.options.checkpoint_interval;
         let mut next_tick = Instant::now() + interval;
+        marker.set_next(next_tick);
         let mut pending: BTreeMap<u64, Vec<Report>> = BTreeMap::new();
         let mut last_activity = Instant::now();
         let mut epoch_started = Instant::now();
@@ -261,8 +262,8 @@ impl ContinuousQuery {
             let now = Instant::now();
             if now >= next_tick {
                 // The epoch marker: tasks report the epoch that just ended.
-                current.fetch_add(1, Ordering::SeqCst);
                 next_tick = now + interval;
+                marker.advance(next_tick);
             }
             match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
                 Ok(Ok(report)) => pending.entry(report.epoch).or_default().push(report),
@@ -349,6 +350,7 @@ fn all_ran_with(ran_with: &[Option<i64>], watermark: Option<i64>) -> bool {
 
 mod commit;
 mod exchange;
+mod marker;
 mod spawn;
 mod task;
 

@@ -3,17 +3,18 @@
 //! and one task per state partition.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use super::marker::Marker;
 use super::task::{Report, Task};
 use super::{ContinuousQuery, exchange, source_err};
 use crate::engine::options::EngineError;
 
 /// What every task thread of a running query shares with the coordinator:
-/// the current epoch (the marker), the halt flag and the report channel.
+/// the epoch marker, the halt flag and the report channel.
 pub(super) struct Control {
-    pub current: Arc<AtomicU64>,
+    pub marker: Arc<Marker>,
     pub halt: Arc<AtomicBool>,
     pub tx: mpsc::SyncSender<Result<Report, EngineError>>,
 }
@@ -35,7 +36,7 @@ impl ContinuousQuery {
                 epoch,
                 reader: self.source.reader(p).map_err(source_err(&name))?,
                 transform: self.transform(p)?,
-                current: control.current.clone(),
+                marker: control.marker.clone(),
                 halt: control.halt.clone(),
                 tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,
@@ -99,7 +100,7 @@ impl ContinuousQuery {
                 reader: self.source.reader(p as u32).map_err(source_err(&name))?,
                 partitioning: self.options.state.partitioning.clone(),
                 outs,
-                current: control.current.clone(),
+                marker: control.marker.clone(),
                 halt: control.halt.clone(),
                 tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,

@@ -3,10 +3,11 @@
 
 use crate::engine::Rejections;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use super::marker::Marker;
 use crate::engine::batch::RecordBatch;
 use crate::engine::checkpoint::CheckpointStore;
 use crate::engine::connector::PartitionReader;
@@ -112,7 +113,7 @@ pub(crate) struct Task {
     pub(crate) epoch: u64,
     pub(crate) reader: Box<dyn PartitionReader>,
     pub(crate) transform: Box<dyn Transform>,
-    pub(crate) current: Arc<AtomicU64>,
+    pub(crate) marker: Arc<Marker>,
     pub(crate) halt: Arc<AtomicBool>,
     pub(crate) tx: mpsc::SyncSender<Result<Report, EngineError>>,
     pub(crate) max_chunk: usize,
@@ -136,7 +137,7 @@ impl Task {
         let mut time = self.state.as_ref().map(TaskState::now);
         while !self.halt.load(Ordering::Relaxed) {
             // Passing epoch markers: report everything read before them.
-            while self.epoch < self.current.load(Ordering::SeqCst) {
+            while self.epoch < self.marker.epoch() {
                 if let (Some(ts), Some(t)) = (&mut self.state, time) {
                     // The epoch's end: due timers fire and the state is
                     // checkpointed as the next version.
@@ -173,6 +174,7 @@ impl Task {
                 time = self.state.as_ref().map(TaskState::now);
             }
             let Some(batch) = poll.next(
+                &self.marker,
                 &mut *self.reader,
                 &mut self.position,
                 self.partition,
@@ -211,6 +213,11 @@ impl Task {
     }
 }
 
+/// Empty reads in a row answered by yielding before waiting.
+const SPINS: u32 = 50;
+/// The longest idle wait (a task also looks at the halt flag then).
+const MAX_WAIT: Duration = Duration::from_millis(50);
+
 /// How a long-running task reads its partition.
 #[derive(Default)]
 pub(crate) struct Poll {
@@ -221,11 +228,14 @@ pub(crate) struct Poll {
 impl Poll {
     /// The next chunk of at most `max` records from `position` (which moves
     /// past it, or past records-less positions such as Kafka's transaction
-    /// markers), or `None` after a short wait when nothing new is there:
-    /// a brief spin, then 200 us sleeps, so new records are picked up in
-    /// tens of microseconds without burning a core when idle.
+    /// markers), or `None` after a wait when nothing new is there: a brief
+    /// spin, then until the epoch marker moves or the reader is woken by
+    /// new records (a reader that cannot be woken is polled every 200 us),
+    /// so records are picked up in tens of microseconds, markers are passed
+    /// on time, and an idle task costs next to nothing.
     pub(crate) fn next(
         &mut self,
+        marker: &Marker,
         reader: &mut dyn PartitionReader,
         position: &mut u64,
         partition: u32,
@@ -244,10 +254,17 @@ impl Poll {
             return Ok(Some(batch));
         }
         self.idle = self.idle.saturating_add(1);
-        if self.idle > 50 {
-            std::thread::sleep(Duration::from_micros(200));
-        } else {
+        if self.idle <= SPINS {
             std::thread::yield_now();
+            return Ok(None);
+        }
+        let wait = match marker.until_next() {
+            // Due: the coordinator moves it any moment.
+            d if d.is_zero() => Duration::from_micros(100),
+            d => d.min(MAX_WAIT),
+        };
+        if !reader.wait_for_data(wait) {
+            std::thread::sleep(Duration::from_micros(200));
         }
         Ok(None)
     }
