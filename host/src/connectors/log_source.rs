@@ -127,11 +127,11 @@ struct LogReader {
     partition: u32,
     /// Commits to the topic wake a waiting reader (when they can be
     /// watched); the change count and committed end its last look saw, and
-    /// when it looked.
+    /// when it looked (the first read always looks).
     changes: Option<std::sync::Arc<crate::log::watch::Changes>>,
     seen: u64,
     end: u64,
-    looked: std::time::Instant,
+    looked: Option<std::time::Instant>,
 }
 
 /// A watched reader still reads the commit file this often without a
@@ -149,7 +149,8 @@ impl PartitionReader for LogReader {
         if let Some(c) = &self.changes {
             // Nothing committed since the last look: no need to read.
             let seen = c.seen();
-            if seen == self.seen && self.end <= from && self.looked.elapsed() < LOOK_EVERY {
+            let recent = self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY);
+            if seen == self.seen && self.end <= from && recent {
                 return Ok(from);
             }
             // Counted before reading, so a commit in between still wakes us.
@@ -160,7 +161,7 @@ impl PartitionReader for LogReader {
             .committed_ends()
             .map_err(err(self.topic.name().to_string()))?[self.partition as usize];
         self.end = end;
-        self.looked = std::time::Instant::now();
+        self.looked = Some(std::time::Instant::now());
         if end <= from {
             return Ok(from);
         }
@@ -207,7 +208,7 @@ impl ContinuousSource for LogSource {
             changes,
             seen: 0,
             end: 0,
-            looked: std::time::Instant::now(),
+            looked: None,
         }))
     }
 

@@ -198,7 +198,18 @@ pub(crate) fn golden(spec: &Spec<'_>, inputs: &[Input], expected: &[String], fau
     }
     assert!(kills > 0, "no fault point was reached: {faults:?}");
     crashed.run_to_end();
-    assert_eq!(crashed.output(), expected, "after {kills} SIGKILLs");
+    let got = crashed.output();
+    if got != expected {
+        // Kept for a post-mortem (checkpoint, offsets, state).
+        let kept = crashed.dir.keep();
+        assert_eq!(
+            got,
+            expected,
+            "after {kills} SIGKILLs (continuous: {}; kept {})",
+            spec.continuous,
+            kept.display()
+        );
+    }
 }
 
 /// Kill a run at random moments until it finishes; returns the kills.

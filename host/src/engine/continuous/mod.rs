@@ -194,6 +194,12 @@ impl ContinuousQuery {
             }
         };
         let partitions = self.source.partition_count();
+        if let Some(et) = &self.options.state.event_time {
+            // Readers progress independently: one that has not read yet
+            // must hold the watermark back.
+            let now = crate::engine::progress::now_ms();
+            self.watermark.expect_partitions(et.rule, partitions, now);
+        }
         self.publish_watermark();
         let marker = Arc::new(marker::Marker::new(epoch));
         let halt = Arc::new(AtomicBool::new(false));

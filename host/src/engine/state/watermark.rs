@@ -75,6 +75,24 @@ impl Watermark {
         }
     }
 
+    /// Under `slowest-partition`, make each of source 0's `partitions` an
+    /// input before its first event time (processing time `now`): one
+    /// whose reader has not read yet must hold the watermark back, or the
+    /// other partitions would make its records late. `idle_timeout` counts
+    /// from here for it.
+    pub fn expect_partitions(&mut self, rule: WatermarkRule, partitions: u32, now: i64) {
+        if rule != WatermarkRule::SlowestPartition {
+            return;
+        }
+        for p in 0..partitions {
+            let input = rule.input(0, p);
+            if !self.max_event_ms.contains_key(&input) {
+                self.max_event_ms.insert(input.clone(), i64::MIN);
+                self.moved_at_ms.insert(input, now);
+            }
+        }
+    }
+
     /// Fold in a batch's (or epoch's) largest event time per (source,
     /// source partition), under `rule`.
     pub fn observe_all(
@@ -113,6 +131,10 @@ impl Watermark {
         else {
             return;
         };
+        if min == i64::MIN {
+            // An expected input has no event time yet.
+            return;
+        }
         let next = min.saturating_sub(delay.as_millis() as i64);
         self.watermark_ms = Some(self.watermark_ms.map_or(next, |w| w.max(next)));
     }
@@ -160,6 +182,38 @@ mod tests {
         w.observe("0/0".into(), 12_000, 100_000);
         w.advance(s, idle, 100_000);
         assert_eq!(w.watermark_ms, Some(69_000));
+    }
+
+    #[test]
+    fn a_partition_not_read_yet_holds_the_watermark_back_until_idle() {
+        let (s, idle) = (Duration::from_secs(1), Some(Duration::from_secs(30)));
+        let mut w = Watermark::default();
+        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 0);
+        // Partition 1's reader runs ahead; partition 0's has read nothing.
+        w.observe_all(
+            WatermarkRule::SlowestPartition,
+            &BTreeMap::from([((0, 1), 50_000)]),
+            1_000,
+        );
+        w.advance(s, idle, 1_000);
+        assert_eq!(w.watermark_ms, None, "partition 0 holds it back");
+        w.observe("0/0".into(), 10_000, 2_000);
+        w.advance(s, idle, 2_000);
+        assert_eq!(w.watermark_ms, Some(9_000));
+        // Expecting again (a restart) keeps what was seen.
+        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 3_000);
+        w.advance(s, idle, 3_000);
+        assert_eq!(w.watermark_ms, Some(9_000));
+        // A partition that never gets data stops holding back once idle.
+        let mut w = Watermark::default();
+        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 0);
+        w.observe("0/1".into(), 50_000, 31_000);
+        w.advance(s, idle, 31_000);
+        assert_eq!(w.watermark_ms, Some(49_000));
+        // Spark's rule has no partitions to expect.
+        let mut w = Watermark::default();
+        w.expect_partitions(WatermarkRule::MaxEventTime, 2, 0);
+        assert!(w.max_event_ms.is_empty());
     }
 
     #[test]
