@@ -86,7 +86,7 @@ static uint8_t *push(weir_output *out, const char *output, size_t len, bool has_
       const weir_transform_types_header_t *h = &r->headers[i];
       weir_transform_types_header_t *c = weir_grow(out, &out->headers, sizeof *c, 1);
       if (!c) break;
-      full_transformer_string_dup_n(c, (const char *)h->name.ptr, h->name.len);
+      full_transformer_string_dup_n(&c->name, (const char *)h->name.ptr, h->name.len);
       c->value.len = h->value.len;
       c->value.ptr = malloc(h->value.len + 1);
       if (c->value.ptr) memcpy(c->value.ptr, h->value.ptr, h->value.len);
@@ -185,3 +185,16 @@ void weir_timer_delete(bool event_time, const void *key, size_t key_len, int64_t
 bool weir_watermark(int64_t *ms) { return weir_transform_context_watermark(ms); }
 
 int64_t weir_processing_time(void) { return weir_transform_context_processing_time(); }
+
+weir_output_mode weir_query_output_mode(void) {
+  switch (weir_transform_context_query_output_mode()) {
+    case WEIR_TRANSFORM_CONTEXT_OUTPUT_MODE_UPDATE:
+      return WEIR_UPDATE;
+    case WEIR_TRANSFORM_CONTEXT_OUTPUT_MODE_COMPLETE:
+      return WEIR_COMPLETE;
+    default:
+      return WEIR_APPEND;
+  }
+}
+
+bool weir_event_time(void) { return weir_transform_context_event_time(); }

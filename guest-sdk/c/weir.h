@@ -100,6 +100,16 @@ void weir_timer_delete(bool event_time, const void *key, size_t key_len, int64_t
 bool weir_watermark(int64_t *ms);
 int64_t weir_processing_time(void);
 
+// How the pipeline emits stateful results (its output-mode): append emits
+// each result once, when final (after the watermark passes it); update
+// the results a batch changed; complete the whole result table with
+// every batch.
+typedef enum { WEIR_APPEND, WEIR_UPDATE, WEIR_COMPLETE } weir_output_mode;
+weir_output_mode weir_query_output_mode(void);
+// Whether the pipeline has an [event-time] section, i.e. whether
+// event-time timers can ever fire.
+bool weir_event_time(void);
+
 typedef struct {
   weir_bytes key;
   int64_t time;
@@ -111,13 +121,84 @@ typedef struct {
 // function, with the timer's key and time as defaults.
 void weir_on_timer(const weir_timer *timer, weir_output *out) __attribute__((weak));
 
-typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE } weir_kind;
+// Event-time windows (weir_windows.c), with the Rust SDK's semantics:
+// tumbling, sliding and session windows over a per-record key, kept in
+// keyed state and emitted by the pipeline's output-mode:
+//   append:   each window once, when the watermark passes its end (needs
+//             [event-time]), then its state is dropped;
+//   update:   every window a batch changed, once, after the batch's
+//             records; state is dropped when the watermark passes the
+//             window;
+//   complete: every window with every batch; state is never dropped.
+// Outputs carry the window's key as key and its last millisecond (end - 1)
+// as timestamp.
+//
+//   static weir_windows per_user = {.size_ms = 10000, .agg = &weir_count};
+//   const char *weir_init(const weir_config *c) { ... per_user.size_ms = ...; return NULL; }
+//   WEIR_WINDOWS(per_user)
+
+// An aggregate folds a window's records into an accumulator of size bytes,
+// stored in state as raw bytes (so keep pointers out of it, and change its
+// layout only with a fresh checkpoint). The SDK passes accumulators
+// aligned for any type.
+typedef struct {
+  size_t size;
+  void (*zero)(void *acc);
+  // Fold r in; weir_bad(out, reason) refuses the record, and then none of
+  // its windows changes. It must not emit.
+  void (*add)(void *acc, const weir_record *r, weir_output *out);
+  // Fold other (the sessions a record bridges, in start order, then the
+  // record) into into; only session windows call it (NULL is fine else).
+  void (*merge)(void *into, const void *other);
+  // Emit the window's value (at most one: none skips the window); the SDK
+  // sets its key and timestamp. weir_bad here stops the pipeline, as there
+  // is no record to refuse.
+  void (*result)(weir_bytes key, int64_t start, int64_t end, const void *acc, weir_output *out);
+} weir_aggregate;
+
+// Counts records; emits {"key":..,"start":..,"end":..,"count":..}, as the
+// Rust, Go and Python SDKs' Count does.
+extern const weir_aggregate weir_count;
+
+// Writes s (lossy UTF-8) as a JSON string literal to dst, escaped as the
+// Rust SDK escapes it (quotes, backslashes, control characters), and
+// returns its length; dst NULL only measures it.
+size_t weir_json_string(uint8_t *dst, weir_bytes s);
+
+// The record's window key in *key (its bytes valid until the next call,
+// e.g. a part of r's value or a static buffer); false (with or without
+// weir_bad) refuses the record.
+typedef bool (*weir_key_by)(const weir_record *r, weir_bytes *key, weir_output *out);
+
+// A windowed aggregation. Session windows when gap_ms is set (then size_ms
+// and slide_ms are 0), else windows size_ms long starting every slide_ms
+// (0: size_ms, tumbling); a record is in each window that covers its
+// timestamp. Times are ms, and must be positive: init fails otherwise.
+typedef struct {
+  int64_t size_ms, slide_ms, gap_ms;
+  const weir_aggregate *agg;
+  weir_key_by key_by;  // NULL: the record's key (records without one are refused)
+} weir_windows;
+
+// For weir_init, e.g. `per_user = weir_sliding(size, slide, &weir_count, NULL)`.
+weir_windows weir_tumbling(int64_t size_ms, const weir_aggregate *agg, weir_key_by key_by);
+weir_windows weir_sliding(int64_t size_ms, int64_t slide_ms, const weir_aggregate *agg, weir_key_by key_by);
+weir_windows weir_session(int64_t gap_ms, const weir_aggregate *agg, weir_key_by key_by);
+
+// The SDK's window code, linked in only by WEIR_WINDOWS (so other guests
+// stay stateless).
+struct weir_windows_impl;
+extern const struct weir_windows_impl weir_windows_impl;
+
+typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE, WEIR_KIND_WINDOWS } weir_kind;
 
 typedef struct {
   weir_kind kind;
   void (*emit)(const weir_record *, weir_output *);
   bool (*filter)(const weir_record *, weir_output *);
   const char *(*route)(const weir_record *, weir_output *);
+  weir_windows *windows;
+  const struct weir_windows_impl *windows_impl;
 } weir_transform;
 
 // The one registration, made by one of the macros below.
@@ -133,5 +214,11 @@ extern const weir_transform weir_registered;
 // const char *fn(const weir_record *, weir_output *): the named output the
 // record goes to, unchanged, or NULL for the default output.
 #define WEIR_ROUTE(fn) const weir_transform weir_registered = {.kind = WEIR_KIND_ROUTE, .route = fn};
+// weir_windows w (a variable, so weir_init may set it from the config):
+// records fold into w's windows, emitted as the output mode says; fired
+// timers close windows (weir_on_timer is not called).
+#define WEIR_WINDOWS(w)                    \
+  const weir_transform weir_registered = { \
+      .kind = WEIR_KIND_WINDOWS, .windows = &(w), .windows_impl = &weir_windows_impl};
 
 #endif

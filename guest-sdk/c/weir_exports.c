@@ -58,6 +58,9 @@ static void run(weir_output *out, const weir_record *r) {
       if (!out->status) weir_forward_to(out, to);
       return;
     }
+    case WEIR_KIND_WINDOWS:
+      weir_registered.windows_impl->add(weir_registered.windows, r, out);
+      return;
   }
 }
 
@@ -66,8 +69,7 @@ static weir_bytes span(const uint8_t *data, const uint32_t *ends, size_t i) {
   return (weir_bytes){data + start, ends[i] - start};
 }
 
-// Record i of batch b.
-static weir_record record_of(const weir_transform_types_batch_t *b, size_t i) {
+weir_record weir_record_of(const weir_transform_types_batch_t *b, size_t i) {
   weir_record r = {.index = (uint32_t)i, .partition = b->partition};
   r.value = span(b->values.ptr, b->value_ends.ptr, i);
   r.has_value = b->has_value.len == 0 || b->has_value.ptr[i];
@@ -117,16 +119,31 @@ static bool settle(weir_output *out, size_t i, mark m) {
 // Run every record of b into out; false when the transform is broken.
 static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
   *out = (weir_output){.input_ts = b->timestamps.ptr, .inputs = b->value_ends.len, .in_order = true};
+  const struct weir_windows_impl *windows =
+      weir_registered.kind == WEIR_KIND_WINDOWS ? weir_registered.windows_impl : NULL;
+  if (windows && !windows->begin(weir_registered.windows, out)) return false;
   for (size_t i = 0; i < b->value_ends.len; i++) {
-    weir_record r = record_of(b, i);
+    weir_record r = weir_record_of(b, i);
     mark m = mark_of(out);
     run(out, &r);
     if (!settle(out, i, m)) return false;
   }
-  return true;
+  if (windows) {
+    windows->end(weir_registered.windows, out, b);
+    if (out->oom) weir_broken(out, "out of memory");
+  }
+  return out->status != BROKEN;
 }
 
-#define LIST(field, v, T) ((field).ptr = (T *)(v).ptr, (field).len = (v).len, (v).ptr = NULL)
+// Move v's elements out (an empty list owns no memory: its free skips it).
+static void *move(vec *v) {
+  void *p = v->len ? v->ptr : NULL;
+  if (!v->len) free(v->ptr);
+  v->ptr = NULL;
+  return p;
+}
+
+#define LIST(field, v, T) ((field).len = (v).len, (field).ptr = (T *)move(&(v)))
 
 // Move out's columns into ret (weir frees them after the call).
 static void to_output(weir_output *out, weir_transform_types_output_batch_t *ret) {
@@ -187,7 +204,9 @@ bool exports_weir_transform_timer_handler_on_timers(exports_weir_transform_timer
     mark m = mark_of(&out);
     out.r = &r;
     out.emitted = 0;
-    if (weir_on_timer) {
+    if (weir_registered.kind == WEIR_KIND_WINDOWS) {
+      weir_registered.windows_impl->on_timer(weir_registered.windows, &t, &out);
+    } else if (weir_on_timer) {
       weir_on_timer(&t, &out);
     } else {
       weir_broken(&out, "timers fired but the transform defines no weir_on_timer");
@@ -303,6 +322,9 @@ bool exports_weir_transform_transform_init(full_transformer_list_tuple2_string_s
     why = weir_init(&c);
   } else if (config->len) {
     why = "this transform takes no config (define weir_init to accept some)";
+  }
+  if (!why && weir_registered.kind == WEIR_KIND_WINDOWS) {
+    why = weir_registered.windows_impl->check(weir_registered.windows);
   }
   if (why) full_transformer_string_dup(err, why);
   full_transformer_list_tuple2_string_string_free(config);

@@ -315,8 +315,11 @@ fn go_window_count_matches_the_reference_in_both_modes_across_sigkills() {
 /// emit every window once with its whole count; complete mode reads its
 /// windows back with a state prefix scan).
 fn window_modes(lang: &str) {
-    let component = scaffolded(lang, Some(&format!("window-count/{}", example_file(lang))));
     let dir = tempfile::tempdir().unwrap();
+    // A project of its own (the window-count golden test builds the same
+    // example in parallel).
+    let example = format!("window-count/{}", example_file(lang));
+    let component = scaffold(dir.path(), lang, "golden", Some(&example));
     let mut lines = String::new();
     let mut reference: BTreeMap<(String, i64), u64> = BTreeMap::new();
     // Out of order by up to 5 s.
@@ -358,6 +361,11 @@ fn window_modes(lang: &str) {
             String::from_utf8_lossy(&o.stdout)
         );
     }
+}
+
+#[test]
+fn c_window_helpers_emit_in_update_and_complete_modes() {
+    window_modes("c");
 }
 
 #[test]

@@ -35,6 +35,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
         "python" => Some(("python3", ["-m", "pytest", "-q"].as_slice())),
         "js" => Some(("node", ["--test"].as_slice())),
         "go" => Some(("go", ["test", "./..."].as_slice())),
+        "c" => Some(("make", ["test"].as_slice())),
         _ => None,
     };
     if let Some((tool, args)) = unit {

@@ -16,7 +16,10 @@ pub const WORLD: &str = "full-transformer";
 pub const STEM: &str = "full_transformer";
 
 /// The SDK (`guest-sdk/c`), written into a project's `weir/` beside the
-/// generated bindings.
+/// generated bindings; `weir build` compiles its `.c` files. The native
+/// test harness (`weir_native.c`, `weir_testing.*`) compiles to nothing
+/// for wasm32, and the window code is linked in only by guests that use
+/// it, so other guests stay stateless.
 pub const SDK: &[(&str, &str)] = &[
     ("weir.h", include_str!("../../../guest-sdk/c/weir.h")),
     (
@@ -27,6 +30,26 @@ pub const SDK: &[(&str, &str)] = &[
     (
         "weir_exports.c",
         include_str!("../../../guest-sdk/c/weir_exports.c"),
+    ),
+    (
+        "weir_windows.c",
+        include_str!("../../../guest-sdk/c/weir_windows.c"),
+    ),
+    (
+        "weir_window_state.c",
+        include_str!("../../../guest-sdk/c/weir_window_state.c"),
+    ),
+    (
+        "weir_testing.h",
+        include_str!("../../../guest-sdk/c/weir_testing.h"),
+    ),
+    (
+        "weir_testing.c",
+        include_str!("../../../guest-sdk/c/weir_testing.c"),
+    ),
+    (
+        "weir_native.c",
+        include_str!("../../../guest-sdk/c/weir_native.c"),
     ),
 ];
 

@@ -108,8 +108,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     Ok(created(&a.name, "Rust"))
 }
 
-/// A C project: the generated bindings in `weir/`, the transform in
-/// `src/transform.c`, a sample and a README.
+/// A C project: the SDK and the generated bindings in `weir/`, the
+/// transform in `src/transform.c`, its native unit test (`make test`), a
+/// sample and a README.
 fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     let fill = |t: &str| t.replace("{{name}}", name);
     let mut files = filled(
@@ -118,6 +119,11 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
                 "src/transform.c",
                 include_str!("scaffold/c/transform.c.tmpl"),
             ),
+            (
+                "test/transform_test.c",
+                include_str!("scaffold/c/transform_test.c.tmpl"),
+            ),
+            ("Makefile", include_str!("scaffold/c/Makefile.tmpl")),
             ("README.md", include_str!("scaffold/c/README.md.tmpl")),
             (
                 "sample/input.txt",
