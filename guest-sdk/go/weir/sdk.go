@@ -144,6 +144,9 @@ func broken(err error) bool {
 func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 	n := len(in.ValueEnds)
 	c := newColumns(n, len(in.Values))
+	if s.kind == kindMap && len(in.KeyEnds) == 0 && len(in.HeaderEnds) == 0 && len(in.HasValue) == 0 {
+		return s.plainMap(in, c)
+	}
 	out := &Output{c: c}
 	var r Record
 	start := uint32(0)
@@ -168,6 +171,33 @@ func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 			}
 			return nil, err
 		}
+	}
+	return c.finish(in.Timestamps), nil
+}
+
+// plainMap maps a batch without keys, headers or tombstones: outputs need
+// only values (the common case, without the general push's checks).
+func (s *sdk) plainMap(in *Batch, c *columns) (*OutputBatch, error) {
+	o := &c.out
+	var r Record
+	start := uint32(0)
+	for i, end := range in.ValueEnds {
+		r = Record{Value: in.Values[start:end:end], HasValue: true, Timestamp: in.Timestamps[i],
+			Partition: in.Partition, Offset: in.Offsets[i]}
+		start = end
+		v, err := s.mapF(&r)
+		if err != nil {
+			if broken(err) {
+				return nil, err
+			}
+			// Later outputs' origins differ from their positions: finish
+			// keeps the origin column.
+			o.Rejected = append(o.Rejected, BadRecord{Index: uint32(i), Reason: err.Error()})
+			continue
+		}
+		o.Values = append(o.Values, v...)
+		o.ValueEnds = append(o.ValueEnds, uint32(len(o.Values)))
+		o.Origins = append(o.Origins, uint32(i))
 	}
 	return c.finish(in.Timestamps), nil
 }

@@ -39,6 +39,31 @@ func TestMapKeepsKeyHeadersTimestampAndPassesTombstones(t *testing.T) {
 	}
 }
 
+// A batch without keys, headers or tombstones takes the plain map path.
+func TestAPlainMapRefusesAroundRecordsAndStopsWhenBroken(t *testing.T) {
+	Reset()
+	Map(func(r *Record) ([]byte, error) {
+		switch string(r.Value) {
+		case "bad":
+			return nil, errors.New("bad")
+		case "stop":
+			return nil, Broken("out of patience")
+		}
+		return bytes.ToUpper(r.Value), nil
+	})
+	outs, rejected, err := Run([]In{{Value: "a", Timestamp: 7}, {Value: "bad"}, {Value: "c"}})
+	if err != nil || len(outs) != 2 || outs[0].Value != "A" || outs[0].Timestamp != 7 ||
+		outs[1].Value != "C" || outs[1].Origin != 2 {
+		t.Fatalf("%+v %v", outs, err)
+	}
+	if !reflect.DeepEqual(rejected, []BadRecord{{Index: 1, Reason: "bad"}}) {
+		t.Fatalf("%+v", rejected)
+	}
+	if _, _, err := Run([]In{{Value: "a"}, {Value: "stop"}}); err == nil || !broken(err) {
+		t.Fatalf("broken: %v", err)
+	}
+}
+
 func TestFilterAndRoute(t *testing.T) {
 	Reset()
 	Filter(func(r *Record) (bool, error) { return len(r.Value) > 1, nil })
