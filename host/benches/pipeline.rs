@@ -96,11 +96,24 @@ fn w1() {
     let sample = weir::connectors::file_sink::read_committed(&dir.path().join("out")).unwrap();
     assert_eq!(sample.len(), RECORDS);
     println!(
-        "W1: {RECORDS} JSON records, {FILES} files -> json_enrich(uppercase=value) -> file sink, AvailableNow: {:.2} s, {:.0} k rec/s ({} batch(es))",
+        "W1: {RECORDS} JSON records, {FILES} files -> json_enrich(uppercase=value) -> file sink, AvailableNow: {:.2} s, {:.0} k rec/s ({} batch(es)), peak RSS {} MB",
         secs,
         RECORDS as f64 / secs / 1e3,
-        summary.batches
+        summary.batches,
+        peak_rss_kb() / 1024
     );
+}
+
+/// The process's peak resident set (`VmHWM`), in KiB.
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Append `rate` records/s for `seconds` to `log/in` (in 1 ms chunks, each

@@ -52,21 +52,20 @@ fn build_source(s: &SourceSpec, trigger: Trigger) -> Result<Box<dyn Source>, Bui
             topic,
             starting,
             max_records_per_trigger,
-        } => Box::new(LogSource::open(
-            root.clone(),
-            topic,
-            *max_records_per_trigger,
-            *starting,
-        )?),
+            max_bytes_per_trigger,
+        } => Box::new(
+            LogSource::open(root.clone(), topic, *max_records_per_trigger, *starting)?
+                .with_max_bytes_per_trigger(*max_bytes_per_trigger),
+        ),
         SourceSpec::Files {
             dir,
             format,
             max_files_per_trigger,
-        } => Box::new(FileSource::new(
-            dir.clone(),
-            *format,
-            *max_files_per_trigger,
-        )),
+            max_bytes_per_trigger,
+        } => Box::new(
+            FileSource::new(dir.clone(), *format, *max_files_per_trigger)
+                .with_max_bytes_per_trigger(*max_bytes_per_trigger),
+        ),
         SourceSpec::Rate {
             rows_per_second,
             partitions,

@@ -95,6 +95,32 @@ fn memory_bomb_hits_the_memory_limit() {
 }
 
 #[test]
+fn an_instance_that_keeps_its_memory_is_replaced_before_it_hits_the_limit() {
+    let limits = Limits {
+        max_memory: 32 << 20,
+        ..Limits::default()
+    };
+    for mode in MODES {
+        let mut t = misbehave(limits, &[], mode).unwrap();
+        // 1 MiB kept per record: 200 MiB over the calls, 32 MiB allowed.
+        for _ in 0..100 {
+            let input = batch(&["leak", "leak"]);
+            assert_eq!(
+                values(&t.process_batch(&input).unwrap(), &input),
+                vec!["leak", "leak"],
+                "{mode:?}"
+            );
+        }
+        assert!(t.instances_recycled() >= 5, "{mode:?}");
+        assert_eq!(t.instances_created(), t.instances_recycled() + 1);
+        assert_eq!(
+            t.reported_metrics().instances_recycled,
+            t.instances_recycled()
+        );
+    }
+}
+
+#[test]
 fn bad_records_are_rejected_and_the_rest_is_processed() {
     for mode in MODES {
         let mut t = misbehave(Limits::default(), &[], mode).unwrap();

@@ -1,6 +1,7 @@
 //! Files appearing in a directory, one record per line (like Spark's file
 //! source). Files are taken in (modification time, name) order, at most
-//! `max-files-per-trigger` per batch; every file ever listed is recorded in
+//! `max-files-per-trigger` per batch and as many as fit in
+//! `max-bytes-per-trigger` (at least one); every file ever listed is recorded in
 //! the checkpoint (`sources/<i>/<n>`) before a batch uses it, so a re-run
 //! batch reads exactly the same files. Offsets: the number of files consumed.
 //!
@@ -22,6 +23,7 @@ pub struct FileSource {
     dir: PathBuf,
     format: LineFormat,
     max_files_per_trigger: Option<usize>,
+    max_bytes_per_trigger: u64,
     checkpoint: Option<SourceCheckpoint>,
     files: Vec<String>,
     seen: HashSet<String>,
@@ -36,12 +38,19 @@ impl FileSource {
             dir,
             format,
             max_files_per_trigger,
+            max_bytes_per_trigger: super::DEFAULT_MAX_BYTES_PER_TRIGGER,
             checkpoint: None,
             files: vec![],
             seen: HashSet::new(),
             log_entries: 0,
             tasks: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
         }
+    }
+
+    /// Batches take files up to `bytes` in all (at least one file).
+    pub fn with_max_bytes_per_trigger(mut self, bytes: u64) -> Self {
+        self.max_bytes_per_trigger = bytes;
+        self
     }
 
     fn index(o: &Offset) -> Result<usize, ConnectorError> {
@@ -164,10 +173,23 @@ impl Source for FileSource {
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let (start, upto) = (Self::index(start)?, Self::index(upto)?);
-        let end = match self.max_files_per_trigger {
+        let mut end = match self.max_files_per_trigger {
             Some(m) => upto.min(start + m),
             None => upto,
         };
+        // As many files as fit in the byte budget, at least one.
+        let mut bytes = 0u64;
+        for i in start..end {
+            let path = self.dir.join(&self.files[i]);
+            let size = std::fs::metadata(&path)
+                .map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?
+                .len();
+            bytes = bytes.saturating_add(size);
+            if i > start && bytes > self.max_bytes_per_trigger {
+                end = i;
+                break;
+            }
+        }
         Ok(json!(end.max(start)))
     }
 
@@ -195,5 +217,51 @@ impl Source for FileSource {
 
     fn task_of(&self, partition: u32) -> u32 {
         partition % self.tasks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::LocalCheckpointStore;
+
+    #[test]
+    fn batches_take_files_up_to_the_byte_budget_and_at_least_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        std::fs::create_dir(&input).unwrap();
+        // Five files of 100, 100, 300, 50 and 50 bytes, in name order.
+        for (i, n) in [100, 100, 300, 50, 50].into_iter().enumerate() {
+            let line = format!("{}\n", "x".repeat(n - 1));
+            std::fs::write(input.join(format!("{i}.txt")), line).unwrap();
+        }
+        let store = Arc::new(LocalCheckpointStore::open(&dir.path().join("cp")).unwrap());
+        let mut s = FileSource::new(input, LineFormat::Raw, None).with_max_bytes_per_trigger(250);
+        s.attach(SourceCheckpoint {
+            store,
+            dir: "sources/0".into(),
+        })
+        .unwrap();
+        let latest = s.latest_offset().unwrap();
+        let mut ends = vec![];
+        let mut at = json!(0);
+        while at != latest {
+            let end = s.next_end(&at, &latest).unwrap();
+            let read: usize = s
+                .read(&at, &end)
+                .unwrap()
+                .iter()
+                .map(|b| b.values.len())
+                .sum();
+            let files = FileSource::index(&end).unwrap() - FileSource::index(&at).unwrap();
+            assert!(read <= 250 || files == 1, "{read} bytes in {files} files");
+            ends.push(end.clone());
+            at = end;
+        }
+        // 100 + 100; 300 alone (over the budget, but one file always goes);
+        // 50 + 50.
+        assert_eq!(ends, vec![json!(2), json!(3), json!(5)]);
     }
 }

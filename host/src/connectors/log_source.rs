@@ -15,6 +15,7 @@ pub struct LogSource {
     root: PathBuf,
     topic: Topic,
     max_records_per_trigger: Option<u64>,
+    max_bytes_per_trigger: u64,
     /// Set by backpressure.
     rate_limit: Option<u64>,
     starting: StartingOffsets,
@@ -37,11 +38,19 @@ impl LogSource {
             root,
             topic,
             max_records_per_trigger,
+            max_bytes_per_trigger: super::DEFAULT_MAX_BYTES_PER_TRIGGER,
             rate_limit: None,
             starting,
             changes,
             seen: 0,
         })
+    }
+
+    /// Batches hold about `bytes` of input at most (estimated from the
+    /// topic's average record size on disk).
+    pub fn with_max_bytes_per_trigger(mut self, bytes: u64) -> Self {
+        self.max_bytes_per_trigger = bytes;
+        self
     }
 
     fn partitions(&self) -> usize {
@@ -90,7 +99,16 @@ impl Source for LogSource {
         let start = parse_offsets(start, self.partitions())?;
         let upto = parse_offsets(upto, self.partitions())?;
         let limit = min_limit(self.max_records_per_trigger, self.rate_limit);
-        Ok(json!(rate_limited_ends(&start, &upto, limit)))
+        let by_bytes = self
+            .topic
+            .average_record_bytes()
+            .map_err(err(Source::description(self)))?
+            .map(|avg| (self.max_bytes_per_trigger / avg.max(1)).max(1));
+        Ok(json!(rate_limited_ends(
+            &start,
+            &upto,
+            min_limit(limit, by_bytes)
+        )))
     }
 
     fn set_rate_limit(&mut self, max_records: Option<u64>) {
@@ -218,5 +236,45 @@ impl ContinuousSource for LogSource {
 
     fn latest_positions(&mut self) -> Option<Vec<u64>> {
         self.topic.committed_ends().ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backlog_is_read_in_batches_of_about_the_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = Topic::create(dir.path(), "in", 2).unwrap();
+        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+        for i in 0..10_000u32 {
+            let v = format!("{i:0>100}");
+            parts[(i % 2) as usize].push(None, v.as_bytes(), 0, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+        let budget = 100 << 10;
+        let mut s = LogSource::open(dir.path().into(), "in", None, StartingOffsets::Earliest)
+            .unwrap()
+            .with_max_bytes_per_trigger(budget);
+        let latest = s.latest_offset().unwrap();
+        let mut at = s.initial_offset().unwrap();
+        let (mut batches, mut records) = (0, 0);
+        while at != latest {
+            let end = s.next_end(&at, &latest).unwrap();
+            let read = s.read(&at, &end).unwrap();
+            let bytes: usize = read.iter().map(|b| b.values.len()).sum();
+            // The estimate counts frames on disk, a little more than values.
+            assert!(bytes as u64 <= budget, "{bytes}");
+            assert!(end == latest || bytes as u64 > budget / 2, "{bytes}");
+            records += read.iter().map(RecordBatch::len).sum::<usize>();
+            batches += 1;
+            at = end;
+            if batches > 20 {
+                break;
+            }
+        }
+        assert_eq!(records, 10_000);
+        assert!(batches >= 10, "{batches} batches");
     }
 }

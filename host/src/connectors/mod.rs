@@ -67,6 +67,11 @@ pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>)
 }
 
 /// The tighter of two optional limits.
+/// The input a micro-batch reads at most by default (files: at least one
+/// file; the embedded log: estimated from its average record size), so a
+/// backlog does not become one batch as large as itself.
+pub const DEFAULT_MAX_BYTES_PER_TRIGGER: u64 = 64 << 20;
+
 pub(crate) fn min_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),

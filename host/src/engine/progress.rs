@@ -118,6 +118,9 @@ pub struct TransformMetrics {
     pub memory_bytes: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub fuel_consumed: u64,
+    /// Instances replaced for holding most of their memory limit.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instances_recycled: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -130,6 +133,7 @@ impl TransformMetrics {
             && self.gauges.is_empty()
             && self.memory_bytes == 0
             && self.fuel_consumed == 0
+            && self.instances_recycled == 0
     }
 
     /// Add another instance's figures.
@@ -143,6 +147,7 @@ impl TransformMetrics {
         }
         self.memory_bytes = self.memory_bytes.saturating_add(o.memory_bytes);
         self.fuel_consumed = self.fuel_consumed.saturating_add(o.fuel_consumed);
+        self.instances_recycled = self.instances_recycled.saturating_add(o.instances_recycled);
     }
 }
 

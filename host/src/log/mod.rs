@@ -157,6 +157,29 @@ impl Topic {
         self.partitions.len() as u32
     }
 
+    /// The average size of a committed record on disk (frame included),
+    /// `None` before any: for estimating how many records fit in a budget.
+    pub fn average_record_bytes(&self) -> Result<Option<u64>, LogError> {
+        let records: u64 = self.committed_ends()?.iter().sum();
+        if records == 0 {
+            return Ok(None);
+        }
+        let mut bytes = 0u64;
+        for p in 0..self.partitions.len() {
+            let dir = self.dir.join(p.to_string());
+            let entries = std::fs::read_dir(&dir).map_err(|err| LogError::Io {
+                path: dir.clone(),
+                err,
+            })?;
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().ends_with(".log") {
+                    bytes += e.metadata().map_or(0, |m| m.len());
+                }
+            }
+        }
+        Ok(Some(bytes.div_ceil(records).max(1)))
+    }
+
     /// The committed end offset of every partition (what readers may see).
     pub fn committed_ends(&self) -> Result<Vec<u64>, LogError> {
         Ok(self

@@ -14,6 +14,7 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
             topic,
             starting_offsets,
             max_records_per_trigger,
+            max_bytes_per_trigger,
         } => SourceSpec::Log {
             root: path(&p),
             topic,
@@ -31,11 +32,13 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
                 i,
                 "max-records-per-trigger",
             )?,
+            max_bytes_per_trigger: batch_bytes(max_bytes_per_trigger, i)?,
         },
         RawSource::Files {
             path: p,
             format,
             max_files_per_trigger,
+            max_bytes_per_trigger,
         } => SourceSpec::Files {
             dir: path(&p),
             format: match format.as_deref().unwrap_or("json") {
@@ -53,6 +56,7 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
                 "max-files-per-trigger",
             )?
             .map(|m| m as usize),
+            max_bytes_per_trigger: batch_bytes(max_bytes_per_trigger, i)?,
         },
         RawSource::Rate {
             rows_per_second,
@@ -98,6 +102,21 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
         RawSink::Console {} => SinkSpec::Console,
         RawSink::Kafka(k) => SinkSpec::Kafka(k.validate(&format!("sink.{name}"))?),
     })
+}
+
+/// `max-bytes-per-trigger`: a size, by default
+/// [`crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER`].
+fn batch_bytes(v: Option<String>, source: usize) -> Result<u64, String> {
+    let Some(v) = v else {
+        return Ok(crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER);
+    };
+    match super::units::parse_size(&v) {
+        Ok(0) => Err(format!(
+            "source {source}: max-bytes-per-trigger must be at least 1 byte"
+        )),
+        Ok(n) => Ok(n as u64),
+        Err(e) => Err(format!("source {source}: max-bytes-per-trigger: {e}")),
+    }
 }
 
 fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {

@@ -61,11 +61,15 @@ pub enum SourceSpec {
         topic: String,
         starting: StartingOffsets,
         max_records_per_trigger: Option<u64>,
+        /// About this many bytes of input per batch at most.
+        max_bytes_per_trigger: u64,
     },
     Files {
         dir: PathBuf,
         format: LineFormat,
         max_files_per_trigger: Option<usize>,
+        /// Files up to this many bytes per batch (at least one).
+        max_bytes_per_trigger: u64,
     },
     Rate {
         rows_per_second: u64,

@@ -75,6 +75,7 @@ pub enum RawSource {
         #[serde(default)]
         starting_offsets: Option<String>,
         max_records_per_trigger: Option<u64>,
+        max_bytes_per_trigger: Option<String>,
     },
     #[serde(rename_all = "kebab-case")]
     Files {
@@ -82,6 +83,7 @@ pub enum RawSource {
         #[serde(default)]
         format: Option<String>,
         max_files_per_trigger: Option<usize>,
+        max_bytes_per_trigger: Option<String>,
     },
     Kafka(super::kafka::RawKafkaSource),
     #[serde(rename_all = "kebab-case")]

@@ -152,3 +152,36 @@ fn sandbox_grants_are_checked() {
     let err = with("network = true").unwrap_err();
     assert!(err.contains("unknown field `network`"), "{err}");
 }
+
+#[test]
+fn batches_are_capped_by_bytes_by_default_and_as_set() {
+    let p = parse(GOOD).unwrap();
+    assert!(matches!(
+        &p.sources[0],
+        SourceSpec::Log {
+            max_bytes_per_trigger: crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
+            ..
+        }
+    ));
+    let set = GOOD.replace(
+        "max-records-per-trigger = 500",
+        "max-bytes-per-trigger = \"1MiB\"",
+    );
+    assert!(matches!(
+        &parse(&set).unwrap().sources[0],
+        SourceSpec::Log {
+            max_bytes_per_trigger: 1_048_576,
+            ..
+        }
+    ));
+    let err = parse(&set.replace("\"1MiB\"", "\"0\"")).unwrap_err();
+    assert!(
+        err.contains("source 0: max-bytes-per-trigger must be at least 1 byte"),
+        "{err}"
+    );
+    let err = parse(&set.replace("\"1MiB\"", "\"lots\"")).unwrap_err();
+    assert!(
+        err.contains("source 0: max-bytes-per-trigger: `lots`"),
+        "{err}"
+    );
+}

@@ -44,6 +44,7 @@ pub struct WasmTransform {
     mode: CallMode,
     live: Option<Live>,
     instances_created: u64,
+    instances_recycled: u64,
     scratch: Record,
     /// Metrics of instances already discarded, so counts survive a trap.
     retired_metrics: GuestMetrics,
@@ -67,6 +68,7 @@ impl WasmTransform {
             mode,
             live: None,
             instances_created: 0,
+            instances_recycled: 0,
             scratch: records::empty_record(),
             retired_metrics: GuestMetrics::default(),
         };
@@ -74,9 +76,42 @@ impl WasmTransform {
         Ok(t)
     }
 
-    /// How many instances were created so far (1 + one per recovered trap).
+    /// How many instances were created so far (1 + one per recovered trap
+    /// or recycled instance).
     pub fn instances_created(&self) -> u64 {
         self.instances_created
+    }
+
+    /// How many instances were replaced for holding most of their memory
+    /// limit (see [`Self::recycle_if_grown`]).
+    pub fn instances_recycled(&self) -> u64 {
+        self.instances_recycled
+    }
+
+    /// Replace the instance between calls once its linear memory passed
+    /// three quarters of the limit. Linear memory never shrinks, so a guest
+    /// runtime that does not free (componentize-py 0.25 keeps every
+    /// returned batch's buffers) would reach the limit and trap mid-batch;
+    /// a fresh instance costs only its start. Guest memory is not state
+    /// (keyed state is the host's), so nothing is lost.
+    fn recycle_if_grown(&mut self) {
+        let Some(live) = &self.live else {
+            return;
+        };
+        let used = live.store.data().limiter.granted;
+        let limit = self.limits.max_memory;
+        if used <= limit / 4 * 3 {
+            return;
+        }
+        self.retire();
+        self.instances_recycled += 1;
+        // Rare (once per many batches for a leaking runtime), so unthrottled.
+        tracing::info!(
+            target: "weir::guest",
+            guest = %self.label,
+            "replaced the guest instance: its memory reached {used} of {limit} bytes (it does not free memory; {} replacements so far)",
+            self.instances_recycled
+        );
     }
 
     /// Counters and gauges the guest reported, across instance restarts.
@@ -283,6 +318,7 @@ impl WasmTransform {
             Ok(out) => {
                 out.validate(inputs)
                     .map_err(|e| TransformError::Malformed(e.to_string()))?;
+                self.recycle_if_grown();
                 Ok(out)
             }
             Err(e) => {
@@ -303,6 +339,7 @@ impl Transform for WasmTransform {
             gauges: m.gauges,
             memory_bytes: m.memory_bytes,
             fuel_consumed: m.fuel_consumed,
+            instances_recycled: self.instances_recycled,
         }
     }
 

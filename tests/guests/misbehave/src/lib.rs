@@ -58,6 +58,12 @@ impl Transform for Misbehave {
                     std::hint::black_box(&hog);
                 }
             }
+            b"leak" => {
+                // A runtime that never frees: 1 MiB kept per record.
+                std::mem::forget(std::hint::black_box(vec![1u8; 1 << 20]));
+                out.forward();
+                Ok(())
+            }
             b"recurse" => {
                 std::hint::black_box(recurse(1));
                 Ok(())
