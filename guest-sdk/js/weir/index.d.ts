@@ -5,7 +5,9 @@ export interface Header {
   value: Uint8Array;
 }
 
-/** One input record; `value` is undefined for a record without one (a tombstone). */
+/** One input record; `value` is undefined for a record without one (a
+ * tombstone). Valid during the call it is passed to: the SDK may reuse the
+ * object for the next record, so copy what you keep. */
 export declare class Record {
   readonly value: Uint8Array | undefined;
   readonly index: number;

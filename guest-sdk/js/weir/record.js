@@ -1,5 +1,6 @@
 // One input record: a view into the batch it arrived in. `value` is a
-// Uint8Array, or undefined for a record without one (a tombstone).
+// Uint8Array, or undefined for a record without one (a tombstone). Valid
+// during its call only: a plain map moves one object along the batch.
 
 import { BadRecord, Broken } from "./errors.js";
 
@@ -16,6 +17,11 @@ export class Record {
   /** The value as UTF-8 text; a value that is not refuses the record. */
   get text() {
     if (this.value === undefined) throw new BadRecord("record has no value");
+    const ascii = asciiText(this.batch);
+    if (ascii !== null) {
+      const start = this.value.byteOffset - this.batch.values.byteOffset;
+      return ascii.substring(start, start + this.value.length);
+    }
     try {
       return utf8.decode(this.value);
     } catch (e) {
@@ -56,6 +62,25 @@ export class Record {
   get partition() {
     return this.batch.partition;
   }
+}
+
+/** The batch's values decoded once, when they are all ASCII (then byte
+ * offsets are string offsets), else null; kept on the batch. Decoding a
+ * batch natively beats decoding each record. */
+function asciiText(batch) {
+  if (batch.asciiText === undefined) {
+    let text = null;
+    if (batch.values instanceof Uint8Array) {
+      try {
+        text = utf8.decode(batch.values);
+      } catch {
+        text = null;
+      }
+    }
+    // Equal lengths: every character was one byte.
+    batch.asciiText = text !== null && text.length === batch.values.length ? text : null;
+  }
+  return batch.asciiText;
 }
 
 /** `v` as bytes: Uint8Array as is, strings as UTF-8. */

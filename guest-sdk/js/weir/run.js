@@ -101,9 +101,13 @@ function plainMap(f, b, cols) {
   const results = [];
   let strings = true;
   let start = 0;
+  // One record object, moved along the batch (records are valid during
+  // their call only): an allocation per record costs in an interpreter.
+  const record = new Record(undefined, 0, b);
   for (let i = 0; i < valueEnds.length; i++) {
     const end = valueEnds[i];
-    const record = new Record(values.subarray(start, end), i, b);
+    record.value = values.subarray(start, end);
+    record.index = i;
     start = end;
     let v;
     try {
