@@ -85,13 +85,12 @@ fn native_filter(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), Trans
     Ok(())
 }
 
+/// An uppercase guest, and a JSON filter guest with its config.
+type Guests = (PathBuf, Option<(PathBuf, Vec<(String, String)>)>);
+
 /// `lang`'s uppercase guest (the `weir new` scaffold) and its JSON filter
 /// (the scaffold with `examples/<lang>/<filter>`), built by `weir build`.
-fn sdk_guests(
-    dir: &Path,
-    lang: &str,
-    filter: &str,
-) -> (PathBuf, Option<(PathBuf, Vec<(String, String)>)>) {
+fn sdk_guests(dir: &Path, lang: &str, filter: &str) -> Guests {
     let upper = testkit::scaffold(dir, lang, &format!("{lang}-upper"), None);
     let json = testkit::scaffold(dir, lang, &format!("{lang}-json"), Some(filter));
     (upper, Some((json, vec![])))
@@ -131,7 +130,6 @@ fn main() {
     ];
     // (name, grants, and how to build its uppercase guest and its JSON
     // filter guest with the filter's config), built only when benched.
-    type Guests = (PathBuf, Option<(PathBuf, Vec<(String, String)>)>);
     type Row<'a> = (&'static str, Vec<String>, Box<dyn Fn() -> Guests + 'a>);
     let rows: Vec<Row> = vec![
         (

@@ -237,7 +237,7 @@ mod tests {
             let line = format!("{}\n", "x".repeat(n - 1));
             std::fs::write(input.join(format!("{i}.txt")), line).unwrap();
         }
-        let store = Arc::new(LocalCheckpointStore::open(&dir.path().join("cp")).unwrap());
+        let store = Arc::new(LocalCheckpointStore::open(dir.path().join("cp")).unwrap());
         let mut s = FileSource::new(input, LineFormat::Raw, None).with_max_bytes_per_trigger(250);
         s.attach(SourceCheckpoint {
             store,
