@@ -173,3 +173,48 @@ fn a_large_segment_read_in_small_steps_reads_each_byte_about_once() {
     assert_eq!(out.len(), 20_000);
     assert!(whole.read_bytes() <= 2 * file + (4 << 20));
 }
+
+#[test]
+fn a_read_or_a_cut_near_the_end_of_a_long_partition_scans_only_its_last_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("0");
+    // About nine records per 1,000-byte segment: some 220 segments.
+    let mut p = partition::Partition::open(path.clone(), 1_000).unwrap();
+    let values: Vec<String> = (0..2_000).map(|i| format!("{i:0>100}")).collect();
+    let refs: Vec<&str> = values.iter().map(String::as_str).collect();
+    assert_eq!(p.append(&batch(&refs)).unwrap(), 2_000);
+    let segments = std::fs::read_dir(&path).unwrap().count();
+    assert!(segments > 200, "{segments} segments");
+    let mut fresh = partition::Partition::open(path.clone(), 1_000).unwrap();
+    let mut out = RecordBatch::new(0);
+    fresh.read(1_990, 2_000, &mut out).unwrap();
+    assert_eq!(out.len(), 10);
+    assert_eq!(out.get(9).value, values[1_999].as_bytes());
+    // About 240 KB in all: only the two segments holding the records are
+    // read (scanned, then read), not every one before them.
+    assert!(
+        fresh.read_bytes() <= 8_000,
+        "{} bytes read",
+        fresh.read_bytes()
+    );
+    // A writer's check of the committed end reads the last segment only.
+    let mut writer = partition::Partition::open(path.clone(), 1_000).unwrap();
+    assert!(!writer.is_clean(2_000));
+    writer.truncate_to(2_000).unwrap();
+    assert!(writer.is_clean(2_000));
+    assert!(
+        writer.read_bytes() <= 1_500,
+        "{} bytes read",
+        writer.read_bytes()
+    );
+    assert_eq!(writer.append(&batch(&["next"])).unwrap(), 2_001);
+    // Everything still reads back in order from a fresh handle.
+    let mut all = RecordBatch::new(0);
+    partition::Partition::open(path, 1_000)
+        .unwrap()
+        .read(0, 2_001, &mut all)
+        .unwrap();
+    assert_eq!(all.len(), 2_001);
+    assert_eq!(all.get(1_000).value, values[1_000].as_bytes());
+    assert_eq!(all.get(2_000).value, b"next");
+}

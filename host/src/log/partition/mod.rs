@@ -1,37 +1,19 @@
 //! One partition: segment files `<base-offset>.log`, offsets = record index.
 //! The in-memory state is a sparse index (offset -> file position) built by
-//! scanning, and is only ever trusted up to a known committed end.
+//! scanning only the segments a read or a truncation needs (a segment's
+//! offsets start at the base in its name), and is only ever trusted up to a
+//! known committed end.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::fs::OpenOptions;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::LogError;
 use super::record::{FRAME_HEADER, MAX_BODY, decode, encode, frame_len};
 use crate::engine::batch::RecordBatch;
+use segment::{INDEX_EVERY, Segment};
 
-/// One sparse index entry per this many records.
-const INDEX_EVERY: u64 = 512;
-/// A scan reads about what the records it wants take, at least this much
-/// and at most this much per read (more for one larger record).
-const SCAN_MIN: usize = 4 << 10;
-const SCAN_MAX: usize = 4 << 20;
-
-#[derive(Debug)]
-struct Segment {
-    base: u64,
-    path: PathBuf,
-    /// Bytes of valid records scanned so far.
-    len: u64,
-    /// Offset just past the last scanned record.
-    end: u64,
-    /// `(offset, position)` pairs, ascending.
-    index: Vec<(u64, u64)>,
-    /// Where the last read ended, `(offset, position)`: the next read of a
-    /// reader that follows the data starts there instead of at an index
-    /// entry up to `INDEX_EVERY` records back.
-    cursor: Option<(u64, u64)>,
-}
+mod segment;
 
 pub(crate) struct Partition {
     dir: PathBuf,
@@ -42,109 +24,6 @@ pub(crate) struct Partition {
 
 fn seg_path(dir: &Path, base: u64) -> PathBuf {
     dir.join(format!("{base:020}.log"))
-}
-
-impl Segment {
-    fn io(&self) -> impl Fn(std::io::Error) -> LogError + '_ {
-        |err| LogError::Io {
-            path: self.path.clone(),
-            err,
-        }
-    }
-
-    /// The index entry at or before `offset`: where to start scanning.
-    fn index_before(&self, offset: u64) -> (u64, u64) {
-        self.index
-            .iter()
-            .rev()
-            .find(|(o, _)| *o <= offset)
-            .copied()
-            .unwrap_or((self.base, 0))
-    }
-
-    /// The closest known position at or before `offset`: the index's or
-    /// the last read's end.
-    fn position_before(&self, offset: u64) -> (u64, u64) {
-        let indexed = self.index_before(offset);
-        match self.cursor {
-            Some(c) if c.0 <= offset && c.0 >= indexed.0 => c,
-            _ => indexed,
-        }
-    }
-
-    /// Index records from `end` until `target` (or the valid data ends),
-    /// reading in chunks: a small step into a big segment reads about the
-    /// step. Returns the bytes read, `None` when the file is gone.
-    fn scan(&mut self, target: u64) -> Result<Option<u64>, LogError> {
-        let mut f = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(err) => {
-                return Err(LogError::Io {
-                    path: self.path.clone(),
-                    err,
-                });
-            }
-        };
-        f.seek(SeekFrom::Start(self.len)).map_err(self.io())?;
-        let mut buf = Vec::new();
-        let (mut pos, mut read, mut eof) = (0usize, 0u64, false);
-        while self.end < target {
-            if let Some(len) = frame_len(&buf[pos..]) {
-                if (self.end - self.base).is_multiple_of(INDEX_EVERY)
-                    && self.index.last().is_none_or(|(o, _)| *o < self.end)
-                {
-                    self.index.push((self.end, self.len));
-                }
-                pos += len;
-                self.len += len as u64;
-                self.end += 1;
-                continue;
-            }
-            if eof {
-                // A torn or corrupt tail, or the end: stop before it.
-                break;
-            }
-            // Keep the partial frame and read on: about what the records
-            // still wanted take at the segment's average size so far, and
-            // the whole frame when its header says it is longer.
-            buf.drain(..pos);
-            pos = 0;
-            let frame = match buf.get(..4) {
-                Some(h) => {
-                    let body = u32::from_le_bytes(h.try_into().expect("4 bytes")) as usize;
-                    (FRAME_HEADER + body.min(MAX_BODY)).saturating_sub(buf.len())
-                }
-                None => 0,
-            };
-            let average = match self.end - self.base {
-                0 => 128,
-                n => self.len / n + 1,
-            };
-            let estimate = (target - self.end)
-                .saturating_mul(average)
-                .clamp(SCAN_MIN as u64, SCAN_MAX as u64) as usize;
-            let want = frame.max(estimate);
-            let got = (&mut f)
-                .take(want as u64)
-                .read_to_end(&mut buf)
-                .map_err(self.io())?;
-            read += got as u64;
-            eof = got < want;
-        }
-        Ok(Some(read))
-    }
-
-    /// The segment's bytes from `pos` up to `stop`.
-    fn bytes(&self, pos: u64, stop: u64) -> Result<Vec<u8>, LogError> {
-        let mut f = File::open(&self.path).map_err(self.io())?;
-        f.seek(SeekFrom::Start(pos)).map_err(self.io())?;
-        let mut buf = Vec::new();
-        f.take(stop.saturating_sub(pos))
-            .read_to_end(&mut buf)
-            .map_err(self.io())?;
-        Ok(buf)
-    }
 }
 
 impl Partition {
@@ -192,26 +71,37 @@ impl Partition {
         self.segments.last().map_or(0, |s| s.end)
     }
 
-    /// Scan forward until `target` records are indexed (or the data ends).
-    /// Returns the offset reached.
-    pub(crate) fn scan_to(&mut self, target: u64) -> Result<u64, LogError> {
-        let n = self.segments.len();
-        for i in 0..n {
+    /// Index the records of `[from, to)`: each segment holding some of
+    /// them, from where it was scanned to up to `to` (or its end), so a
+    /// read near the end of a long partition does not scan its start.
+    fn scan_range(&mut self, from: u64, to: u64) -> Result<(), LogError> {
+        for i in 0..self.segments.len() {
             let next_base = self.segments.get(i + 1).map(|s| s.base);
-            let seg = &mut self.segments[i];
-            if seg.end >= target {
-                break;
-            }
-            if next_base.is_some_and(|b| seg.end >= b) {
+            if next_base.is_some_and(|b| b <= from) {
                 continue;
             }
-            // A segment that is gone ends what is readable.
-            let Some(read) = seg.scan(target)? else {
+            let seg = &mut self.segments[i];
+            if seg.base >= to {
                 break;
-            };
-            self.read_bytes += read;
+            }
+            let want = next_base.map_or(to, |b| b.min(to));
+            if seg.end >= want {
+                continue;
+            }
+            let read = seg.scan(want)?;
+            self.read_bytes += read.unwrap_or(0);
+            if seg.end < want {
+                // Gone or short: the committed records are not all there.
+                return Err(LogError::Corrupt {
+                    path: seg.path.clone(),
+                    problem: format!(
+                        "records up to offset {want} are committed but only {} are readable",
+                        seg.end
+                    ),
+                });
+            }
         }
-        Ok(self.scanned_end())
+        Ok(())
     }
 
     /// Bytes read from segment files so far, by scans and reads.
@@ -230,15 +120,7 @@ impl Partition {
         if from >= to {
             return Ok(());
         }
-        if self.scan_to(to)? < to {
-            return Err(LogError::Corrupt {
-                path: self.dir.clone(),
-                problem: format!(
-                    "records up to offset {to} are committed but only {} are readable",
-                    self.scanned_end()
-                ),
-            });
-        }
+        self.scan_range(from, to)?;
         let mut offset = from;
         for seg in &mut self.segments {
             if offset >= to {
@@ -297,16 +179,6 @@ impl Partition {
     /// Cut everything past `committed` (a crashed writer's leftovers): the
     /// caller holds the topic lock.
     pub(crate) fn truncate_to(&mut self, committed: u64) -> Result<(), LogError> {
-        self.scan_to(committed)?;
-        if self.scanned_end() < committed {
-            return Err(LogError::Corrupt {
-                path: self.dir.clone(),
-                problem: format!(
-                    "commit says {committed} records but only {} are readable",
-                    self.scanned_end()
-                ),
-            });
-        }
         while self.segments.len() > 1
             && self.segments.last().unwrap().base >= committed
             && self.segments.last().unwrap().base > 0
@@ -325,6 +197,8 @@ impl Partition {
                 }
             }
         }
+        // The last segment now holds the committed end.
+        self.scan_range(committed.saturating_sub(1), committed)?;
         let seg = self.segments.last_mut().unwrap();
         // Find the byte position of `committed` inside the last segment.
         let mut pos = 0;
