@@ -12,8 +12,9 @@ import (
 
 // ---------------------------------------------------------------- memory
 // Every block handed to the host (cabi_realloc results, return areas, output
-// lists) must stay reachable from Go, or the GC would reuse it: `live` pins them.
-var live = map[uintptr][]uint64{}
+// lists) must stay reachable from Go, or the GC would reuse it: `live` pins
+// them (Go's collector never moves an object, so a pinned block stays put).
+var live = map[uintptr]any{}
 
 func alloc(size uint32) unsafe.Pointer {
 	if size == 0 {
@@ -170,14 +171,12 @@ func view[T any](l list) []T { // zero-copy view of a host-written list; valid d
 	return unsafe.Slice((*T)(unsafe.Pointer(uintptr(l.Ptr))), l.Len)
 }
 
-func put[T any](s []T) list { // copy a Go slice into a pinned block for the host
+func put[T any](s []T) list { // hand a Go slice to the host as is, pinned until post-return
 	if len(s) == 0 {
 		return list{}
 	}
-	var z T
-	n := uint32(len(s)) * uint32(unsafe.Sizeof(z))
-	p := alloc(n)
-	copy(unsafe.Slice((*T)(p), len(s)), s)
+	p := unsafe.Pointer(unsafe.SliceData(s))
+	live[uintptr(p)] = s
 	return list{Ptr: uint32(uintptr(p)), Len: uint32(len(s))}
 }
 

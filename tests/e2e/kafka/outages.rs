@@ -35,6 +35,10 @@ fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &st
 fn survives_outages(continuous: bool) {
     let dir = tempfile::tempdir().unwrap();
     let bootstrap = start_broker(dir.path(), 0);
+    // Restarts keep the address the pipeline knows: the same port, retried
+    // until the stopped broker has let go of it (with port 0 the script
+    // takes another port when the old one is not free yet).
+    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
     let mut p = Pipeline::on(&bootstrap, 300, 100, continuous, "");
     // Both run until stopped; micro-batch on a processing-time trigger.
     if !continuous {
@@ -63,13 +67,13 @@ fn survives_outages(continuous: bool) {
         std::thread::sleep(Duration::from_millis(500));
     }
 
-    start_broker(dir.path(), 0);
+    start_broker(dir.path(), port);
     wait_for(&p, 300, &mut child, &log);
 
     // Down again mid-run, then more input once it is back.
     stop_broker(dir.path());
     std::thread::sleep(Duration::from_secs(3));
-    start_broker(dir.path(), 0);
+    start_broker(dir.path(), port);
     produce_numbers(&bootstrap, &p.input, 300, 300);
     p.n = 600;
     wait_for(&p, 600, &mut child, &log);
