@@ -32,6 +32,17 @@ fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &st
     }
 }
 
+/// The pipeline process, killed if the test fails before it stops it (a
+/// leftover `weir run` would go on retrying its broker for ever).
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn survives_outages(continuous: bool) {
     let dir = tempfile::tempdir().unwrap();
     let bootstrap = start_broker(dir.path(), 0);
@@ -48,11 +59,13 @@ fn survives_outages(continuous: bool) {
     stop_broker(dir.path());
 
     let log = dir.path().join("weir.log");
-    let mut child = p
-        .command()
-        .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-        .spawn()
-        .unwrap();
+    let mut running = Running(
+        p.command()
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    let child = &mut running.0;
     let started = Instant::now();
     loop {
         assert!(child.try_wait().unwrap().is_none(), "weir gave up at once");
@@ -68,7 +81,7 @@ fn survives_outages(continuous: bool) {
     }
 
     start_broker(dir.path(), port);
-    wait_for(&p, 300, &mut child, &log);
+    wait_for(&p, 300, child, &log);
 
     // Down again mid-run, then more input once it is back.
     stop_broker(dir.path());
@@ -76,7 +89,7 @@ fn survives_outages(continuous: bool) {
     start_broker(dir.path(), port);
     produce_numbers(&bootstrap, &p.input, 300, 300);
     p.n = 600;
-    wait_for(&p, 600, &mut child, &log);
+    wait_for(&p, 600, child, &log);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     assert!(child.wait().unwrap().success());
