@@ -2,7 +2,7 @@
 //! and says when it will move next, so an idle task can sleep until then
 //! (or until its reader wakes it for new records) instead of polling.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 pub(crate) struct Marker {
@@ -10,8 +10,6 @@ pub(crate) struct Marker {
     base: Instant,
     /// Microseconds after `base` of the next move.
     next_us: AtomicU64,
-    /// Whether a task read records since the last move.
-    active: AtomicBool,
 }
 
 impl Marker {
@@ -20,7 +18,6 @@ impl Marker {
             epoch: AtomicU64::new(epoch),
             base: Instant::now(),
             next_us: AtomicU64::new(0),
-            active: AtomicBool::new(false),
         }
     }
 
@@ -39,16 +36,6 @@ impl Marker {
         let us = next.saturating_duration_since(self.base).as_micros();
         self.next_us
             .store(u64::try_from(us).unwrap_or(u64::MAX), Ordering::SeqCst);
-    }
-
-    /// A task read records in the current epoch.
-    pub(crate) fn note_activity(&self) {
-        self.active.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether a task read records since the last call.
-    pub(crate) fn take_activity(&self) -> bool {
-        self.active.swap(false, Ordering::Relaxed)
     }
 
     /// How long until the next move (zero once it is due).
@@ -70,9 +57,5 @@ mod tests {
         m.advance(Instant::now());
         assert_eq!(m.epoch(), 8);
         assert_eq!(m.until_next(), Duration::ZERO);
-        assert!(!m.take_activity());
-        m.note_activity();
-        assert!(m.take_activity());
-        assert!(!m.take_activity());
     }
 }

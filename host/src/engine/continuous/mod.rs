@@ -267,16 +267,9 @@ impl ContinuousQuery {
             }
             let now = Instant::now();
             if now >= next_tick {
-                next_tick = now + interval;
                 // The epoch marker: tasks report the epoch that just ended.
-                // A query without state or event time whose tasks read
-                // nothing since the last marker has no epoch to end: holding
-                // it spares every idle task a report per interval.
-                if marker.take_activity() || self.options.state.active() {
-                    marker.advance(next_tick);
-                } else {
-                    marker.set_next(next_tick);
-                }
+                next_tick = now + interval;
+                marker.advance(next_tick);
             }
             match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
                 Ok(Ok(report)) => pending.entry(report.epoch).or_default().push(report),

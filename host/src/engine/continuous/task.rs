@@ -243,18 +243,12 @@ impl Poll {
         source_name: &str,
     ) -> Result<Option<RecordBatch>, EngineError> {
         let mut batch = RecordBatch::new(partition);
-        let before = *position;
         *position = reader
             .read(*position, u64::MAX, max, &mut batch)
             .map_err(|err| EngineError::Source {
                 name: source_name.to_string(),
                 err,
             })?;
-        if *position != before {
-            // Records, or positions without records (Kafka's transaction
-            // markers): either way the epoch has progress to commit.
-            marker.note_activity();
-        }
         if !batch.is_empty() {
             self.idle = 0;
             return Ok(Some(batch));
