@@ -320,28 +320,8 @@ fn window_modes(lang: &str) {
     // example in parallel).
     let example = format!("window-count/{}", example_file(lang));
     let component = scaffold(dir.path(), lang, "golden", Some(&example));
-    let mut lines = String::new();
-    let mut reference: BTreeMap<(String, i64), u64> = BTreeMap::new();
     // Out of order by up to 5 s.
-    for i in 0..700i64 {
-        let key = format!("k{}", (i * 7) % 6);
-        let ts = 1_700_000_000_000 + i * 40 + (i * 7919) % 5_000;
-        lines.push_str(&format!("{{\"key\":\"{key}\",\"ts\":{ts}}}\n"));
-        *reference
-            .entry((key, ts - ts.rem_euclid(1_000)))
-            .or_default() += 1;
-    }
-    let input = dir.path().join("events.jsonl");
-    std::fs::write(&input, lines).unwrap();
-    let expect = dir.path().join("expect.jsonl");
-    let want: String = reference
-        .iter()
-        .map(|((k, start), n)| {
-            let end = start + 1_000;
-            format!("{{\"key\":\"{k}\",\"start\":{start},\"end\":{end},\"count\":{n}}}\n")
-        })
-        .collect();
-    std::fs::write(&expect, want).unwrap();
+    let (input, expect) = testkit::window_events(dir.path(), 700, 6, 40, 5_000, 1_000);
     let grants = testkit::grants(lang);
     for mode in ["update", "complete"] {
         let o = testkit::weir()

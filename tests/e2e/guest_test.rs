@@ -1,8 +1,7 @@
 //! `weir test GUEST.wasm --input FILE [--expect FILE]`: a guest over sample
 //! records as a pipeline runs it, compared with an expectation, including a
-//! windowed count checked against a reference computed here.
+//! windowed count checked against a reference the test computes.
 
-use std::collections::BTreeMap;
 use std::process::Output;
 
 use crate::testkit::{guest, weir};
@@ -146,30 +145,8 @@ fn a_guest_is_tested_against_an_expectation_with_rejections_shown() {
 #[test]
 fn windows_fire_at_the_final_watermark_and_match_a_reference() {
     let dir = tempfile::tempdir().unwrap();
-    let mut lines = String::new();
-    let mut reference: BTreeMap<(String, i64), u64> = BTreeMap::new();
     // 5 keys over about 80 s, out of order by up to 20 s (within the delay).
-    for i in 0..600i64 {
-        let key = format!("k{}", (i * 7) % 5);
-        let ts = 1_700_000_000_000 + i * 100 + (i * 7919) % 20_000;
-        lines.push_str(&format!("{{\"key\":\"{key}\",\"ts\":{ts}}}\n"));
-        *reference
-            .entry((key, ts - ts.rem_euclid(10_000)))
-            .or_default() += 1;
-    }
-    let input = dir.path().join("events.jsonl");
-    std::fs::write(&input, lines).unwrap();
-    let expect = dir.path().join("expect.jsonl");
-    let want: String = reference
-        .iter()
-        .map(|((k, start), n)| {
-            format!(
-                "{{\"key\":\"{k}\",\"start\":{start},\"end\":{},\"count\":{n}}}\n",
-                start + 10_000
-            )
-        })
-        .collect();
-    std::fs::write(&expect, want).unwrap();
+    let (input, expect) = crate::testkit::window_events(dir.path(), 600, 5, 100, 20_000, 10_000);
     let counts = guest("window-count");
     let args = [
         counts.to_str().unwrap(),

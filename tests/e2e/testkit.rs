@@ -150,6 +150,42 @@ pub fn polyglot_guest(file: &str) -> PathBuf {
     out.join(file)
 }
 
+/// `n` JSON events `{"key":"k<j>","ts":..}` over `keys` keys, `step` ms
+/// apart and out of order by up to `jitter` ms, in `dir/events.jsonl`; and
+/// their tumbling `size` windows' counts per key, computed here as the
+/// reference, in `dir/expect.jsonl` (as `weir test` prints them). Returns
+/// both paths.
+pub fn window_events(
+    dir: &Path,
+    n: i64,
+    keys: i64,
+    step: i64,
+    jitter: i64,
+    size: i64,
+) -> (PathBuf, PathBuf) {
+    let mut lines = String::new();
+    let mut reference: std::collections::BTreeMap<(String, i64), u64> = Default::default();
+    for i in 0..n {
+        let key = format!("k{}", (i * 7) % keys);
+        let ts = 1_700_000_000_000 + i * step + (i * 7919) % jitter;
+        lines.push_str(&format!("{{\"key\":\"{key}\",\"ts\":{ts}}}\n"));
+        *reference
+            .entry((key, ts - ts.rem_euclid(size)))
+            .or_default() += 1;
+    }
+    let want: String = reference
+        .iter()
+        .map(|((k, start), n)| {
+            let end = start + size;
+            format!("{{\"key\":\"{k}\",\"start\":{start},\"end\":{end},\"count\":{n}}}\n")
+        })
+        .collect();
+    let (input, expect) = (dir.join("events.jsonl"), dir.join("expect.jsonl"));
+    std::fs::write(&input, lines).unwrap();
+    std::fs::write(&expect, want).unwrap();
+    (input, expect)
+}
+
 /// A runtime whose compile cache lives under the test target dir.
 pub fn runtime() -> Runtime {
     Runtime::new(RuntimeOptions {
