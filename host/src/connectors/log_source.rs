@@ -16,6 +16,8 @@ pub struct LogSource {
     topic: Topic,
     max_records_per_trigger: Option<u64>,
     max_bytes_per_trigger: u64,
+    /// The last estimate of the average record size: (records then, bytes).
+    average: Option<(u64, u64)>,
     /// Set by backpressure.
     rate_limit: Option<u64>,
     starting: StartingOffsets,
@@ -39,6 +41,7 @@ impl LogSource {
             topic,
             max_records_per_trigger,
             max_bytes_per_trigger: super::DEFAULT_MAX_BYTES_PER_TRIGGER,
+            average: None,
             rate_limit: None,
             starting,
             changes,
@@ -51,6 +54,23 @@ impl LogSource {
     pub fn with_max_bytes_per_trigger(mut self, bytes: u64) -> Self {
         self.max_bytes_per_trigger = bytes;
         self
+    }
+
+    /// The topic's average record size on disk, estimated again only when
+    /// the committed records (`records`) grew by a quarter since the last
+    /// estimate: listing the segments at every trigger would be repeated I/O.
+    fn average_record_bytes(&mut self, records: u64) -> Result<Option<u64>, ConnectorError> {
+        if let Some((at, avg)) = self.average
+            && records <= at.saturating_add(at / 4)
+        {
+            return Ok(Some(avg));
+        }
+        let avg = self
+            .topic
+            .average_record_bytes()
+            .map_err(err(Source::description(self)))?;
+        self.average = avg.map(|a| (records, a));
+        Ok(avg)
     }
 
     fn partitions(&self) -> usize {
@@ -100,10 +120,8 @@ impl Source for LogSource {
         let upto = parse_offsets(upto, self.partitions())?;
         let limit = min_limit(self.max_records_per_trigger, self.rate_limit);
         let by_bytes = self
-            .topic
-            .average_record_bytes()
-            .map_err(err(Source::description(self)))?
-            .map(|avg| (self.max_bytes_per_trigger / avg.max(1)).max(1));
+            .average_record_bytes(upto.iter().sum())?
+            .map(|avg| (self.max_bytes_per_trigger / avg).max(1));
         Ok(json!(rate_limited_ends(
             &start,
             &upto,
