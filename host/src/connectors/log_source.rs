@@ -8,6 +8,7 @@ use super::{err, min_limit, parse_offsets, rate_limited_ends};
 use crate::engine::connector::{ContinuousSource, PartitionReader};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::log::Topic;
+use crate::log::watch::Watch;
 
 pub use crate::spec::StartingOffsets;
 
@@ -21,10 +22,8 @@ pub struct LogSource {
     /// Set by backpressure.
     rate_limit: Option<u64>,
     starting: StartingOffsets,
-    /// Commits to the topic wake an idle query (when they can be watched),
-    /// and the change count its last look saw.
-    changes: Option<std::sync::Arc<crate::log::watch::Changes>>,
-    seen: u64,
+    /// Commits to the topic wake an idle query (when they can be watched).
+    watch: Watch,
 }
 
 impl LogSource {
@@ -35,7 +34,7 @@ impl LogSource {
         starting: StartingOffsets,
     ) -> Result<Self, ConnectorError> {
         let topic = Topic::open(&root, topic).map_err(|e| ConnectorError(e.to_string()))?;
-        let changes = crate::log::watch::changes(topic.dir());
+        let watch = Watch::new(topic.dir());
         Ok(LogSource {
             root,
             topic,
@@ -44,8 +43,7 @@ impl LogSource {
             average: None,
             rate_limit: None,
             starting,
-            changes,
-            seen: 0,
+            watch,
         })
     }
 
@@ -91,10 +89,7 @@ impl Source for LogSource {
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
-        // Counted before reading, so a commit in between still wakes us.
-        if let Some(c) = &self.changes {
-            self.seen = c.seen();
-        }
+        self.watch.look();
         let ends = self
             .topic
             .committed_ends()
@@ -103,16 +98,11 @@ impl Source for LogSource {
     }
 
     fn wakes_on_data(&self) -> bool {
-        self.changes.is_some()
+        self.watch.wakes()
     }
 
     fn wait_for_data(&mut self, timeout: std::time::Duration) {
-        match &self.changes {
-            Some(c) => {
-                c.wait_after(self.seen, timeout);
-            }
-            None => std::thread::sleep(timeout),
-        }
+        self.watch.wait(timeout);
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
@@ -162,10 +152,9 @@ struct LogReader {
     topic: Topic,
     partition: u32,
     /// Commits to the topic wake a waiting reader (when they can be
-    /// watched); the change count and committed end its last look saw, and
-    /// when it looked (the first read always looks).
-    changes: Option<std::sync::Arc<crate::log::watch::Changes>>,
-    seen: u64,
+    /// watched); the committed end its last look saw, and when it looked
+    /// (the first read always looks).
+    watch: Watch,
     end: u64,
     looked: Option<std::time::Instant>,
 }
@@ -182,15 +171,11 @@ impl PartitionReader for LogReader {
         max: usize,
         out: &mut RecordBatch,
     ) -> Result<u64, ConnectorError> {
-        if let Some(c) = &self.changes {
-            // Nothing committed since the last look: no need to read.
-            let seen = c.seen();
-            let recent = self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY);
-            if seen == self.seen && self.end <= from && recent {
-                return Ok(from);
-            }
-            // Counted before reading, so a commit in between still wakes us.
-            self.seen = seen;
+        // Nothing committed since the last look: no need to read.
+        let moved = self.watch.look();
+        let recent = self.looked.is_some_and(|t| t.elapsed() < LOOK_EVERY);
+        if !moved && self.end <= from && recent {
+            return Ok(from);
         }
         let end = self
             .topic
@@ -210,13 +195,11 @@ impl PartitionReader for LogReader {
     }
 
     fn wait_for_data(&mut self, timeout: std::time::Duration) -> bool {
-        match &self.changes {
-            Some(c) => {
-                c.wait_after(self.seen, timeout);
-                true
-            }
-            None => false,
+        if !self.watch.wakes() {
+            return false;
         }
+        self.watch.wait(timeout);
+        true
     }
 }
 
@@ -237,12 +220,10 @@ impl ContinuousSource for LogSource {
     fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
         let topic = Topic::open(&self.root, self.topic.name())
             .map_err(|e| ConnectorError(e.to_string()))?;
-        let changes = crate::log::watch::changes(topic.dir());
         Ok(Box::new(LogReader {
+            watch: Watch::new(topic.dir()),
             topic,
             partition,
-            changes,
-            seen: 0,
             end: 0,
             looked: None,
         }))

@@ -45,6 +45,51 @@ impl Changes {
     }
 }
 
+/// One reader's view of a topic's commits: the change count its last look
+/// saw, to wait for the next change after it (or poll where the topic
+/// cannot be watched).
+pub struct Watch {
+    changes: Option<Arc<Changes>>,
+    seen: u64,
+}
+
+impl Watch {
+    pub fn new(topic_dir: &Path) -> Self {
+        Watch {
+            changes: changes(topic_dir),
+            seen: 0,
+        }
+    }
+
+    /// Whether commits wake [`Self::wait`] (else it only sleeps).
+    pub fn wakes(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    /// Note the current count before reading the commit file, so a commit
+    /// in between still wakes the next wait; true if it moved since the
+    /// last look (always true where nothing is watched).
+    pub fn look(&mut self) -> bool {
+        let Some(c) = &self.changes else {
+            return true;
+        };
+        let now = c.seen();
+        let moved = now != self.seen;
+        self.seen = now;
+        moved
+    }
+
+    /// Wait until a commit after the last look, or `timeout`.
+    pub fn wait(&self, timeout: Duration) {
+        match &self.changes {
+            Some(c) => {
+                c.wait_after(self.seen, timeout);
+            }
+            None => std::thread::sleep(timeout),
+        }
+    }
+}
+
 struct Watcher {
     fd: libc::c_int,
     by_dir: Mutex<HashMap<PathBuf, Arc<Changes>>>,
