@@ -5,20 +5,16 @@
 // project named golden, then `weir build`.
 package main
 
-import (
-	"encoding/json"
+import "example.com/golden/weir"
 
-	"example.com/golden/weir"
-)
-
+// big reads only `amount` (weir.JSONField skips the members before it and
+// stops there) instead of decoding the whole record with encoding/json.
 func big(r *weir.Record) (bool, error) {
-	var doc struct {
-		Amount any `json:"amount"`
-	}
-	if err := json.Unmarshal(r.Value, &doc); err != nil {
+	amount, err := weir.JSONField(r.Value, "amount")
+	if err != nil {
 		return false, err
 	}
-	n, ok := doc.Amount.(float64)
+	n, ok := amount.Number()
 	return ok && n > 100, nil
 }
 

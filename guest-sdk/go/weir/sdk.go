@@ -144,8 +144,9 @@ func broken(err error) bool {
 func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 	n := len(in.ValueEnds)
 	c := newColumns(n, len(in.Values))
-	if s.kind == kindMap && len(in.KeyEnds) == 0 && len(in.HeaderEnds) == 0 && len(in.HasValue) == 0 {
-		return s.plainMap(in, c)
+	if (s.kind == kindMap || s.kind == kindFilter) && len(in.KeyEnds) == 0 && len(in.HeaderEnds) == 0 &&
+		len(in.HasValue) == 0 {
+		return s.plain(in, c)
 	}
 	out := &Output{c: c}
 	var r Record
@@ -175,9 +176,10 @@ func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 	return c.finish(in.Timestamps), nil
 }
 
-// plainMap maps a batch without keys, headers or tombstones: outputs need
-// only values (the common case, without the general push's checks).
-func (s *sdk) plainMap(in *Batch, c *columns) (*OutputBatch, error) {
+// plain maps or filters a batch without keys, headers or tombstones:
+// outputs need only values (the common case, without the general push's
+// checks).
+func (s *sdk) plain(in *Batch, c *columns) (*OutputBatch, error) {
 	o := &c.out
 	var r Record
 	start := uint32(0)
@@ -185,7 +187,17 @@ func (s *sdk) plainMap(in *Batch, c *columns) (*OutputBatch, error) {
 		r = Record{Value: in.Values[start:end:end], HasValue: true, Timestamp: in.Timestamps[i],
 			Partition: in.Partition, Offset: in.Offsets[i]}
 		start = end
-		v, err := s.mapF(&r)
+		var v []byte
+		var err error
+		if s.kind == kindMap {
+			v, err = s.mapF(&r)
+		} else {
+			var keep bool
+			if keep, err = s.filterF(&r); err == nil && !keep {
+				continue
+			}
+			v = r.Value
+		}
 		if err != nil {
 			if broken(err) {
 				return nil, err

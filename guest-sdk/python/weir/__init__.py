@@ -16,6 +16,7 @@ contract, so no transform touches the encoding. Off weir (``pytest``),
 
 from ._batch import Output, Record
 from ._errors import BadRecord, Broken
+from ._json import json_field
 from ._host import config, counter_add, gauge_set, log_debug, log_error, log_info, log_warn
 from ._register import filter, flat_map, init, map, on_timer, route, windowed
 
@@ -30,6 +31,7 @@ __all__ = [
     "flat_map",
     "gauge_set",
     "init",
+    "json_field",
     "log_debug",
     "log_error",
     "log_info",

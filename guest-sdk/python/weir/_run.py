@@ -29,6 +29,9 @@ def run_batch(b):
         return cols
     values, ends, present = b.values, b.value_ends, b.has_value
     plain = not b.key_ends and not b.header_ends and not present
+    if plain and kind == "filter":
+        _plain_filter(f, b, cols)
+        return cols
     # Only a flat_map can have emitted part of a record's output before it
     # fails; the other kinds emit after their function returns.
     flat = kind == "flat_map"
@@ -75,6 +78,30 @@ def run_batch(b):
                 cols.rollback(mark)
             cols.rejected.append((i, _reason(e)))
     return cols
+
+
+def _plain_filter(f, b, cols):
+    """A filter over a batch without keys, headers or tombstones: kept
+    records are copied as they came, without the general push."""
+    values, ends = b.values, b.value_ends
+    out_values, out_ends, origins = cols.values, cols.value_ends, cols.origins
+    start = 0
+    for i, end in enumerate(ends):
+        value = values[start:end]
+        start = end
+        try:
+            keep = f(Record(value, i, b))
+        except Broken:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure refuses the record
+            cols.rejected.append((i, _reason(e)))
+            continue
+        if keep:
+            out_values += value
+            out_ends.append(len(out_values))
+            origins.append(i)
+    # Output i came from input i for every i only when all were kept.
+    cols.in_order = len(origins) == len(ends)
 
 
 class _OneRecord:

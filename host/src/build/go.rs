@@ -34,6 +34,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/go/weir/host_native.go"),
     ),
     (
+        "json.go",
+        include_str!("../../../guest-sdk/go/weir/json.go"),
+    ),
+    (
         "output.go",
         include_str!("../../../guest-sdk/go/weir/output.go"),
     ),

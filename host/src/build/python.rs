@@ -48,6 +48,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/_host.py"),
     ),
     (
+        "_json.py",
+        include_str!("../../../guest-sdk/python/weir/_json.py"),
+    ),
+    (
         "_register.py",
         include_str!("../../../guest-sdk/python/weir/_register.py"),
     ),
