@@ -296,6 +296,7 @@ pub fn build_query(
                 .collect::<Result<Vec<_>, BuildError>>()?;
             let options = QueryOptions {
                 trigger: spec.trigger,
+                idle: spec.idle,
                 error_policy: error_policy.clone(),
                 backpressure: spec.backpressure,
                 state,

@@ -34,7 +34,7 @@ pub const FAULT_INJECTION: bool = faults::ENABLED;
 pub use guard::{Guarded, RecordLimits};
 pub use microbatch::MicroBatchQuery;
 pub use options::{
-    ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, QueryOptions, RunSummary,
+    ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, IdleWait, QueryOptions, RunSummary,
     TransformFactory, Trigger,
 };
 pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, Rejections, TransformOutput};

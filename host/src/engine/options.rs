@@ -51,19 +51,39 @@ where
     }
 }
 
+/// How a micro-batch query waits when a trigger finds no new data: a
+/// source that can wake it (the embedded log) is waited on; the others are
+/// polled with a doubling back-off, which bounds both idle cost (requests
+/// to a broker, CPU) and how late new data is noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdleWait {
+    /// The wait after the first empty poll, doubled per empty poll in a row.
+    pub poll: Duration,
+    /// The longest wait between polls.
+    pub max_poll: Duration,
+    /// With one source that wakes on data, how long the query waits on it
+    /// before looking anyway (time alone can move an idle watermark).
+    pub wake: Duration,
+}
+
+impl Default for IdleWait {
+    fn default() -> Self {
+        IdleWait {
+            poll: Duration::from_millis(2),
+            max_poll: Duration::from_millis(20),
+            wake: Duration::from_secs(1),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct QueryOptions {
     pub trigger: Trigger,
     pub error_policy: ErrorPolicy,
     /// Batches kept in `offsets/` and `commits/`.
     pub keep_batches: u64,
-    /// Sleep between polls when the default trigger finds no new data,
-    /// doubled per empty poll in a row up to `max_idle_poll`.
-    pub idle_poll: Duration,
-    pub max_idle_poll: Duration,
-    /// With one source that wakes on data, how long an idle query waits on
-    /// it before looking anyway (time alone can move an idle watermark).
-    pub idle_wake: Duration,
+    /// How an idle query waits for new data.
+    pub idle: IdleWait,
     /// At the end of a `once` / `available-now` run, move the watermark past
     /// every event time so all windows and event-time timers fire, as
     /// Flink does at the end of bounded input. Afterwards the checkpoint
@@ -90,10 +110,8 @@ impl Default for QueryOptions {
             trigger: Trigger::Default,
             error_policy: ErrorPolicy::Skip,
             keep_batches: 100,
-            idle_poll: Duration::from_millis(2),
-            max_idle_poll: Duration::from_millis(20),
+            idle: IdleWait::default(),
             end_of_input_watermark: false,
-            idle_wake: Duration::from_millis(1000),
             backpressure: None,
             state: Default::default(),
             parallelism: super::parallel::default_parallelism(),

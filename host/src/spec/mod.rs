@@ -13,7 +13,7 @@ mod units;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::engine::{PidConfig, RecordLimits, Trigger};
+use crate::engine::{IdleWait, PidConfig, RecordLimits, Trigger};
 use crate::runtime::{CallMode, Limits, Sandbox};
 pub use host::{HostSpec, TenantSpec};
 pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
@@ -135,6 +135,8 @@ pub struct Pipeline {
     /// Sinks by output name; `None` is the default output.
     pub sinks: Vec<(Option<String>, SinkSpec)>,
     pub trigger: Trigger,
+    /// How the query waits when a trigger finds no new data.
+    pub idle: IdleWait,
     /// PID rate control of batch sizes (processing-time trigger only).
     pub backpressure: Option<PidConfig>,
     /// Event time, output mode and state checkpointing. `stateful` is
@@ -285,6 +287,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             ));
         }
     };
+    let idle = idle_wait(&raw.trigger)?;
     let backpressure = raw
         .backpressure
         .map(|b| backpressure(b, trigger))
@@ -323,10 +326,37 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         transform,
         sinks,
         trigger,
+        idle,
         backpressure,
         state,
         state_key,
     })
+}
+
+/// `[trigger]`'s idle waits, over their defaults; each above zero, and the
+/// back-off's cap not below its start.
+fn idle_wait(t: &raw::RawTrigger) -> Result<IdleWait, String> {
+    let d = IdleWait::default();
+    let get = |v: &Option<String>, key: &str, default| match v {
+        None => Ok(default),
+        Some(v) => match parse_duration(v) {
+            Ok(x) if x.is_zero() => Err(format!("trigger.{key}: must be above zero")),
+            Ok(x) => Ok(x),
+            Err(e) => Err(format!("trigger.{key}: {e}")),
+        },
+    };
+    let idle = IdleWait {
+        poll: get(&t.idle_poll, "idle-poll", d.poll)?,
+        max_poll: get(&t.max_idle_poll, "max-idle-poll", d.max_poll)?,
+        wake: get(&t.wake_timeout, "wake-timeout", d.wake)?,
+    };
+    if idle.max_poll < idle.poll {
+        return Err(format!(
+            "trigger.max-idle-poll ({:?}) is below trigger.idle-poll ({:?})",
+            idle.max_poll, idle.poll
+        ));
+    }
+    Ok(idle)
 }
 
 fn backpressure(b: RawBackpressure, trigger: Trigger) -> Result<Option<PidConfig>, String> {

@@ -166,4 +166,7 @@ pub struct RawTrigger {
     #[serde(rename = "type")]
     pub kind: Option<String>,
     pub interval: Option<String>,
+    pub idle_poll: Option<String>,
+    pub max_idle_poll: Option<String>,
+    pub wake_timeout: Option<String>,
 }

@@ -185,3 +185,42 @@ fn batches_are_capped_by_bytes_by_default_and_as_set() {
         "{err}"
     );
 }
+
+#[test]
+fn idle_waits_are_read_and_checked() {
+    let p = parse(&GOOD.replace(
+        "interval = \"1s\"",
+        "interval = \"1s\"\nidle-poll = \"5ms\"\nmax-idle-poll = \"500ms\"\nwake-timeout = \"10s\"",
+    ))
+    .unwrap();
+    assert_eq!(
+        p.idle,
+        crate::engine::IdleWait {
+            poll: Duration::from_millis(5),
+            max_poll: Duration::from_millis(500),
+            wake: Duration::from_secs(10),
+        }
+    );
+    assert_eq!(
+        parse(GOOD).unwrap().idle,
+        crate::engine::IdleWait::default()
+    );
+    for (line, want) in [
+        (
+            "idle-poll = \"0s\"",
+            "trigger.idle-poll: must be above zero",
+        ),
+        (
+            "wake-timeout = \"never\"",
+            "trigger.wake-timeout: `never` is not a duration",
+        ),
+        (
+            "idle-poll = \"1s\"",
+            "trigger.max-idle-poll (20ms) is below trigger.idle-poll (1s)",
+        ),
+    ] {
+        let err = parse(&GOOD.replace("interval = \"1s\"", &format!("interval = \"1s\"\n{line}")))
+            .unwrap_err();
+        assert!(err.contains(want), "{line}: {err}");
+    }
+}

@@ -245,7 +245,16 @@ impl MicroBatchQuery {
                                 idle_polls = idle_polls.saturating_add(1);
                             }
                             Trigger::ProcessingTime(i) => {
-                                std::thread::sleep(next_wait(trigger_start.elapsed(), i))
+                                // An interval already over (or "0s", which
+                                // Spark takes as the default trigger) waits
+                                // as the default trigger does, not in a spin.
+                                match next_wait(trigger_start.elapsed(), i) {
+                                    d if d.is_zero() => {
+                                        self.idle_wait(idle_polls);
+                                        idle_polls = idle_polls.saturating_add(1);
+                                    }
+                                    d => std::thread::sleep(d),
+                                }
                             }
                         }
                         continue;

@@ -34,11 +34,11 @@ impl MicroBatchQuery {
         if let [only] = &mut self.sources[..]
             && only.wakes_on_data()
         {
-            only.wait_for_data(o.idle_wake);
+            only.wait_for_data(o.idle.wake);
             return;
         }
-        let backoff = o.idle_poll.saturating_mul(1u32 << n.min(16));
-        std::thread::sleep(backoff.min(o.max_idle_poll));
+        let backoff = o.idle.poll.saturating_mul(1u32 << n.min(16));
+        std::thread::sleep(backoff.min(o.idle.max_poll));
     }
 
     /// With an idle timeout, time alone can move the watermark (a

@@ -202,6 +202,71 @@ fn processing_time_starts_the_next_batch_at_once_after_an_overrun() {
     assert_eq!(starts.len(), 3);
 }
 
+/// A source that counts how often the query asks for its latest offset.
+struct CountingSource(VecSource, Arc<std::sync::atomic::AtomicU64>);
+
+impl Source for CountingSource {
+    fn description(&self) -> String {
+        self.0.description()
+    }
+    fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
+        self.0.initial_offset()
+    }
+    fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.0.latest_offset()
+    }
+    fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
+        self.0.next_end(start, upto)
+    }
+    fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
+        self.0.read(start, end)
+    }
+}
+
+/// How often an idle query over a source that cannot wake it polls in
+/// 400 ms, under `trigger`, backing off from 10 to 40 ms.
+fn idle_polls(trigger: Trigger) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let data = Arc::new(Mutex::new(vec!["a".to_string()]));
+    let source = CountingSource(VecSource { data, limit: None }, polls.clone());
+    let mut q = MicroBatchQuery::new(
+        Arc::new(LocalCheckpointStore::open(dir.path()).unwrap()),
+        vec![Box::new(source)],
+        upper(Duration::ZERO),
+        vec![(None, Box::new(MemSink::default()))],
+        QueryOptions {
+            trigger,
+            idle: crate::engine::IdleWait {
+                poll: Duration::from_millis(10),
+                max_poll: Duration::from_millis(40),
+                wake: Duration::from_secs(1),
+            },
+            ..QueryOptions::default()
+        },
+    )
+    .unwrap();
+    let stop = q.stop_handle();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(400));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    q.run(&mut |_| {}).unwrap();
+    stopper.join().unwrap();
+    polls.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
+fn an_idle_query_backs_off_under_the_default_trigger_and_a_zero_interval() {
+    // 10 + 20 + 40 + 40 ... ms: about 11 polls in 400 ms; a spin makes
+    // thousands.
+    for trigger in [Trigger::Default, Trigger::ProcessingTime(Duration::ZERO)] {
+        let n = idle_polls(trigger);
+        assert!((5..=20).contains(&n), "{trigger:?}: {n} polls in 400 ms");
+    }
+}
+
 #[test]
 fn uncommitted_batch_is_rerun_over_the_same_range() {
     let dir = tempfile::tempdir().unwrap();
