@@ -1,6 +1,7 @@
 //! One partition's consumer, kept across batches: it reads exact offset
 //! ranges, keeps its position between consecutive ranges (so librdkafka's
-//! prefetching carries over), and detects offsets lost to retention.
+//! prefetching carries over), detects offsets lost to retention, and can
+//! wait for the next record without spinning (continuous mode).
 
 use std::time::{Duration, Instant};
 
@@ -73,6 +74,21 @@ impl PartitionConsumer {
         self.next = Some(offset);
         self.stash = None;
         Ok(())
+    }
+
+    /// Stop fetching until the next read, which assigns the partition again
+    /// at its position (an assigned consumer keeps fetching, about 100
+    /// requests a second when idle; a paused one was measured to take about
+    /// a second to fetch again once resumed).
+    pub fn release(&mut self) {
+        if self.next.is_none() {
+            return;
+        }
+        if let Err(e) = self.consumer.unassign() {
+            tracing::debug!("{}: unassign: {e}", self.name());
+        }
+        self.next = None;
+        self.stash = None;
     }
 
     /// Low and high watermarks (the high one is the last stable offset for
@@ -164,7 +180,7 @@ impl PartitionConsumer {
         let deadline = wait.map(|w| started + w);
         while pos < until && taken < max {
             let poll = deadline.map_or(Duration::from_millis(100), |d| {
-                d.saturating_duration_since(Instant::now())
+                whole_ms(d.saturating_duration_since(Instant::now()))
                     .min(Duration::from_millis(100))
             });
             let polled = self.consumer.poll(poll);
@@ -261,11 +277,85 @@ impl PartitionConsumer {
         Ok(pos)
     }
 
+    /// Wait up to `timeout` for the record after the consumer's position;
+    /// one that arrives is kept for the next read. True when the caller
+    /// should read now: a record came, or an error that the next read
+    /// handles from a fresh seek (the event itself is gone once polled).
+    pub fn wait(&mut self, timeout: Duration) -> bool {
+        if self.stash.is_some() {
+            return true;
+        }
+        if self.next.is_none() {
+            // Not positioned: the next read seeks.
+            return true;
+        }
+        match self.consumer.poll(whole_ms(timeout)) {
+            None | Some(Err(KafkaError::PartitionEOF(_))) => false,
+            Some(Ok(m)) => {
+                self.headers.clear();
+                if let Some(h) = m.headers() {
+                    for h in h.iter() {
+                        encode_header(&mut self.headers, h.key, h.value.unwrap_or_default());
+                    }
+                }
+                self.next = Some(m.offset() + 1);
+                self.stash = Some(Stashed {
+                    offset: m.offset(),
+                    key: m.key().map(<[u8]>::to_vec),
+                    value: m.payload().map(<[u8]>::to_vec),
+                    headers: self.headers.clone(),
+                    timestamp: m
+                        .timestamp()
+                        .to_millis()
+                        .unwrap_or(crate::engine::batch::NO_TIMESTAMP),
+                });
+                true
+            }
+            Some(Err(e)) => {
+                if super::retriable(&e) {
+                    tracing::warn!("{}: {e}; still trying", self.name());
+                    // The broker may be gone: the caller waits again.
+                    return false;
+                }
+                self.next = None;
+                true
+            }
+        }
+    }
+
     fn position(&self) -> Result<i64, ConnectorError> {
         let tpl = self.consumer.position().map_err(kafka_err(self.name()))?;
         Ok(tpl
             .find_partition(&self.topic, self.partition)
             .and_then(|e| e.offset().to_raw())
             .unwrap_or(-1))
+    }
+}
+
+/// `d` rounded up to whole milliseconds: librdkafka waits in milliseconds,
+/// and rdkafka spins through a remainder below one.
+pub(super) fn whole_ms(d: Duration) -> Duration {
+    Duration::from_millis(d.as_micros().div_ceil(1000).min(u64::MAX as u128) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_round_up_to_whole_milliseconds() {
+        assert_eq!(whole_ms(Duration::ZERO), Duration::ZERO);
+        assert_eq!(
+            whole_ms(Duration::from_micros(100)),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            whole_ms(Duration::from_micros(13_700)),
+            Duration::from_millis(14)
+        );
+        assert_eq!(
+            whole_ms(Duration::from_millis(50)),
+            Duration::from_millis(50)
+        );
     }
 }

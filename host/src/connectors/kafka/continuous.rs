@@ -1,6 +1,6 @@
 //! Continuous mode over Kafka: the partitions are fixed when the query
 //! starts, and each long-running task reads its partition with its own
-//! consumer, polling for about a millisecond when nothing is there.
+//! consumer, which it waits on (librdkafka's queue) when nothing is there.
 
 use std::time::{Duration, Instant};
 
@@ -23,10 +23,17 @@ impl PartitionReader for KafkaReader {
         out: &mut RecordBatch,
     ) -> Result<u64, ConnectorError> {
         let until = until.min(i64::MAX as u64) as i64;
+        // What librdkafka has fetched, without waiting: the task waits in
+        // wait_for_data when nothing is there.
         let next = self
             .0
-            .read(from as i64, until, max, Some(Duration::from_millis(1)), out)?;
+            .read(from as i64, until, max, Some(Duration::ZERO), out)?;
         Ok(next as u64)
+    }
+
+    fn wait_for_data(&mut self, timeout: Duration) -> bool {
+        self.0.wait(timeout);
+        true
     }
 }
 
@@ -51,8 +58,14 @@ impl ContinuousSource for KafkaSource {
 
     fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
         let (t, p) = &self.fixed[partition as usize];
+        // A task reads without an end, so it needs no prompt end-of-partition
+        // notice: the broker may hold an idle fetch for 500 ms (it answers
+        // at once when records arrive) instead of 10, so an idle reader
+        // sends two fetches a second, not a hundred.
+        let mut config = self.config.clone();
+        config.set("fetch.wait.max.ms", "500");
         let c = PartitionConsumer::new(
-            &self.config,
+            &config,
             t,
             *p,
             self.spec.fail_on_data_loss,

@@ -12,6 +12,7 @@ mod continuous;
 mod offsets;
 mod sink;
 mod source;
+mod watch;
 
 use std::time::{Duration, Instant};
 

@@ -8,6 +8,7 @@ use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 
 use super::consumer::PartitionConsumer;
+use super::watch::Watch;
 use super::{
     Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry,
 };
@@ -30,6 +31,10 @@ pub struct KafkaSource {
     pub(super) fixed: Vec<Tp>,
     group: Option<Consumer>,
     pub(super) lag_cache: Option<(Instant, Vec<u64>)>,
+    /// The end offsets the query last asked for, and the consumer that
+    /// waits past them while the query is idle.
+    seen: Option<KafkaOffsets>,
+    watch: Option<Watch>,
 }
 
 impl KafkaSource {
@@ -84,6 +89,8 @@ impl KafkaSource {
             fixed: Vec::new(),
             group,
             lag_cache: None,
+            seen: None,
+            watch: None,
         })
     }
 
@@ -197,11 +204,39 @@ impl KafkaSource {
         Ok(out)
     }
 
+    /// Every partition's end: one ListOffsets request per leader broker
+    /// (librdkafka's offsets-for-times at "latest", which under
+    /// read_committed is the last stable offset, as for the watermarks)
+    /// instead of two requests per partition.
     fn latest(&self) -> Result<KafkaOffsets, ConnectorError> {
+        let parts = self.discover()?;
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in &parts {
+            tpl.add_partition_offset(t, *p, KOffset::End)
+                .map_err(kafka_err("end offsets"))?;
+        }
+        let found = with_retry("end offsets", self.spec.retry_timeout, || {
+            let r = self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT);
+            if r.is_err() {
+                // As for the watermarks: after a broker restart the client
+                // can answer "unknown partition" from a stale cache until
+                // its metadata is refreshed.
+                let _ = self.admin.fetch_metadata(None, REQUEST_TIMEOUT);
+            }
+            r
+        })?;
         let mut out = KafkaOffsets::default();
-        for tp in self.discover()? {
-            let high = self.watermarks(&tp)?.1;
-            out.0.insert(tp, high);
+        for tp in parts {
+            let end = found
+                .find_partition(&tp.0, tp.1)
+                .and_then(|e| e.offset().to_raw())
+                .filter(|o| *o >= 0);
+            let end = match end {
+                Some(o) => o,
+                // Not answered for this partition: ask for it alone.
+                None => self.watermarks(&tp)?.1,
+            };
+            out.0.insert(tp, end);
         }
         Ok(out)
     }
@@ -230,6 +265,27 @@ impl KafkaSource {
         Ok(self.consumers.get_mut(tp).expect("inserted"))
     }
 
+    /// Idle: release the range readers and wait on the watcher, armed at the
+    /// ends the query last saw (see `watch`).
+    fn watch_for_data(&mut self, timeout: Duration) -> Result<(), ConnectorError> {
+        let Some(ends) = &self.seen else {
+            std::thread::sleep(timeout.min(Duration::from_millis(20)));
+            return Ok(());
+        };
+        if self.watch.is_none() {
+            self.watch = Some(Watch::new(&self.config)?);
+        }
+        let w = self.watch.as_mut().expect("created");
+        if !w.armed() {
+            for c in self.consumers.values_mut() {
+                c.release();
+            }
+            w.arm(ends)?;
+        }
+        w.wait(timeout);
+        Ok(())
+    }
+
     fn lost(&self) -> u64 {
         self.consumers.values().map(|c| c.lost).sum()
     }
@@ -249,7 +305,22 @@ impl Source for KafkaSource {
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
-        Ok(self.latest()?.to_json())
+        let latest = self.latest()?;
+        let json = latest.to_json();
+        self.seen = Some(latest);
+        Ok(json)
+    }
+
+    fn wakes_on_data(&self) -> bool {
+        true
+    }
+
+    fn wait_for_data(&mut self, timeout: Duration) {
+        if let Err(e) = self.watch_for_data(timeout) {
+            // Without a watcher the query polls as for any source.
+            tracing::warn!("kafka: waiting for new records: {e}");
+            std::thread::sleep(timeout.min(Duration::from_millis(20)));
+        }
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
@@ -293,6 +364,9 @@ impl Source for KafkaSource {
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
+        if let Some(w) = &mut self.watch {
+            w.disarm();
+        }
         let start = KafkaOffsets::from_json(start)?;
         let end = KafkaOffsets::from_json(end)?;
         let mut ranges: BTreeMap<Tp, (i64, i64)> = BTreeMap::new();
