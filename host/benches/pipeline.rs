@@ -51,8 +51,13 @@ fn wasm_factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn Transform
     )
 }
 
-fn w1() {
-    const RECORDS: usize = 1_000_000;
+/// W1 over `records` records (1 M in the issue; `WEIR_BENCH_W1_RECORDS`
+/// runs other sizes, e.g. "1000000,2000000,4000000" to check that memory
+/// stays flat and time linear; `WEIR_BENCH_W1_CAP` sets the source's
+/// max-bytes-per-trigger in MiB instead of the default). Peak RSS is the process's high-water mark
+/// from just before the query starts to just after it ends (reset per
+/// size), so neither writing the input nor checking the output counts.
+fn w1(records: usize) {
     const FILES: usize = 8;
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in");
@@ -66,7 +71,7 @@ fn w1() {
         let mut w = std::io::BufWriter::new(
             std::fs::File::create(input.join(format!("part-{f}.jsonl"))).unwrap(),
         );
-        for i in (f..RECORDS).step_by(FILES) {
+        for i in (f..records).step_by(FILES) {
             writeln!(
                 w,
                 r#"{{"id": {i}, "key": "user-{}", "value": "{value}", "ts": {}}}"#,
@@ -76,8 +81,11 @@ fn w1() {
             .unwrap();
         }
     }
-    let sources: Vec<Box<dyn Source>> =
-        vec![Box::new(FileSource::new(input, LineFormat::Json, None))];
+    let mut files = FileSource::new(input, LineFormat::Json, None);
+    if let Ok(cap) = std::env::var("WEIR_BENCH_W1_CAP") {
+        files = files.with_max_bytes_per_trigger(cap.parse::<u64>().unwrap() << 20);
+    }
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(files)];
     let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
         None,
         Box::new(FileSink::new(dir.path().join("out"), FileFormat::Values)),
@@ -88,20 +96,29 @@ fn w1() {
         trigger: Trigger::AvailableNow,
         ..QueryOptions::default()
     };
+    reset_peak_rss();
     let started = Instant::now();
     let mut q = MicroBatchQuery::new(store, sources, factory, sinks, options).unwrap();
     let summary = q.run(&mut |_| {}).unwrap();
     let secs = started.elapsed().as_secs_f64();
-    assert_eq!(summary.output_rows, RECORDS as u64);
+    let peak = peak_rss_kb();
+    drop(q);
+    assert_eq!(summary.output_rows, records as u64);
     let sample = weir::connectors::file_sink::read_committed(&dir.path().join("out")).unwrap();
-    assert_eq!(sample.len(), RECORDS);
+    assert_eq!(sample.len(), records);
     println!(
-        "W1: {RECORDS} JSON records, {FILES} files -> json_enrich(uppercase=value) -> file sink, AvailableNow: {:.2} s, {:.0} k rec/s ({} batch(es)), peak RSS {} MB",
+        "W1: {records} JSON records, {FILES} files -> json_enrich(uppercase=value) -> file sink, AvailableNow: {:.2} s, {:.0} k rec/s ({} batch(es)), peak RSS {} MB",
         secs,
-        RECORDS as f64 / secs / 1e3,
+        records as f64 / secs / 1e3,
         summary.batches,
-        peak_rss_kb() / 1024
+        peak / 1024
     );
+}
+
+/// Reset the process's peak resident set to its current one (Linux
+/// `clear_refs` 5).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
 /// The process's peak resident set (`VmHWM`), in KiB.
@@ -259,7 +276,12 @@ fn continuous_latency(rate: u64, seconds: u64, interval: Duration) {
 fn main() {
     let only = std::env::var("WEIR_BENCH_ONLY").unwrap_or_default();
     if only.is_empty() || only == "w1" {
-        w1();
+        let sizes = std::env::var("WEIR_BENCH_W1_RECORDS").unwrap_or_else(|_| "1000000".into());
+        for n in sizes.split(',') {
+            w1(n.trim()
+                .parse()
+                .expect("WEIR_BENCH_W1_RECORDS: record counts"));
+        }
     }
     if only.is_empty() || only == "latency" {
         latency(1_000, 20);

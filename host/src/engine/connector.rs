@@ -58,10 +58,13 @@ pub trait Source: Send {
     /// The records in `(start, end]`, one batch per partition that has any.
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError>;
 
-    /// The transform task that processes `partition`: one instance per task.
-    /// Sources whose "partitions" are many small units (files) map them all to
-    /// one task instead of instantiating a transform per unit.
-    fn task_of(&self, partition: u32) -> u32 {
+    /// The transform task (stateless queries) that processes the `piece`th
+    /// batch of a read, of `partition`: one instance per task, a task's
+    /// batches in order. Sources whose "partitions" are many small units
+    /// (files) spread their pieces over a few tasks instead of instantiating
+    /// a transform per unit.
+    fn task_of(&self, partition: u32, piece: usize) -> u32 {
+        let _ = piece;
         partition
     }
 

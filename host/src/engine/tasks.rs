@@ -27,8 +27,10 @@ impl Tasks<'_> {
         // One transform instance per task; a task's batches run in order,
         // tasks run in parallel.
         let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
+        let mut pieces = vec![0usize; self.sources.len()];
         for (idx, (i, b)) in inputs.iter().enumerate() {
-            let key = (*i, self.sources[*i].task_of(b.partition));
+            let key = (*i, self.sources[*i].task_of(b.partition, pieces[*i]));
+            pieces[*i] += 1;
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, members)) => members.push(idx),
                 None => groups.push((key, vec![idx])),

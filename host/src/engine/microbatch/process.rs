@@ -101,8 +101,10 @@ impl MicroBatchQuery {
             )?
         } else {
             let mut groups = Groups::new();
+            let mut pieces = vec![0usize; self.sources.len()];
             for (i, b) in inputs {
-                let task = self.sources[i].task_of(b.partition);
+                let task = self.sources[i].task_of(b.partition, pieces[i]);
+                pieces[i] += 1;
                 groups.entry((i, task)).or_default().push((i, b));
             }
             (groups, Vec::new())

@@ -1,15 +1,18 @@
 //! Files appearing in a directory, one record per line (like Spark's file
 //! source). Files are taken in (modification time, name) order, at most
 //! `max-files-per-trigger` per batch and as many as fit in
-//! `max-bytes-per-trigger` (at least one); every file ever listed is recorded in
+//! `max-bytes-per-trigger`; a file larger than that is split across batches
+//! at line boundaries (see `position`). Every file ever listed is recorded in
 //! the checkpoint (`sources/<i>/<n>`) before a batch uses it, so a re-run
-//! batch reads exactly the same files. Offsets: the number of files consumed.
+//! batch reads exactly the same files. Offsets: the number of files consumed,
+//! or `{files, byte, line}` while one is part-read.
 //!
 //! Records: value = the line; partition = the file's index in that list;
 //! offset = the line number (from 1), so errors point at "file k, line n".
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::io::Read;
+use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
 use serde_json::json;
@@ -18,6 +21,9 @@ use crate::engine::checkpoint::{encode_entry, read_entry};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
 pub use crate::spec::LineFormat;
+
+mod position;
+use position::Position;
 
 pub struct FileSource {
     dir: PathBuf,
@@ -53,12 +59,6 @@ impl FileSource {
         self
     }
 
-    fn index(o: &Offset) -> Result<usize, ConnectorError> {
-        o.as_u64()
-            .map(|n| n as usize)
-            .ok_or_else(|| ConnectorError(format!("file source offset {o} is not a file count")))
-    }
-
     fn list_new(&self) -> Result<Vec<String>, ConnectorError> {
         let entries = std::fs::read_dir(&self.dir)
             .map_err(|e| ConnectorError(format!("{}: {e}", self.dir.display())))?;
@@ -88,22 +88,36 @@ impl FileSource {
         Ok(new.into_iter().map(|(_, n)| n).collect())
     }
 
+    /// The lines of file `index` from byte `from` (line number `line` + 1)
+    /// up to byte `until` (the end when `None`), in about one batch per
+    /// transform task (none under 1 MiB), so that one large file is still
+    /// transformed on every core.
     fn read_file(
         &self,
         index: usize,
-        path: &Path,
-        out: &mut RecordBatch,
+        (from, line, until): (u64, i64, Option<u64>),
+        pieces: &mut Vec<RecordBatch>,
     ) -> Result<(), ConnectorError> {
-        let bytes =
-            std::fs::read(path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
-        let mtime = std::fs::metadata(path)
+        let path = self.dir.join(&self.files[index]);
+        let err = |e: std::io::Error| ConnectorError(format!("{}: {e}", path.display()));
+        let mut f = std::fs::File::open(&path).map_err(err)?;
+        let mtime = f
+            .metadata()
             .and_then(|m| m.modified())
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as i64);
-        out.partition = index as u32;
+        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(from)).map_err(err)?;
+        let mut bytes = Vec::new();
+        match until {
+            Some(u) => std::io::Read::take(f, u.saturating_sub(from)).read_to_end(&mut bytes),
+            None => f.read_to_end(&mut bytes),
+        }
+        .map_err(err)?;
+        let piece_bytes = (bytes.len() / self.tasks.max(1) as usize).max(1 << 20);
+        let mut out = RecordBatch::new(index as u32);
         let mut lines = bytes.split(|b| *b == b'\n').peekable();
-        let mut n = 0i64;
+        let mut n = line;
         while let Some(mut line) = lines.next() {
             n += 1;
             if lines.peek().is_none() && line.is_empty() {
@@ -115,9 +129,22 @@ impl FileSource {
             if self.format == LineFormat::Json && line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            if out.values.len() >= piece_bytes {
+                pieces.push(std::mem::replace(&mut out, RecordBatch::new(index as u32)));
+            }
             out.push(None, line, mtime, n);
         }
+        if !out.is_empty() {
+            pieces.push(out);
+        }
         Ok(())
+    }
+
+    fn size(&self, index: usize) -> Result<u64, ConnectorError> {
+        let path = self.dir.join(&self.files[index]);
+        std::fs::metadata(&path)
+            .map(|m| m.len())
+            .map_err(|e| ConnectorError(format!("{}: {e}", path.display())))
     }
 }
 
@@ -172,96 +199,83 @@ impl Source for FileSource {
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
-        let (start, upto) = (Self::index(start)?, Self::index(upto)?);
-        let mut end = match self.max_files_per_trigger {
-            Some(m) => upto.min(start + m),
-            None => upto,
+        let (start, upto) = (Position::from_offset(start)?, Position::from_offset(upto)?);
+        // Files this batch may touch, the part-read one counting as one.
+        let last = match self.max_files_per_trigger {
+            Some(m) => upto.files.min(start.files + m),
+            None => upto.files,
         };
-        // As many files as fit in the byte budget, at least one.
-        let mut bytes = 0u64;
-        for i in start..end {
-            let path = self.dir.join(&self.files[i]);
-            let size = std::fs::metadata(&path)
-                .map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?
-                .len();
-            bytes = bytes.saturating_add(size);
-            if i > start && bytes > self.max_bytes_per_trigger {
-                end = i;
-                break;
+        // Whole files while they fit in the byte budget; the file that does
+        // not is cut at a line boundary to fill it (so batches are about the
+        // budget each), or, when not even its first line fits the rest of
+        // the budget, left for the next batch (a first line longer than the
+        // whole budget is a batch of its own).
+        let budget = self.max_bytes_per_trigger;
+        let mut taken = 0u64;
+        let mut from = start.byte;
+        for i in start.files..last {
+            let size = self.size(i)?;
+            let rest = size.saturating_sub(from);
+            if taken.saturating_add(rest) <= budget {
+                taken += rest;
+                from = 0;
+                continue;
             }
+            let path = self.dir.join(&self.files[i]);
+            let room = budget - taken;
+            return Ok(match position::cut(&path, size, from, room)? {
+                // Its first line is longer than the room left (or, with no
+                // cut, the whole rest is one line).
+                Some((byte, _)) if taken > 0 && byte - from > room => Position::whole(i),
+                None if taken > 0 => Position::whole(i),
+                Some((byte, lines)) => Position {
+                    files: i,
+                    byte,
+                    line: if i == start.files { start.line } else { 0 } + lines,
+                },
+                None => Position::whole(i + 1),
+            }
+            .to_offset());
         }
-        Ok(json!(end.max(start)))
+        Ok(Position::whole(last.max(start.files)).to_offset())
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
-        let (start, end) = (Self::index(start)?, Self::index(end)?);
-        if end > self.files.len() {
+        let (start, end) = (Position::from_offset(start)?, Position::from_offset(end)?);
+        let touched = end.files + usize::from(end.byte > 0);
+        if touched > self.files.len() {
             return Err(ConnectorError(format!(
-                "offset {end} refers to files this source never listed (the checkpoint's sources/ log has {})",
+                "offset {} refers to files this source never listed (the checkpoint's sources/ log has {})",
+                end.to_offset(),
                 self.files.len()
             )));
         }
         let mut out = Vec::new();
-        for i in start..end {
-            let mut b = RecordBatch::new(i as u32);
-            self.read_file(i, &self.dir.join(&self.files[i]), &mut b)?;
-            out.push(b);
+        for i in start.files..touched {
+            let (from, line) = if i == start.files {
+                (start.byte, start.line)
+            } else {
+                (0, 0)
+            };
+            let until = (i == end.files).then_some(end.byte);
+            self.read_file(i, (from, line, until), &mut out)?;
         }
         Ok(out)
     }
 
     fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
         // Lag in files, not records: reading them to count would cost a pass.
-        Some((Self::index(latest).ok()?).saturating_sub(Self::index(offset).ok()?) as u64)
+        let (a, b) = (
+            Position::from_offset(offset).ok()?,
+            Position::from_offset(latest).ok()?,
+        );
+        Some(b.files.saturating_sub(a.files) as u64)
     }
 
-    fn task_of(&self, partition: u32) -> u32 {
-        partition % self.tasks
+    fn task_of(&self, _partition: u32, piece: usize) -> u32 {
+        (piece % self.tasks as usize) as u32
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use super::*;
-    use crate::engine::LocalCheckpointStore;
-
-    #[test]
-    fn batches_take_files_up_to_the_byte_budget_and_at_least_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let input = dir.path().join("in");
-        std::fs::create_dir(&input).unwrap();
-        // Five files of 100, 100, 300, 50 and 50 bytes, in name order.
-        for (i, n) in [100, 100, 300, 50, 50].into_iter().enumerate() {
-            let line = format!("{}\n", "x".repeat(n - 1));
-            std::fs::write(input.join(format!("{i}.txt")), line).unwrap();
-        }
-        let store = Arc::new(LocalCheckpointStore::open(dir.path().join("cp")).unwrap());
-        let mut s = FileSource::new(input, LineFormat::Raw, None).with_max_bytes_per_trigger(250);
-        s.attach(SourceCheckpoint {
-            store,
-            dir: "sources/0".into(),
-        })
-        .unwrap();
-        let latest = s.latest_offset().unwrap();
-        let mut ends = vec![];
-        let mut at = json!(0);
-        while at != latest {
-            let end = s.next_end(&at, &latest).unwrap();
-            let read: usize = s
-                .read(&at, &end)
-                .unwrap()
-                .iter()
-                .map(|b| b.values.len())
-                .sum();
-            let files = FileSource::index(&end).unwrap() - FileSource::index(&at).unwrap();
-            assert!(read <= 250 || files == 1, "{read} bytes in {files} files");
-            ends.push(end.clone());
-            at = end;
-        }
-        // 100 + 100; 300 alone (over the budget, but one file always goes);
-        // 50 + 50.
-        assert_eq!(ends, vec![json!(2), json!(3), json!(5)]);
-    }
-}
+mod tests;
