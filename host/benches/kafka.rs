@@ -77,6 +77,7 @@ fn source_spec(bootstrap: &str, topic: &str) -> KafkaSourceSpec {
         topics: KafkaTopics::List(vec![topic.into()]),
         starting: KafkaStarting::Earliest,
         max_offsets_per_trigger: Some(200_000),
+        max_bytes_per_trigger: weir::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
         max_rate_per_partition: None,
         fail_on_data_loss: true,
         group_id: None,

@@ -67,14 +67,13 @@ pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>)
 }
 
 /// The input a micro-batch reads at most by default (files: cut at a line
-/// boundary to fit; the embedded log: estimated from its average record
-/// size), so a backlog does not become one batch as large as itself. 16 MiB
+/// boundary to fit; the embedded log and Kafka: estimated from their
+/// average record size), so a backlog does not become one batch as large as itself. 16 MiB
 /// keeps W1's peak memory flat at about 120 MB from 1 to 4 M records
 /// (BENCHMARKS); 64 MiB was faster on 1 M records but reached 390 MB on 4 M.
 pub const DEFAULT_MAX_BYTES_PER_TRIGGER: u64 = 16 << 20;
 
 /// The tighter of two optional limits.
-
 pub(crate) fn min_limit(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),

@@ -37,6 +37,9 @@ pub struct KafkaSourceSpec {
     pub topics: KafkaTopics,
     pub starting: KafkaStarting,
     pub max_offsets_per_trigger: Option<u64>,
+    /// About this much input per batch, estimated from the sizes of the
+    /// records read so far.
+    pub max_bytes_per_trigger: u64,
     /// Records per second per partition; with a processing-time trigger it
     /// caps every partition's share of a batch at rate x interval.
     pub max_rate_per_partition: Option<u64>,
@@ -78,6 +81,7 @@ pub struct RawKafkaSource {
     starting_offsets: Option<RawStarting>,
     starting_timestamp: Option<i64>,
     max_offsets_per_trigger: Option<u64>,
+    max_bytes_per_trigger: Option<String>,
     max_rate_per_partition: Option<u64>,
     fail_on_data_loss: Option<bool>,
     group_id: Option<String>,
@@ -215,11 +219,24 @@ impl RawKafkaSource {
                 return Err(format!("{at}.{key} must be at least 1"));
             }
         }
+        let max_bytes_per_trigger = match self.max_bytes_per_trigger.as_deref() {
+            None => crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
+            Some(v) => match super::units::parse_size(v) {
+                Ok(0) => {
+                    return Err(format!(
+                        "{at}.max-bytes-per-trigger must be at least 1 byte"
+                    ));
+                }
+                Ok(n) => n as u64,
+                Err(e) => return Err(format!("{at}.max-bytes-per-trigger: {e}")),
+            },
+        };
         Ok(KafkaSourceSpec {
             bootstrap_servers: self.bootstrap_servers,
             topics,
             starting,
             max_offsets_per_trigger: self.max_offsets_per_trigger,
+            max_bytes_per_trigger,
             max_rate_per_partition: self.max_rate_per_partition,
             fail_on_data_loss: self.fail_on_data_loss.unwrap_or(true),
             group_id: self.group_id,

@@ -43,9 +43,12 @@ fn batches_take_files_up_to_the_byte_budget_and_at_least_one() {
     assert_eq!(ends, vec![json!(2), json!(3), json!(5)]);
 }
 
+/// A record as (file, line, value).
+type Line = (u32, i64, String);
+
 /// Every batch a source over `input` plans with `budget`, from the start:
-/// its end offset and its records as (file, line, value).
-fn plan(input: &Path, budget: u64) -> Vec<(Offset, Vec<(u32, i64, String)>)> {
+/// its end offset and its records.
+fn plan(input: &Path, budget: u64) -> Vec<(Offset, Vec<Line>)> {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
     let mut s = FileSource::new(input.to_path_buf(), LineFormat::Raw, None)
@@ -94,7 +97,7 @@ fn a_file_over_the_budget_is_split_at_line_boundaries_and_numbered_on() {
         all.extend(records.iter().cloned());
     }
     // Every line once, in order, with its own line number.
-    let want: Vec<(u32, i64, String)> = (0..100)
+    let want: Vec<Line> = (0..100)
         .map(|i| (0, i as i64 + 1, format!("line {i:04}")))
         .chain([(1, 1, "x".into()), (1, 2, "y".into()), (1, 3, "z".into())])
         .collect();
@@ -160,7 +163,7 @@ fn a_batch_fills_its_budget_across_a_file_boundary() {
     let sizes: Vec<usize> = batches.iter().map(|(_, r)| r.len()).collect();
     assert_eq!(sizes, vec![24, 24, 24, 24, 24, 10]);
     assert_eq!(batches[4].0, json!({"files": 1, "byte": 200, "line": 20}));
-    let b4: Vec<&(u32, i64, String)> = batches[4].1.iter().collect();
+    let b4: Vec<&Line> = batches[4].1.iter().collect();
     assert_eq!((b4[0].0, b4[0].1), (0, 97));
     assert_eq!((b4[4].0, b4[4].1, b4[4].2.as_str()), (1, 1, "b 0000000"));
 }

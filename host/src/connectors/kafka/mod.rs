@@ -10,8 +10,10 @@
 mod consumer;
 mod continuous;
 mod offsets;
+mod record_size;
 mod sink;
 mod source;
+mod starting;
 mod watch;
 
 use std::time::{Duration, Instant};

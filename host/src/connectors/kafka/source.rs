@@ -8,13 +8,14 @@ use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 
 use super::consumer::PartitionConsumer;
+use super::record_size::RecordSize;
 use super::watch::Watch;
 use super::{
     Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry,
 };
 use crate::connectors::{min_limit, rate_limited_ends};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
-use crate::spec::{KafkaSourceSpec, KafkaStarting, KafkaTopics};
+use crate::spec::{KafkaSourceSpec, KafkaTopics};
 
 pub(super) type Tp = (String, i32);
 
@@ -35,6 +36,9 @@ pub struct KafkaSource {
     /// waits past them while the query is idle.
     seen: Option<KafkaOffsets>,
     watch: Option<Watch>,
+    /// Bytes per record read so far (key, value, headers and per-record
+    /// columns), which turns max-bytes-per-trigger into a record count.
+    record_bytes: RecordSize,
 }
 
 impl KafkaSource {
@@ -91,6 +95,7 @@ impl KafkaSource {
             lag_cache: None,
             seen: None,
             watch: None,
+            record_bytes: RecordSize::default(),
         })
     }
 
@@ -140,68 +145,6 @@ impl KafkaSource {
             self.spec.retry_timeout,
             || super::watermarks(&self.admin, t, *p),
         )
-    }
-
-    pub(super) fn start_offsets(
-        &self,
-        parts: &BTreeSet<Tp>,
-    ) -> Result<KafkaOffsets, ConnectorError> {
-        let mut out = KafkaOffsets::default();
-        if let KafkaStarting::Timestamp(ts) = self.spec.starting {
-            let mut tpl = TopicPartitionList::new();
-            for (t, p) in parts {
-                tpl.add_partition_offset(t, *p, KOffset::Offset(ts))
-                    .map_err(kafka_err("starting-timestamp"))?;
-            }
-            let found = with_retry(
-                "offsets for starting-timestamp",
-                self.spec.retry_timeout,
-                || self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT),
-            )?;
-            for tp in parts {
-                let o = found
-                    .find_partition(&tp.0, tp.1)
-                    .and_then(|e| e.offset().to_raw())
-                    .filter(|o| *o >= 0);
-                // No record at or after the timestamp: start at the end.
-                let o = match o {
-                    Some(o) => o,
-                    None => self.watermarks(tp)?.1,
-                };
-                out.0.insert(tp.clone(), o);
-            }
-            return Ok(out);
-        }
-        if let KafkaStarting::Offsets(map) = &self.spec.starting {
-            for (t, ps) in map {
-                for p in ps.keys() {
-                    if !parts.contains(&(t.clone(), *p)) {
-                        return Err(ConnectorError(format!(
-                            "starting-offsets names {t} partition {p}, which this source does not read"
-                        )));
-                    }
-                }
-            }
-        }
-        for tp in parts {
-            let want = match &self.spec.starting {
-                KafkaStarting::Earliest => -2,
-                KafkaStarting::Latest => -1,
-                KafkaStarting::Offsets(m) => m
-                    .get(&tp.0)
-                    .and_then(|ps| ps.get(&tp.1))
-                    .copied()
-                    .unwrap_or(-2),
-                KafkaStarting::Timestamp(_) => unreachable!("handled above"),
-            };
-            let o = match want {
-                -2 => self.watermarks(tp)?.0,
-                -1 => self.watermarks(tp)?.1,
-                o => o,
-            };
-            out.0.insert(tp.clone(), o);
-        }
-        Ok(out)
     }
 
     /// Every partition's end: one ListOffsets request per leader broker
@@ -349,7 +292,13 @@ impl Source for KafkaSource {
             starts.push(s as u64);
             ends.push(e as u64);
         }
-        let limit = min_limit(self.spec.max_offsets_per_trigger, self.rate_limit);
+        let by_size = self
+            .record_bytes
+            .records_in(self.spec.max_bytes_per_trigger);
+        let limit = min_limit(
+            min_limit(self.spec.max_offsets_per_trigger, self.rate_limit),
+            Some(by_size),
+        );
         let mut ends = rate_limited_ends(&starts, &ends, limit);
         if let Some(cap) = self.per_partition_cap {
             for (e, s) in ends.iter_mut().zip(&starts) {
@@ -399,10 +348,14 @@ impl Source for KafkaSource {
                 .map(|h| h.join().expect("kafka reader panicked"))
                 .collect()
         });
-        results
+        let batches: Vec<RecordBatch> = results
             .into_iter()
             .filter(|r| r.as_ref().map_or(true, |b| !b.is_empty()))
-            .collect()
+            .collect::<Result<_, _>>()?;
+        for b in &batches {
+            self.record_bytes.add(b);
+        }
+        Ok(batches)
     }
 
     fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
