@@ -104,6 +104,11 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
     })
 }
 
+/// The largest `max-bytes-per-trigger`: a batch's columns are addressed
+/// with 32-bit offsets, and what a guest returns may be larger than what it
+/// was given.
+pub(crate) const MAX_BYTES_PER_TRIGGER: u64 = 1 << 30;
+
 /// `max-bytes-per-trigger`: a size, by default
 /// [`crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER`].
 fn batch_bytes(v: Option<String>, source: usize) -> Result<u64, String> {
@@ -113,6 +118,9 @@ fn batch_bytes(v: Option<String>, source: usize) -> Result<u64, String> {
     match super::units::parse_size(&v) {
         Ok(0) => Err(format!(
             "source {source}: max-bytes-per-trigger must be at least 1 byte"
+        )),
+        Ok(n) if n as u64 > MAX_BYTES_PER_TRIGGER => Err(format!(
+            "source {source}: max-bytes-per-trigger is at most 1GiB (a batch's columns address at most 4 GiB)"
         )),
         Ok(n) => Ok(n as u64),
         Err(e) => Err(format!("source {source}: max-bytes-per-trigger: {e}")),

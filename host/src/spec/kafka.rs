@@ -227,6 +227,9 @@ impl RawKafkaSource {
                         "{at}.max-bytes-per-trigger must be at least 1 byte"
                     ));
                 }
+                Ok(n) if n as u64 > super::connectors::MAX_BYTES_PER_TRIGGER => {
+                    return Err(format!("{at}.max-bytes-per-trigger is at most 1GiB"));
+                }
                 Ok(n) => n as u64,
                 Err(e) => return Err(format!("{at}.max-bytes-per-trigger: {e}")),
             },

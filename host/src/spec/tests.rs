@@ -174,6 +174,11 @@ fn batches_are_capped_by_bytes_by_default_and_as_set() {
             ..
         }
     ));
+    let err = parse(&set.replace("\"1MiB\"", "\"2GiB\"")).unwrap_err();
+    assert!(
+        err.contains("source 0: max-bytes-per-trigger is at most 1GiB"),
+        "{err}"
+    );
     let err = parse(&set.replace("\"1MiB\"", "\"0\"")).unwrap_err();
     assert!(
         err.contains("source 0: max-bytes-per-trigger must be at least 1 byte"),

@@ -25,6 +25,10 @@ pub use crate::spec::LineFormat;
 mod position;
 use position::Position;
 
+/// The longest line taken as a record (1 GiB): a batch's columns address
+/// at most 4 GiB.
+const MAX_LINE: usize = 1 << 30;
+
 pub struct FileSource {
     dir: PathBuf,
     format: LineFormat,
@@ -128,6 +132,13 @@ impl FileSource {
             }
             if self.format == LineFormat::Json && line.iter().all(u8::is_ascii_whitespace) {
                 continue;
+            }
+            if line.len() > MAX_LINE {
+                return Err(ConnectorError(format!(
+                    "{} line {n}: {} bytes, longer than the {MAX_LINE} a record may have",
+                    path.display(),
+                    line.len()
+                )));
             }
             if out.values.len() >= piece_bytes {
                 pieces.push(std::mem::replace(&mut out, RecordBatch::new(index as u32)));

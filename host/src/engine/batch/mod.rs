@@ -213,9 +213,10 @@ impl RecordBatch {
             key,
         );
         if !encoded_headers.is_empty() || !self.header_ends.is_empty() {
-            self.header_ends.resize(n, self.headers.len() as u32);
+            self.header_ends
+                .resize(n, weir_wire::end(self.headers.len()));
             self.headers.extend_from_slice(encoded_headers);
-            self.header_ends.push(self.headers.len() as u32);
+            self.header_ends.push(weir_wire::end(self.headers.len()));
         }
         self.push_value(value, timestamp, offset);
     }
@@ -227,7 +228,7 @@ impl RecordBatch {
         weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
         let value = value.unwrap_or_default();
         self.values.extend_from_slice(value);
-        self.value_ends.push(self.values.len() as u32);
+        self.value_ends.push(weir_wire::end(self.values.len()));
         self.timestamps.push(timestamp);
         self.offsets.push(offset);
     }
