@@ -327,10 +327,22 @@ pub fn build_query(
                     ));
                 }
             };
+            // A source's max-bytes-per-trigger caps each partition's epoch.
+            let max_epoch_bytes = match &spec.sources[0] {
+                SourceSpec::Log {
+                    max_bytes_per_trigger,
+                    ..
+                } => Some(*max_bytes_per_trigger),
+                #[cfg(feature = "kafka")]
+                SourceSpec::Kafka(k) => Some(k.max_bytes_per_trigger),
+                _ => None,
+            };
             let options = ContinuousOptions {
                 checkpoint_interval,
                 error_policy,
                 exit_when_idle,
+                max_epoch_bytes: max_epoch_bytes
+                    .unwrap_or(ContinuousOptions::default().max_epoch_bytes),
                 state,
                 upgrade,
                 component,

@@ -176,6 +176,10 @@ pub struct ContinuousOptions {
     /// Most records a task hands to the guest in one call: a latency-bounded
     /// micro-chunk, never waiting to fill it.
     pub max_chunk: usize,
+    /// Most input bytes a partition's task reads in one epoch; past it the
+    /// task waits for the next epoch, so an epoch of a backlog stays small
+    /// (its output is held until the epoch commits).
+    pub max_epoch_bytes: u64,
     /// Stop once this long has passed with no new records and everything
     /// read is committed (for tests and one-off runs); `None` runs forever.
     pub exit_when_idle: Option<Duration>,
@@ -194,6 +198,7 @@ impl Default for ContinuousOptions {
             checkpoint_interval: Duration::from_millis(100),
             error_policy: ErrorPolicy::Skip,
             max_chunk: 512,
+            max_epoch_bytes: 16 << 20,
             exit_when_idle: None,
             keep_batches: 100,
             state: Default::default(),

@@ -17,8 +17,7 @@ pub(super) const FIRST_BATCH: u64 = 1000;
 
 impl RecordSize {
     pub fn add(&mut self, batch: &RecordBatch) {
-        self.bytes += (batch.values.len() + batch.keys.len() + batch.headers.len()) as u128
-            + 24 * batch.len() as u128;
+        self.bytes += batch.byte_len() as u128;
         self.records += batch.len() as u128;
     }
 

@@ -134,6 +134,12 @@ impl RecordBatch {
         self.value_ends.len()
     }
 
+    /// About the memory the batch takes: its data, and 24 bytes a record
+    /// for the per-record columns (value end, timestamp, offset).
+    pub fn byte_len(&self) -> usize {
+        self.values.len() + self.keys.len() + self.headers.len() + 24 * self.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.value_ends.is_empty()
     }

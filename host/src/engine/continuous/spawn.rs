@@ -40,6 +40,7 @@ impl ContinuousQuery {
                 halt: control.halt.clone(),
                 tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,
+                max_epoch_bytes: self.options.max_epoch_bytes,
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
                 state: if self.options.state.active() {

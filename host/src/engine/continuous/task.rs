@@ -117,6 +117,7 @@ pub(crate) struct Task {
     pub(crate) halt: Arc<AtomicBool>,
     pub(crate) tx: mpsc::SyncSender<Result<Report, EngineError>>,
     pub(crate) max_chunk: usize,
+    pub(crate) max_epoch_bytes: u64,
     pub(crate) policy: ErrorPolicy,
     pub(crate) source_name: String,
     pub(crate) state: Option<TaskState>,
@@ -135,6 +136,8 @@ impl Task {
         let mut poll = Poll::default();
         let mut stats = TaskStats::default();
         let mut time = self.state.as_ref().map(TaskState::now);
+        // Input bytes read in this epoch.
+        let mut read = 0u64;
         while !self.halt.load(Ordering::Relaxed) {
             // Passing epoch markers: report everything read before them.
             while self.epoch < self.marker.epoch() {
@@ -170,8 +173,18 @@ impl Task {
                     return Ok(());
                 }
                 self.epoch += 1;
+                read = 0;
                 // The next epoch runs with the newest published watermark.
                 time = self.state.as_ref().map(TaskState::now);
+            }
+            if read >= self.max_epoch_bytes {
+                // This epoch has its share: wait for the marker.
+                std::thread::sleep(
+                    self.marker
+                        .until_next()
+                        .clamp(Duration::from_micros(100), MAX_WAIT),
+                );
+                continue;
             }
             let Some(batch) = poll.next(
                 &self.marker,
@@ -184,6 +197,7 @@ impl Task {
             else {
                 continue;
             };
+            read += batch.byte_len() as u64;
             if let (Some(ts), Some(t)) = (&mut self.state, time) {
                 rejected += stateful_step(
                     ts,

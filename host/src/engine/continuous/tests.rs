@@ -167,6 +167,41 @@ fn epochs_commit_in_order_with_contiguous_ranges() {
 }
 
 #[test]
+fn an_epoch_reads_at_most_max_epoch_bytes_per_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = data(20_000);
+    let sink = Committed::default();
+    // Records are about 32 bytes with their columns: 4 KiB is a bit over
+    // one 64-record chunk a partition an epoch, so a 20,000-record backlog
+    // takes many epochs instead of a few large ones.
+    let options = ContinuousOptions {
+        checkpoint_interval: Duration::from_millis(5),
+        max_chunk: 64,
+        max_epoch_bytes: 4 << 10,
+        exit_when_idle: Some(Duration::from_millis(200)),
+        ..ContinuousOptions::default()
+    };
+    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
+    let mut q = ContinuousQuery::new(
+        store,
+        Box::new(MemSource(parts)),
+        factory(Duration::ZERO, Arc::new(Mutex::new([None, None]))),
+        vec![(None, Box::new(sink.clone()))],
+        options,
+    )
+    .unwrap();
+    let summary = q.run(&mut |_| {}).unwrap();
+    assert_eq!(summary.input_rows, 40_000);
+    let epochs = sink.0.lock().unwrap();
+    // Each partition stops after the chunk that reaches 4 KiB: at most
+    // 4 KiB plus one chunk of 64 records a partition.
+    let most = epochs.iter().map(|(_, r)| r.len()).max().unwrap();
+    assert!(most <= 2 * (128 + 64), "an epoch held {most} records");
+    let all: usize = epochs.iter().map(|(_, r)| r.len()).sum();
+    assert_eq!(all, 40_000);
+}
+
+#[test]
 fn a_slow_partition_does_not_stall_others_but_holds_back_the_commit() {
     let dir = tempfile::tempdir().unwrap();
     let parts = data(100);
