@@ -10,9 +10,7 @@ use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 use super::consumer::PartitionConsumer;
 use super::record_size::RecordSize;
 use super::watch::Watch;
-use super::{
-    Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry,
-};
+use super::{Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, with_retry};
 use crate::connectors::{min_limit, rate_limited_ends};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::spec::{KafkaSourceSpec, KafkaTopics};
@@ -153,35 +151,7 @@ impl KafkaSource {
     /// instead of two requests per partition.
     fn latest(&self) -> Result<KafkaOffsets, ConnectorError> {
         let parts = self.discover()?;
-        let mut tpl = TopicPartitionList::new();
-        for (t, p) in &parts {
-            tpl.add_partition_offset(t, *p, KOffset::End)
-                .map_err(kafka_err("end offsets"))?;
-        }
-        let found = with_retry("end offsets", self.spec.retry_timeout, || {
-            let r = self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT);
-            if r.is_err() {
-                // As for the watermarks: after a broker restart the client
-                // can answer "unknown partition" from a stale cache until
-                // its metadata is refreshed.
-                let _ = self.admin.fetch_metadata(None, REQUEST_TIMEOUT);
-            }
-            r
-        })?;
-        let mut out = KafkaOffsets::default();
-        for tp in parts {
-            let end = found
-                .find_partition(&tp.0, tp.1)
-                .and_then(|e| e.offset().to_raw())
-                .filter(|o| *o >= 0);
-            let end = match end {
-                Some(o) => o,
-                // Not answered for this partition: ask for it alone.
-                None => self.watermarks(&tp)?.1,
-            };
-            out.0.insert(tp, end);
-        }
-        Ok(out)
+        self.offsets_for_times(&parts, KOffset::End, "end offsets")
     }
 
     fn gone(&self, what: String) -> Result<(), ConnectorError> {

@@ -1,6 +1,7 @@
-//! Where a new query starts reading: `starting-offsets` or
-//! `starting-timestamp`, resolved against the brokers once and recorded in
-//! the checkpoint.
+//! Offsets looked up on the brokers: where a new query starts reading
+//! (`starting-offsets` or `starting-timestamp`, resolved once and recorded
+//! in the checkpoint), and offsets by time, which also give every
+//! partition's end in one request per broker.
 
 use std::collections::BTreeSet;
 
@@ -19,29 +20,8 @@ impl KafkaSource {
     ) -> Result<KafkaOffsets, ConnectorError> {
         let mut out = KafkaOffsets::default();
         if let KafkaStarting::Timestamp(ts) = self.spec.starting {
-            let mut tpl = TopicPartitionList::new();
-            for (t, p) in parts {
-                tpl.add_partition_offset(t, *p, KOffset::Offset(ts))
-                    .map_err(kafka_err("starting-timestamp"))?;
-            }
-            let found = with_retry(
-                "offsets for starting-timestamp",
-                self.spec.retry_timeout,
-                || self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT),
-            )?;
-            for tp in parts {
-                let o = found
-                    .find_partition(&tp.0, tp.1)
-                    .and_then(|e| e.offset().to_raw())
-                    .filter(|o| *o >= 0);
-                // No record at or after the timestamp: start at the end.
-                let o = match o {
-                    Some(o) => o,
-                    None => self.watermarks(tp)?.1,
-                };
-                out.0.insert(tp.clone(), o);
-            }
-            return Ok(out);
+            // No record at or after the timestamp: start at the end.
+            return self.offsets_for_times(parts, KOffset::Offset(ts), "starting-timestamp");
         }
         if let KafkaStarting::Offsets(map) = &self.spec.starting {
             for (t, ps) in map {
@@ -69,6 +49,45 @@ impl KafkaSource {
                 -2 => self.watermarks(tp)?.0,
                 -1 => self.watermarks(tp)?.1,
                 o => o,
+            };
+            out.0.insert(tp.clone(), o);
+        }
+        Ok(out)
+    }
+
+    /// Each partition's first offset at or after `at` (a timestamp, or
+    /// `End`), in one request per leader broker; a partition without one
+    /// gets its end.
+    pub(super) fn offsets_for_times(
+        &self,
+        parts: &BTreeSet<Tp>,
+        at: KOffset,
+        what: &str,
+    ) -> Result<KafkaOffsets, ConnectorError> {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p) in parts {
+            tpl.add_partition_offset(t, *p, at)
+                .map_err(kafka_err(what))?;
+        }
+        let found = with_retry(what, self.spec.retry_timeout, || {
+            let r = self.admin.offsets_for_times(tpl.clone(), REQUEST_TIMEOUT);
+            if r.is_err() {
+                // As for the watermarks: after a broker restart the client
+                // can answer "unknown partition" from a stale cache until
+                // its metadata is refreshed.
+                let _ = self.admin.fetch_metadata(None, REQUEST_TIMEOUT);
+            }
+            r
+        })?;
+        let mut out = KafkaOffsets::default();
+        for tp in parts {
+            let o = found
+                .find_partition(&tp.0, tp.1)
+                .and_then(|e| e.offset().to_raw())
+                .filter(|o| *o >= 0);
+            let o = match o {
+                Some(o) => o,
+                None => self.watermarks(tp)?.1,
             };
             out.0.insert(tp.clone(), o);
         }
