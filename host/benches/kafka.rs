@@ -8,8 +8,7 @@
 //! (WEIR_KAFKA_BOOTSTRAP=host:port uses a running broker instead of
 //! starting one with scripts/kafka-broker.)
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::process::Command;
 use std::sync::Arc;

@@ -15,8 +15,7 @@
 //! WEIR_BENCH_RECORDS (default 1,000,000); WEIR_BENCH_LANGS (e.g. "Go,JS":
 //! only the rows whose names start so).
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -12,8 +12,7 @@
 //!
 //! Run: cargo bench -p weir --bench neighbour
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -10,8 +10,7 @@
 //!
 //! Run: cargo bench -p weir --bench pipeline
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::io::Write;
 use std::sync::Arc;

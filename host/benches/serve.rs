@@ -18,8 +18,7 @@
 //! Sizes: WEIR_BENCH_RECORDS (per pollers pipeline, default 2,000,000),
 //! WEIR_BENCH_PIPELINES (default 1000), WEIR_BENCH_SECONDS (default 60).
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -21,8 +21,7 @@
 //!
 //! Run: cargo bench -p weir --bench stateful
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

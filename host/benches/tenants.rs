@@ -9,8 +9,7 @@
 //!
 //! Run: cargo bench -p weir --bench tenants
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -10,8 +10,7 @@
 //! plus the compile cache: cold compile vs cached load, per guest language.
 //! Run: cargo bench -p weir --bench transform
 
-#[path = "../../tests/e2e/testkit.rs"]
-mod testkit;
+use weir_testkit as testkit;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! End-to-end tests: real guests built from source, run through the real
 //! host runtime and the real `weir` binary.
 
-mod testkit;
+use weir_testkit as testkit;
 
 mod adversarial;
 mod bad_components;

@@ -1,8 +1,11 @@
 //! Shared helpers for the end-to-end tests and benchmarks: guests are built
 //! from source here (once per test process; cargo's own lock serialises
 //! concurrent test binaries), never checked in.
-
-#![allow(dead_code)]
+//!
+//! A crate of its own so the e2e tests and every bench share one copy. It
+//! runs inside the host package's test and bench binaries, so it finds
+//! cargo's target directory and the `weir` binary from the running
+//! executable (`<target>/<profile>/deps/<test>`), as cargo lays them out.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,13 +16,36 @@ use weir::runtime::{Runtime, RuntimeOptions};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("host/ has a parent")
+        .ancestors()
+        .nth(2)
+        .expect("tests/testkit/ is two levels down")
         .to_path_buf()
 }
 
+/// `<target>/<profile>` of the running test or bench binary.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("a test binary lives in <target>/<profile>/deps")
+        .to_path_buf()
+}
+
+/// Cargo's scratch directory for tests (`CARGO_TARGET_TMPDIR`).
+pub fn target_tmpdir() -> PathBuf {
+    profile_dir()
+        .parent()
+        .expect("<target>/<profile> has a parent")
+        .join("tmp")
+}
+
+/// The `weir` binary cargo built beside the tests (`CARGO_BIN_EXE_weir`).
+pub fn weir_bin() -> PathBuf {
+    profile_dir().join("weir")
+}
+
 fn guest_target_dir() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("guests")
+    target_tmpdir().join("guests")
 }
 
 /// Build one guest workspace for wasm32-wasip2 (release, simd128 via the
@@ -136,7 +162,7 @@ pub fn polyglot_tools(lang: &str) {
 /// Python and JavaScript smoke guests, built by scripts/build-polyglot.
 pub fn polyglot_guest(file: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("polyglot");
+    let out = target_tmpdir().join("polyglot");
     BUILT.get_or_init(|| {
         let status = Command::new(repo_root().join("scripts/build-polyglot"))
             .arg(&out)
@@ -189,7 +215,7 @@ pub fn window_events(
 /// A runtime whose compile cache lives under the test target dir.
 pub fn runtime() -> Runtime {
     Runtime::new(RuntimeOptions {
-        cache_dir: Some(Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")),
+        cache_dir: Some(target_tmpdir().join("component-cache")),
         ..RuntimeOptions::default()
     })
     .expect("runtime")
@@ -214,11 +240,8 @@ pub fn values(out: &weir::engine::TransformOutput, input: &RecordBatch) -> Vec<S
 
 /// The `weir` binary under test.
 pub fn weir() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_weir"));
-    c.env(
-        "WEIR_CACHE_DIR",
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
-    );
+    let mut c = Command::new(weir_bin());
+    c.env("WEIR_CACHE_DIR", target_tmpdir().join("component-cache"));
     let tools = tools_dir();
     c.env(
         "WEIR_COMPONENTIZE_PY",
