@@ -20,9 +20,7 @@
 
 use weir_testkit as testkit;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -33,17 +31,9 @@ use weir::engine::RecordBatch;
 use weir::log::Topic;
 
 struct Server {
-    child: Child,
-    base: String,
+    serve: testkit::Serve,
     http: ureq::Agent,
     data: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -55,44 +45,22 @@ fn env_num(name: &str, default: u64) -> u64 {
 
 impl Server {
     fn start(data: &Path) -> (Server, String) {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data"])
-            .arg(data)
-            .env(
-                "WEIR_CACHE_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache"),
-            )
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut admin = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut admin)
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines.next().expect("serve exited").unwrap();
-            if let Some(a) = line.strip_prefix("weir serve: listening on ") {
-                break a.trim().to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let serve = testkit::Serve::spawn(data, &[], None);
+        let admin = serve.admin.clone();
         let http = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .build()
             .into();
         let s = Server {
-            child,
-            base,
+            serve,
             http,
             data: data.to_path_buf(),
         };
-        (s, admin.trim().to_string())
+        (s, admin)
     }
 
     fn call(&self, method: &str, path: &str, token: &str, body: Option<&[u8]>) -> (u16, Value) {
-        let url = format!("{}{path}", self.base);
+        let url = format!("{}{path}", self.serve.base);
         let auth = format!("Bearer {token}");
         let mut r = match (method, body) {
             ("GET", _) => self.http.get(&url).header("Authorization", &auth).call(),
@@ -152,7 +120,7 @@ impl Server {
 
     /// (RSS bytes, threads, CPU seconds so far) of the server process.
     fn usage(&self) -> (u64, u64, f64) {
-        let pid = self.child.id();
+        let pid = self.serve.pid();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
         let field = |k: &str| -> u64 {
             status
@@ -218,7 +186,7 @@ fn polled<T>(
     let stop = Arc::new(AtomicBool::new(false));
     let clients: Vec<_> = (0..50)
         .map(|i| {
-            let (base, token, stop) = (s.base.clone(), token.to_string(), stop.clone());
+            let (base, token, stop) = (s.serve.base.clone(), token.to_string(), stop.clone());
             std::thread::spawn(move || {
                 let http: ureq::Agent = ureq::Agent::config_builder()
                     .http_status_as_error(false)
@@ -260,7 +228,7 @@ fn polled<T>(
 
 fn remove_four(s: &Server, token: &str, prefix: &str) {
     for p in 0..4 {
-        let url = format!("{}/v1/pipelines/{prefix}{p}?purge=true", s.base);
+        let url = format!("{}/v1/pipelines/{prefix}{p}?purge=true", s.serve.base);
         let r = s
             .http
             .delete(&url)

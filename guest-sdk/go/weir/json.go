@@ -15,7 +15,9 @@ import (
 // record). A missing member is no error: Found reports it.
 //
 // It exists because encoding/json decodes the whole record, which costs
-// more than the rest of a filter on this field together.
+// more than the rest of a filter on this field together. Its loop over the
+// top-level members is its own rather than container's: sharing that one
+// (with a name to stop at) measured 10% slower on the languages bench.
 func JSONField(value []byte, name string) (JSONValue, error) {
 	s := scanner{b: value}
 	s.ws()

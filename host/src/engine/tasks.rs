@@ -9,6 +9,28 @@ use super::options::{DEAD_LETTER, EngineError, ErrorPolicy, TransformFactory};
 use super::output::{Rejections, TransformOutput};
 use super::transform::{Transform, TransformError};
 
+/// The (source, task) of each batch of one read, in order: a source's
+/// `n`th batch of `partition` goes to its `task_of(partition, n)`.
+pub(crate) struct TaskKeys<'a> {
+    sources: &'a [Box<dyn Source>],
+    pieces: Vec<usize>,
+}
+
+impl<'a> TaskKeys<'a> {
+    pub fn new(sources: &'a [Box<dyn Source>]) -> Self {
+        TaskKeys {
+            sources,
+            pieces: vec![0; sources.len()],
+        }
+    }
+
+    pub fn next(&mut self, source: usize, b: &RecordBatch) -> (usize, u32) {
+        let piece = self.pieces[source];
+        self.pieces[source] += 1;
+        (source, self.sources[source].task_of(b.partition, piece))
+    }
+}
+
 pub(crate) struct Tasks<'a> {
     pub sources: &'a [Box<dyn Source>],
     pub factory: &'a dyn TransformFactory,
@@ -27,10 +49,9 @@ impl Tasks<'_> {
         // One transform instance per task; a task's batches run in order,
         // tasks run in parallel.
         let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
-        let mut pieces = vec![0usize; self.sources.len()];
+        let mut keys = TaskKeys::new(self.sources);
         for (idx, (i, b)) in inputs.iter().enumerate() {
-            let key = (*i, self.sources[*i].task_of(b.partition, pieces[*i]));
-            pieces[*i] += 1;
+            let key = keys.next(*i, b);
             match groups.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, members)) => members.push(idx),
                 None => groups.push((key, vec![idx])),

@@ -32,7 +32,10 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
                 i,
                 "max-records-per-trigger",
             )?,
-            max_bytes_per_trigger: batch_bytes(max_bytes_per_trigger, i)?,
+            max_bytes_per_trigger: batch_bytes(
+                max_bytes_per_trigger.as_deref(),
+                &format!("source {i}"),
+            )?,
         },
         RawSource::Files {
             path: p,
@@ -56,7 +59,10 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
                 "max-files-per-trigger",
             )?
             .map(|m| m as usize),
-            max_bytes_per_trigger: batch_bytes(max_bytes_per_trigger, i)?,
+            max_bytes_per_trigger: batch_bytes(
+                max_bytes_per_trigger.as_deref(),
+                &format!("source {i}"),
+            )?,
         },
         RawSource::Rate {
             rows_per_second,
@@ -107,23 +113,23 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
 /// The largest `max-bytes-per-trigger`: a batch's columns are addressed
 /// with 32-bit offsets, and what a guest returns may be larger than what it
 /// was given.
-pub(crate) const MAX_BYTES_PER_TRIGGER: u64 = 1 << 30;
+const MAX_BYTES_PER_TRIGGER: u64 = 1 << 30;
 
-/// `max-bytes-per-trigger`: a size, by default
-/// [`crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER`].
-fn batch_bytes(v: Option<String>, source: usize) -> Result<u64, String> {
+/// `max-bytes-per-trigger` of the source `at` ("source 2"): a size, by
+/// default [`crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER`].
+pub(super) fn batch_bytes(v: Option<&str>, at: &str) -> Result<u64, String> {
     let Some(v) = v else {
         return Ok(crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER);
     };
-    match super::units::parse_size(&v) {
+    match super::units::parse_size(v) {
         Ok(0) => Err(format!(
-            "source {source}: max-bytes-per-trigger must be at least 1 byte"
+            "{at}: max-bytes-per-trigger must be at least 1 byte"
         )),
         Ok(n) if n as u64 > MAX_BYTES_PER_TRIGGER => Err(format!(
-            "source {source}: max-bytes-per-trigger is at most 1GiB (a batch's columns address at most 4 GiB)"
+            "{at}: max-bytes-per-trigger is at most 1GiB (a batch's columns address at most 4 GiB)"
         )),
         Ok(n) => Ok(n as u64),
-        Err(e) => Err(format!("source {source}: max-bytes-per-trigger: {e}")),
+        Err(e) => Err(format!("{at}: max-bytes-per-trigger: {e}")),
     }
 }
 

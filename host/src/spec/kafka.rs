@@ -219,21 +219,8 @@ impl RawKafkaSource {
                 return Err(format!("{at}.{key} must be at least 1"));
             }
         }
-        let max_bytes_per_trigger = match self.max_bytes_per_trigger.as_deref() {
-            None => crate::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
-            Some(v) => match super::units::parse_size(v) {
-                Ok(0) => {
-                    return Err(format!(
-                        "{at}.max-bytes-per-trigger must be at least 1 byte"
-                    ));
-                }
-                Ok(n) if n as u64 > super::connectors::MAX_BYTES_PER_TRIGGER => {
-                    return Err(format!("{at}.max-bytes-per-trigger is at most 1GiB"));
-                }
-                Ok(n) => n as u64,
-                Err(e) => return Err(format!("{at}.max-bytes-per-trigger: {e}")),
-            },
-        };
+        let max_bytes_per_trigger =
+            super::connectors::batch_bytes(self.max_bytes_per_trigger.as_deref(), at)?;
         Ok(KafkaSourceSpec {
             bootstrap_servers: self.bootstrap_servers,
             topics,

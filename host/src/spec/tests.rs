@@ -174,21 +174,17 @@ fn batches_are_capped_by_bytes_by_default_and_as_set() {
             ..
         }
     ));
-    let err = parse(&set.replace("\"1MiB\"", "\"2GiB\"")).unwrap_err();
-    assert!(
-        err.contains("source 0: max-bytes-per-trigger is at most 1GiB"),
-        "{err}"
-    );
-    let err = parse(&set.replace("\"1MiB\"", "\"0\"")).unwrap_err();
-    assert!(
-        err.contains("source 0: max-bytes-per-trigger must be at least 1 byte"),
-        "{err}"
-    );
-    let err = parse(&set.replace("\"1MiB\"", "\"lots\"")).unwrap_err();
-    assert!(
-        err.contains("source 0: max-bytes-per-trigger: `lots`"),
-        "{err}"
-    );
+    for (value, want) in [
+        ("2GiB", "source 0: max-bytes-per-trigger is at most 1GiB"),
+        (
+            "0",
+            "source 0: max-bytes-per-trigger must be at least 1 byte",
+        ),
+        ("lots", "source 0: max-bytes-per-trigger: `lots`"),
+    ] {
+        let err = parse(&set.replace("\"1MiB\"", &format!("\"{value}\""))).unwrap_err();
+        assert!(err.contains(want), "{value}: {err}");
+    }
 }
 
 #[test]

@@ -9,25 +9,21 @@ mod reports;
 mod tenancy;
 mod upgrade;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
 
 use serde_json::{Value, json};
 
-use crate::testkit::weir;
-
+/// The spawned server (its `base` address and `admin` token through
+/// `Deref`) and an HTTP client for it.
 pub(crate) struct Server {
-    child: Child,
-    pub(crate) base: String,
-    pub(crate) admin: String,
+    serve: crate::testkit::Serve,
     pub(crate) http: ureq::Agent,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+impl std::ops::Deref for Server {
+    type Target = crate::testkit::Serve;
+    fn deref(&self) -> &Self::Target {
+        &self.serve
     }
 }
 
@@ -43,47 +39,12 @@ impl Server {
     }
 
     fn spawn(data: &Path, extra: &[&str], admin: Option<&str>) -> Server {
-        let mut child = weir()
-            .arg("serve")
-            .arg("--data")
-            .arg(data)
-            .args(["--listen", "127.0.0.1:0"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let admin = match admin {
-            Some(a) => a.to_string(),
-            None => {
-                let mut line = String::new();
-                BufReader::new(child.stdout.take().unwrap())
-                    .read_line(&mut line)
-                    .unwrap();
-                line
-            }
-        };
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("serve exited before listening")
-                .unwrap();
-            if let Some(addr) = line.strip_prefix("weir serve: listening on ") {
-                break addr.trim().to_string();
-            }
-        };
-        // Keep draining the server's log so it never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        let http: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .build()
-            .into();
         Server {
-            child,
-            base,
-            admin: admin.trim().to_string(),
-            http,
+            serve: crate::testkit::Serve::spawn(data, extra, admin),
+            http: ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .build()
+                .into(),
         }
     }
 

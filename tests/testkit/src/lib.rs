@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+mod serve;
+pub use serve::Serve;
+
 use weir::engine::RecordBatch;
 use weir::runtime::{Runtime, RuntimeOptions};
 

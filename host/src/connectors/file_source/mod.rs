@@ -40,6 +40,9 @@ pub struct FileSource {
     log_entries: u64,
     /// Files are spread over this many transform tasks (one per core).
     tasks: u32,
+    /// The bytes planning read to cut the last file of the batch it
+    /// planned, `(file, from, bytes)`, for the read of that batch.
+    prefetched: Option<(usize, u64, Vec<u8>)>,
 }
 
 impl FileSource {
@@ -54,10 +57,12 @@ impl FileSource {
             seen: HashSet::new(),
             log_entries: 0,
             tasks: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+            prefetched: None,
         }
     }
 
-    /// Batches take files up to `bytes` in all (at least one file).
+    /// Batches take about `bytes` of input (a file over it is cut at a line
+    /// boundary).
     pub fn with_max_bytes_per_trigger(mut self, bytes: u64) -> Self {
         self.max_bytes_per_trigger = bytes;
         self
@@ -97,7 +102,7 @@ impl FileSource {
     /// transform task (none under 1 MiB), so that one large file is still
     /// transformed on every core.
     fn read_file(
-        &self,
+        &mut self,
         index: usize,
         (from, line, until): (u64, i64, Option<u64>),
         pieces: &mut Vec<RecordBatch>,
@@ -111,14 +116,27 @@ impl FileSource {
             .ok()
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis() as i64);
-        std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(from)).map_err(err)?;
-        let mut bytes = Vec::new();
-        match until {
-            Some(u) => std::io::Read::take(f, u.saturating_sub(from)).read_to_end(&mut bytes),
-            None => f.read_to_end(&mut bytes),
-        }
-        .map_err(err)?;
-        let piece_bytes = (bytes.len() / self.tasks.max(1) as usize).max(1 << 20);
+        // The bytes planning read to place the cut, when this is that range.
+        let bytes = match self.prefetched.take() {
+            Some((i, f, bytes))
+                if i == index && f == from && until == Some(from + bytes.len() as u64) =>
+            {
+                bytes
+            }
+            _ => {
+                std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(from)).map_err(err)?;
+                let mut bytes = Vec::new();
+                match until {
+                    Some(u) => {
+                        std::io::Read::take(&mut f, u.saturating_sub(from)).read_to_end(&mut bytes)
+                    }
+                    None => f.read_to_end(&mut bytes),
+                }
+                .map_err(err)?;
+                bytes
+            }
+        };
+        let piece_bytes = (bytes.len() / self.tasks as usize).max(1 << 20);
         let mut out = RecordBatch::new(index as u32);
         let mut lines = bytes.split(|b| *b == b'\n').peekable();
         let mut n = line;
@@ -237,13 +255,17 @@ impl Source for FileSource {
             return Ok(match position::cut(&path, size, from, room)? {
                 // Its first line is longer than the room left (or, with no
                 // cut, the whole rest is one line).
-                Some((byte, _)) if taken > 0 && byte - from > room => Position::whole(i),
+                Some(c) if taken > 0 && c.byte - from > room => Position::whole(i),
                 None if taken > 0 => Position::whole(i),
-                Some((byte, lines)) => Position {
-                    files: i,
-                    byte,
-                    line: if i == start.files { start.line } else { 0 } + lines,
-                },
+                Some(c) => {
+                    let end = Position {
+                        files: i,
+                        byte: c.byte,
+                        line: if i == start.files { start.line } else { 0 } + c.lines,
+                    };
+                    self.prefetched = Some((i, from, c.bytes));
+                    end
+                }
                 None => Position::whole(i + 1),
             }
             .to_offset());

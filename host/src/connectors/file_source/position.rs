@@ -59,49 +59,71 @@ impl Position {
     }
 }
 
+/// Where a batch stops inside a file, and the bytes before it.
+pub(super) struct Cut {
+    /// Just after a newline.
+    pub byte: u64,
+    /// Lines between the batch's start in the file and `byte`.
+    pub lines: i64,
+    /// The file's bytes from the batch's start to `byte`: read once here,
+    /// they are the batch's input, so the read that follows need not read
+    /// them again.
+    pub bytes: Vec<u8>,
+}
+
 /// Where to cut `path` (of `size` bytes) so that the lines from byte `from`
 /// take at most `budget` bytes: just after the last newline within the
 /// budget, or after the first newline past it when a single line is longer.
-/// Returns the cut and the number of lines before it; `None` when the rest
-/// of the file fits (no cut). Reads the file in 1 MiB blocks.
+/// `None` when the rest of the file fits (no cut). Reads the file in 1 MiB
+/// blocks.
 pub(super) fn cut(
     path: &Path,
     size: u64,
     from: u64,
     budget: u64,
-) -> Result<Option<(u64, i64)>, ConnectorError> {
+) -> Result<Option<Cut>, ConnectorError> {
+    const BLOCK: usize = 1 << 20;
     if size.saturating_sub(from) <= budget {
         return Ok(None);
     }
     let err = |e: std::io::Error| ConnectorError(format!("{}: {e}", path.display()));
     let mut f = std::fs::File::open(path).map_err(err)?;
     std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(from)).map_err(err)?;
-    let mut buf = vec![0u8; 1 << 20];
     let limit = from.saturating_add(budget);
-    let mut at = from;
+    let mut bytes = Vec::with_capacity(usize::try_from(budget).unwrap_or(usize::MAX).min(64 << 20));
     let mut lines = 0i64;
     // The last cut within the budget, with its line count.
     let mut best: Option<(u64, i64)> = None;
+    let done = |bytes: Vec<u8>, found: Option<(u64, i64)>| {
+        found.map(|(byte, lines)| {
+            let mut bytes = bytes;
+            bytes.truncate((byte - from) as usize);
+            Cut { byte, lines, bytes }
+        })
+    };
     loop {
-        let n = f.read(&mut buf).map_err(err)?;
+        let at = bytes.len();
+        bytes.resize(at + BLOCK, 0);
+        let n = f.read(&mut bytes[at..]).map_err(err)?;
+        bytes.truncate(at + n);
         if n == 0 {
             // The rest is one last line without a newline.
-            return Ok(best);
+            return Ok(done(bytes, best));
         }
-        for (i, b) in buf[..n].iter().enumerate() {
+        for (i, b) in bytes[at..].iter().enumerate() {
             if *b != b'\n' {
                 continue;
             }
             lines += 1;
-            let end = at + i as u64 + 1;
+            let end = from + (at + i) as u64 + 1;
             if end <= limit {
                 best = Some((end, lines));
             } else {
                 // Past the budget: the best cut, or this one when no whole
                 // line fits.
-                return Ok(best.or(Some((end, lines))).filter(|(c, _)| *c < size));
+                let found = best.or(Some((end, lines))).filter(|(c, _)| *c < size);
+                return Ok(done(bytes, found));
             }
         }
-        at += n as u64;
     }
 }

@@ -16,13 +16,26 @@ use crate::engine::batch::encode_header;
 use crate::engine::{ConnectorError, RecordBatch};
 
 /// A record read past the end of a range (offset gaps from compaction or
-/// transaction markers), kept for the next range.
+/// transaction markers), or while waiting, kept for the next read.
 struct Stashed {
     offset: i64,
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
     headers: Vec<u8>,
     timestamp: i64,
+}
+
+impl Stashed {
+    /// `m`, with its headers encoded and its timestamp.
+    fn of(m: &impl Message, (headers, timestamp): (&[u8], i64)) -> Self {
+        Stashed {
+            offset: m.offset(),
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.payload().map(<[u8]>::to_vec),
+            headers: headers.to_vec(),
+            timestamp,
+        }
+    }
 }
 
 pub(super) struct PartitionConsumer {
@@ -194,30 +207,13 @@ impl PartitionConsumer {
                     if o < pos {
                         continue;
                     }
-                    let key = m.key();
-                    // A null payload (a tombstone) stays a record without a value.
-                    let value = m.payload();
-                    self.headers.clear();
-                    if let Some(h) = m.headers() {
-                        for h in h.iter() {
-                            encode_header(&mut self.headers, h.key, h.value.unwrap_or_default());
-                        }
-                    }
-                    let ts = m
-                        .timestamp()
-                        .to_millis()
-                        .unwrap_or(crate::engine::batch::NO_TIMESTAMP);
+                    let ts = meta(&mut self.headers, &m);
                     if o >= until {
-                        self.stash = Some(Stashed {
-                            offset: o,
-                            key: key.map(<[u8]>::to_vec),
-                            value: value.map(<[u8]>::to_vec),
-                            headers: self.headers.clone(),
-                            timestamp: ts,
-                        });
+                        self.stash = Some(Stashed::of(&m, (&self.headers, ts)));
                         return Ok(until);
                     }
-                    out.push_raw_value(key, value, &self.headers, ts, o);
+                    // A null payload (a tombstone) stays a record without a value.
+                    out.push_raw_value(m.key(), m.payload(), &self.headers, ts, o);
                     pos = o + 1;
                     taken += 1;
                 }
@@ -278,48 +274,25 @@ impl PartitionConsumer {
     }
 
     /// Wait up to `timeout` for the record after the consumer's position;
-    /// one that arrives is kept for the next read. True when the caller
-    /// should read now: a record came, or an error that the next read
-    /// handles from a fresh seek (the event itself is gone once polled).
-    pub fn wait(&mut self, timeout: Duration) -> bool {
-        if self.stash.is_some() {
-            return true;
-        }
-        if self.next.is_none() {
-            // Not positioned: the next read seeks.
-            return true;
+    /// one that arrives is kept for the next read. An error other than a
+    /// passing outage makes the next read seek afresh (the event itself is
+    /// gone once polled).
+    pub fn wait(&mut self, timeout: Duration) {
+        // Something to read already, or not positioned (the next read seeks).
+        if self.stash.is_some() || self.next.is_none() {
+            return;
         }
         match self.consumer.poll(whole_ms(timeout)) {
-            None | Some(Err(KafkaError::PartitionEOF(_))) => false,
+            None | Some(Err(KafkaError::PartitionEOF(_))) => {}
             Some(Ok(m)) => {
-                self.headers.clear();
-                if let Some(h) = m.headers() {
-                    for h in h.iter() {
-                        encode_header(&mut self.headers, h.key, h.value.unwrap_or_default());
-                    }
-                }
+                let ts = meta(&mut self.headers, &m);
                 self.next = Some(m.offset() + 1);
-                self.stash = Some(Stashed {
-                    offset: m.offset(),
-                    key: m.key().map(<[u8]>::to_vec),
-                    value: m.payload().map(<[u8]>::to_vec),
-                    headers: self.headers.clone(),
-                    timestamp: m
-                        .timestamp()
-                        .to_millis()
-                        .unwrap_or(crate::engine::batch::NO_TIMESTAMP),
-                });
-                true
+                self.stash = Some(Stashed::of(&m, (&self.headers, ts)));
             }
-            Some(Err(e)) => {
-                if super::retriable(&e) {
-                    tracing::warn!("{}: {e}; still trying", self.name());
-                    // The broker may be gone: the caller waits again.
-                    return false;
-                }
-                self.next = None;
-                true
+            Some(Err(e)) if super::retriable(&e) => {
+                tracing::warn!("{}: {e}; still trying", self.name());
             }
+            Some(Err(_)) => self.next = None,
         }
     }
 
@@ -330,6 +303,19 @@ impl PartitionConsumer {
             .and_then(|e| e.offset().to_raw())
             .unwrap_or(-1))
     }
+}
+
+/// Encode `m`'s headers into `headers` (cleared first); its timestamp.
+fn meta(headers: &mut Vec<u8>, m: &impl Message) -> i64 {
+    headers.clear();
+    if let Some(h) = m.headers() {
+        for h in h.iter() {
+            encode_header(headers, h.key, h.value.unwrap_or_default());
+        }
+    }
+    m.timestamp()
+        .to_millis()
+        .unwrap_or(crate::engine::batch::NO_TIMESTAMP)
 }
 
 /// `d` rounded up to whole milliseconds: librdkafka waits in milliseconds,

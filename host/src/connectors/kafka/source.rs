@@ -32,7 +32,7 @@ pub struct KafkaSource {
     pub(super) lag_cache: Option<(Instant, Vec<u64>)>,
     /// The end offsets the query last asked for, and the consumer that
     /// waits past them while the query is idle.
-    seen: Option<KafkaOffsets>,
+    last_ends: Option<KafkaOffsets>,
     watch: Option<Watch>,
     /// Bytes per record read so far (key, value, headers and per-record
     /// columns), which turns max-bytes-per-trigger into a record count.
@@ -91,7 +91,7 @@ impl KafkaSource {
             fixed: Vec::new(),
             group,
             lag_cache: None,
-            seen: None,
+            last_ends: None,
             watch: None,
             record_bytes: RecordSize::default(),
         })
@@ -179,11 +179,11 @@ impl KafkaSource {
     }
 
     /// Idle: release the range readers and wait on the watcher, armed at the
-    /// ends the query last saw (see `watch`).
-    fn watch_for_data(&mut self, timeout: Duration) -> Result<(), ConnectorError> {
-        let Some(ends) = &self.seen else {
-            std::thread::sleep(timeout.min(Duration::from_millis(20)));
-            return Ok(());
+    /// ends the query last saw (see `watch`). False when it cannot: no ends
+    /// seen yet.
+    fn watch_for_data(&mut self, timeout: Duration) -> Result<bool, ConnectorError> {
+        let Some(ends) = &self.last_ends else {
+            return Ok(false);
         };
         if self.watch.is_none() {
             self.watch = Some(Watch::new(&self.config)?);
@@ -196,7 +196,7 @@ impl KafkaSource {
             w.arm(ends)?;
         }
         w.wait(timeout);
-        Ok(())
+        Ok(true)
     }
 
     fn lost(&self) -> u64 {
@@ -220,7 +220,7 @@ impl Source for KafkaSource {
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
         let latest = self.latest()?;
         let json = latest.to_json();
-        self.seen = Some(latest);
+        self.last_ends = Some(latest);
         Ok(json)
     }
 
@@ -229,9 +229,12 @@ impl Source for KafkaSource {
     }
 
     fn wait_for_data(&mut self, timeout: Duration) {
-        if let Err(e) = self.watch_for_data(timeout) {
-            // Without a watcher the query polls as for any source.
+        let waited = self.watch_for_data(timeout).unwrap_or_else(|e| {
             tracing::warn!("kafka: waiting for new records: {e}");
+            false
+        });
+        if !waited {
+            // Without a watcher the query polls, as the default idle wait does.
             std::thread::sleep(timeout.min(Duration::from_millis(20)));
         }
     }

@@ -179,11 +179,7 @@ impl Task {
             }
             if read >= self.max_epoch_bytes {
                 // This epoch has its share: wait for the marker.
-                std::thread::sleep(
-                    self.marker
-                        .until_next()
-                        .clamp(Duration::from_micros(100), MAX_WAIT),
-                );
+                std::thread::sleep(marker_wait(&self.marker));
                 continue;
             }
             let Some(batch) = poll.next(
@@ -232,6 +228,15 @@ const SPINS: u32 = 50;
 /// The longest idle wait (a task also looks at the halt flag then).
 const MAX_WAIT: Duration = Duration::from_millis(50);
 
+/// How long a task waits before it looks at the marker again: until its
+/// next move, at most `MAX_WAIT` (it also looks at the halt flag then), and
+/// briefly once it is due (the coordinator moves it any moment).
+fn marker_wait(marker: &Marker) -> Duration {
+    marker
+        .until_next()
+        .clamp(Duration::from_micros(100), MAX_WAIT)
+}
+
 /// How a long-running task reads its partition.
 #[derive(Default)]
 pub(crate) struct Poll {
@@ -272,12 +277,7 @@ impl Poll {
             std::thread::yield_now();
             return Ok(None);
         }
-        let wait = match marker.until_next() {
-            // Due: the coordinator moves it any moment.
-            d if d.is_zero() => Duration::from_micros(100),
-            d => d.min(MAX_WAIT),
-        };
-        if !reader.wait_for_data(wait) {
+        if !reader.wait_for_data(marker_wait(marker)) {
             std::thread::sleep(Duration::from_micros(200));
         }
         Ok(None)

@@ -104,6 +104,25 @@ fn factory(slow: Duration, done: Arc<Mutex<[Option<Instant>; 2]>>) -> Box<dyn Tr
     )
 }
 
+/// A query over `parts` into `sink`, checkpointed in `dir`.
+fn query(
+    dir: &std::path::Path,
+    parts: Partitions,
+    transforms: Box<dyn TransformFactory>,
+    sink: &Committed,
+    options: ContinuousOptions,
+) -> ContinuousQuery {
+    let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
+    ContinuousQuery::new(
+        store,
+        Box::new(MemSource(parts)),
+        transforms,
+        vec![(None, Box::new(sink.clone()))],
+        options,
+    )
+    .unwrap()
+}
+
 fn data(n: usize) -> Partitions {
     Arc::new(
         (0..2)
@@ -124,15 +143,13 @@ fn epochs_commit_in_order_with_contiguous_ranges() {
         exit_when_idle: Some(Duration::from_millis(200)),
         ..ContinuousOptions::default()
     };
-    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
-    let mut q = ContinuousQuery::new(
-        store,
-        Box::new(MemSource(parts)),
+    let mut q = query(
+        dir.path(),
+        parts,
         factory(Duration::ZERO, done),
-        vec![(None, Box::new(sink.clone()))],
+        &sink,
         options,
-    )
-    .unwrap();
+    );
     let mut progress = Vec::new();
     let summary = q.run(&mut |p| progress.push(p.clone())).unwrap();
     assert_eq!(summary.input_rows, 4000);
@@ -181,15 +198,13 @@ fn an_epoch_reads_at_most_max_epoch_bytes_per_partition() {
         exit_when_idle: Some(Duration::from_millis(200)),
         ..ContinuousOptions::default()
     };
-    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
-    let mut q = ContinuousQuery::new(
-        store,
-        Box::new(MemSource(parts)),
+    let mut q = query(
+        dir.path(),
+        parts,
         factory(Duration::ZERO, Arc::new(Mutex::new([None, None]))),
-        vec![(None, Box::new(sink.clone()))],
+        &sink,
         options,
-    )
-    .unwrap();
+    );
     let summary = q.run(&mut |_| {}).unwrap();
     assert_eq!(summary.input_rows, 40_000);
     let epochs = sink.0.lock().unwrap();
@@ -212,16 +227,14 @@ fn a_slow_partition_does_not_stall_others_but_holds_back_the_commit() {
         exit_when_idle: Some(Duration::from_millis(200)),
         ..ContinuousOptions::default()
     };
-    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
     let sink = Committed::default();
-    let mut q = ContinuousQuery::new(
-        store,
-        Box::new(MemSource(parts)),
+    let mut q = query(
+        dir.path(),
+        parts,
         factory(Duration::from_millis(300), done.clone()),
-        vec![(None, Box::new(sink.clone()))],
+        &sink,
         options,
-    )
-    .unwrap();
+    );
     let mut first_commit = None;
     q.run(&mut |_| {
         first_commit.get_or_insert_with(Instant::now);

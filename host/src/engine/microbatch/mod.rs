@@ -240,20 +240,22 @@ impl MicroBatchQuery {
                                 }
                                 break;
                             }
-                            Trigger::Default => {
-                                self.idle_wait(idle_polls);
-                                idle_polls = idle_polls.saturating_add(1);
-                            }
-                            Trigger::ProcessingTime(i) => {
-                                // An interval already over (or "0s", which
-                                // Spark takes as the default trigger) waits
-                                // as the default trigger does, not in a spin.
-                                match next_wait(trigger_start.elapsed(), i) {
-                                    d if d.is_zero() => {
-                                        self.idle_wait(idle_polls);
-                                        idle_polls = idle_polls.saturating_add(1);
+                            Trigger::Default | Trigger::ProcessingTime(_) => {
+                                // The rest of a processing-time interval;
+                                // one already over (or "0s", which Spark
+                                // takes as the default trigger) waits as the
+                                // default trigger does, not in a spin.
+                                let rest = match self.options.trigger {
+                                    Trigger::ProcessingTime(i) => {
+                                        next_wait(trigger_start.elapsed(), i)
                                     }
-                                    d => std::thread::sleep(d),
+                                    _ => Duration::ZERO,
+                                };
+                                if rest.is_zero() {
+                                    self.idle_wait(idle_polls);
+                                    idle_polls = idle_polls.saturating_add(1);
+                                } else {
+                                    std::thread::sleep(rest);
                                 }
                             }
                         }

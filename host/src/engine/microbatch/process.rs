@@ -13,7 +13,7 @@ use crate::engine::output::TransformOutput;
 use crate::engine::state::run::progress_fields;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
-use crate::engine::tasks::{Tasks, reject_unkeyed};
+use crate::engine::tasks::{TaskKeys, Tasks, reject_unkeyed};
 use crate::engine::wal::OffsetEntry;
 
 /// A batch's state statistics: progress `stateOperators`, the largest
@@ -101,11 +101,9 @@ impl MicroBatchQuery {
             )?
         } else {
             let mut groups = Groups::new();
-            let mut pieces = vec![0usize; self.sources.len()];
+            let mut keys = TaskKeys::new(&self.sources);
             for (i, b) in inputs {
-                let task = self.sources[i].task_of(b.partition, pieces[i]);
-                pieces[i] += 1;
-                groups.entry((i, task)).or_default().push((i, b));
+                groups.entry(keys.next(i, &b)).or_default().push((i, b));
             }
             (groups, Vec::new())
         };
