@@ -218,3 +218,21 @@ fn a_read_or_a_cut_near_the_end_of_a_long_partition_scans_only_its_last_segments
     assert_eq!(all.get(1_000).value, values[1_000].as_bytes());
     assert_eq!(all.get(2_000).value, b"next");
 }
+
+#[test]
+fn a_reader_opened_before_a_segment_rolls_reads_into_the_new_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = Topic::create_with(dir.path(), "t", 1, 200).unwrap();
+    let mut reader = Topic::open(dir.path(), "t").unwrap();
+    writer.append(None, &[batch(&["first"])], || {}).unwrap();
+    assert_eq!(read_all(&mut reader, 0), ["first"]);
+    let values: Vec<String> = (0..40).map(|i| format!("value-{i:03}")).collect();
+    for chunk in values.chunks(5) {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        writer.append(None, &[batch(&refs)], || {}).unwrap();
+    }
+    assert!(std::fs::read_dir(dir.path().join("t/0")).unwrap().count() > 2);
+    let got = read_all(&mut reader, 0);
+    assert_eq!(got.len(), 41);
+    assert_eq!(got[40], "value-039");
+}

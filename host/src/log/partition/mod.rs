@@ -49,14 +49,7 @@ impl Partition {
         }
         let segments = bases
             .into_iter()
-            .map(|base| Segment {
-                base,
-                path: seg_path(&dir, base),
-                len: 0,
-                end: base,
-                index: vec![(base, 0)],
-                cursor: None,
-            })
+            .map(|base| Segment::empty(base, seg_path(&dir, base)))
             .collect();
         Ok(Partition {
             dir,
@@ -75,12 +68,14 @@ impl Partition {
     /// them, from where it was scanned to up to `to` (or its end), so a
     /// read near the end of a long partition does not scan its start.
     fn scan_range(&mut self, from: u64, to: u64) -> Result<(), LogError> {
-        for i in 0..self.segments.len() {
+        let mut i = 0;
+        while i < self.segments.len() {
             let next_base = self.segments.get(i + 1).map(|s| s.base);
+            i += 1;
             if next_base.is_some_and(|b| b <= from) {
                 continue;
             }
-            let seg = &mut self.segments[i];
+            let seg = &mut self.segments[i - 1];
             if seg.base >= to {
                 break;
             }
@@ -90,16 +85,25 @@ impl Partition {
             }
             let read = seg.scan(want)?;
             self.read_bytes += read.unwrap_or(0);
-            if seg.end < want {
-                // Gone or short: the committed records are not all there.
-                return Err(LogError::Corrupt {
-                    path: seg.path.clone(),
-                    problem: format!(
-                        "records up to offset {want} are committed but only {} are readable",
-                        seg.end
-                    ),
-                });
+            if seg.end >= want {
+                continue;
             }
+            // A writer rolls to a segment named by the end of the last one:
+            // one that rolled after this handle opened is found here.
+            let rolled = seg_path(&self.dir, seg.end);
+            if next_base.is_none() && seg.end > seg.base && rolled.exists() {
+                let base = seg.end;
+                self.segments.push(Segment::empty(base, rolled));
+                continue;
+            }
+            // Gone or short: the committed records are not all there.
+            return Err(LogError::Corrupt {
+                path: seg.path.clone(),
+                problem: format!(
+                    "records up to offset {want} are committed but only {} are readable",
+                    seg.end
+                ),
+            });
         }
         Ok(())
     }
@@ -240,14 +244,8 @@ impl Partition {
             let seg_len = self.segments.last().unwrap().len;
             if seg_len >= self.segment_bytes {
                 let base = self.scanned_end();
-                self.segments.push(Segment {
-                    base,
-                    path: seg_path(&self.dir, base),
-                    len: 0,
-                    end: base,
-                    index: vec![(base, 0)],
-                    cursor: None,
-                });
+                self.segments
+                    .push(Segment::empty(base, seg_path(&self.dir, base)));
                 crate::engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io {
                     path: self.dir.clone(),
                     err,

@@ -32,6 +32,18 @@ pub(super) struct Segment {
 }
 
 impl Segment {
+    /// A segment starting at offset `base`, not scanned yet.
+    pub(super) fn empty(base: u64, path: PathBuf) -> Self {
+        Segment {
+            base,
+            path,
+            len: 0,
+            end: base,
+            index: vec![(base, 0)],
+            cursor: None,
+        }
+    }
+
     pub(super) fn io(&self) -> impl Fn(std::io::Error) -> LogError + '_ {
         |err| LogError::Io {
             path: self.path.clone(),
