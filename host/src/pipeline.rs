@@ -101,12 +101,10 @@ fn build_sink(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, Bui
             root,
             topic,
             partitions,
-        } => Box::new(LogSink::open(
-            root.clone(),
-            topic,
-            route,
-            Some(*partitions),
-        )?),
+            as_produced,
+        } => Box::new(
+            LogSink::open(root.clone(), topic, route, Some(*partitions))?.as_produced(*as_produced),
+        ),
         SinkSpec::Files { dir, format } => Box::new(FileSink::new(dir.clone(), *format)),
         SinkSpec::Console => Box::new(ConsoleSink),
         #[cfg(feature = "kafka")]

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir::log::{Fetched, Topic, UncommittedReader};
 
 /// Lines committed per append.
 const CHUNK: usize = 10_000;
@@ -39,7 +39,18 @@ pub enum LogCommand {
         follow: bool,
         #[arg(long)]
         json: bool,
+        /// `read-uncommitted` also prints records not committed yet (from a
+        /// sink with write = "as-produced"); when such records are cut, a
+        /// line on stderr says from which offset the printed ones are void.
+        #[arg(long, value_enum, default_value_t = Isolation::ReadCommitted)]
+        isolation: Isolation,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Isolation {
+    ReadCommitted,
+    ReadUncommitted,
 }
 
 pub fn run(cmd: LogCommand) -> anyhow::Result<()> {
@@ -66,7 +77,15 @@ pub fn run(cmd: LogCommand) -> anyhow::Result<()> {
             topic,
             follow,
             json,
+            isolation: Isolation::ReadCommitted,
         } => read(root, &topic, follow, json),
+        LogCommand::Read {
+            root,
+            topic,
+            follow,
+            json,
+            isolation: Isolation::ReadUncommitted,
+        } => read_uncommitted(root, &topic, follow, json),
     }
 }
 
@@ -130,20 +149,7 @@ fn read(root: PathBuf, topic: &str, follow: bool, json: bool) -> anyhow::Result<
             }
             let mut b = RecordBatch::new(p as u32);
             t.read(p as u32, pos[p], *end, &mut b)?;
-            for r in b.iter() {
-                if json {
-                    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
-                    let headers: serde_json::Map<_, _> = r
-                        .headers()
-                        .map(|(k, v)| (k.to_string(), text(v).into()))
-                        .collect();
-                    let rec = serde_json::json!({"partition": p, "offset": r.offset, "key": r.key.map(text), "value": r.value_opt().map(text), "headers": headers, "timestamp": r.timestamp});
-                    writeln!(out, "{rec}")?;
-                } else {
-                    out.write_all(r.value)?;
-                    out.write_all(b"\n")?;
-                }
-            }
+            print_records(&mut out, &b, json)?;
             pos[p] = *end;
         }
         out.flush()?;
@@ -151,5 +157,56 @@ fn read(root: PathBuf, topic: &str, follow: bool, json: bool) -> anyhow::Result<
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn print_records(out: &mut impl Write, b: &RecordBatch, json: bool) -> anyhow::Result<()> {
+    for r in b.iter() {
+        if json {
+            let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+            let headers: serde_json::Map<_, _> = r
+                .headers()
+                .map(|(k, v)| (k.to_string(), text(v).into()))
+                .collect();
+            let rec = serde_json::json!({"partition": b.partition, "offset": r.offset, "key": r.key.map(text), "value": r.value_opt().map(text), "headers": headers, "timestamp": r.timestamp});
+            writeln!(out, "{rec}")?;
+        } else {
+            out.write_all(r.value)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    Ok(())
+}
+
+/// Records as soon as they are written; a cut is reported on stderr.
+fn read_uncommitted(root: PathBuf, topic: &str, follow: bool, json: bool) -> anyhow::Result<()> {
+    let t = Topic::open(&root, topic)?;
+    let n = t.partition_count();
+    let mut reader = UncommittedReader::new(t, vec![0; n as usize])?;
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    loop {
+        let mut any = false;
+        for p in 0..n {
+            match reader.fetch(p, CHUNK)? {
+                Fetched::Records(b) => {
+                    any |= !b.is_empty();
+                    print_records(&mut out, &b, json)?;
+                }
+                Fetched::Rewound(to) => {
+                    out.flush()?;
+                    eprintln!(
+                        "weir log read: partition {p}: records from offset {to} on were not committed and are cut; reading again from {to}"
+                    );
+                    any = true;
+                }
+            }
+        }
+        out.flush()?;
+        if !any {
+            if !follow {
+                return Ok(());
+            }
+            reader.wait(Duration::from_millis(500));
+        }
     }
 }

@@ -1,20 +1,31 @@
 //! Writes to a topic of the embedded log, exactly once: a batch is one
 //! atomic commit tagged with (query, sink) and the batch id, so a batch
 //! replayed after a crash is recognised and skipped.
+//!
+//! With `write = "as-produced"` (continuous mode), tasks write their
+//! records to the topic as they make them, through an [`EpochWriter`], and
+//! each epoch's commit makes them durable and visible to read-committed
+//! readers; readers of uncommitted records see them at once.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
 use super::err;
-use crate::engine::{ConnectorError, RecordBatch, Sink, SinkBatch, faults};
-use crate::log::{Appended, Topic, Writer};
+use crate::engine::{ConnectorError, EarlyWrites, RecordBatch, Sink, SinkBatch, faults};
+use crate::log::{Appended, EpochWriter, Topic, Writer};
 
 pub struct LogSink {
     root: PathBuf,
-    topic: Topic,
+    /// `None` once an epoch writer has taken it.
+    topic: Option<Topic>,
+    name: String,
     route: String,
     writer: [u8; 16],
+    as_produced: bool,
+    early: Option<Arc<Early>>,
 }
 
 impl LogSink {
@@ -35,45 +46,120 @@ impl LogSink {
         };
         Ok(LogSink {
             root,
-            topic,
+            name: topic.name().to_string(),
+            topic: Some(topic),
             route: route.into(),
             writer: [0; 16],
+            as_produced: false,
+            early: None,
         })
+    }
+
+    /// Write records as tasks produce them (continuous mode only).
+    pub fn as_produced(mut self, yes: bool) -> Self {
+        self.as_produced = yes;
+        self
+    }
+}
+
+/// Which partition each record goes to: keyed records by key, the rest
+/// round-robin from `next` (deterministic per batch for a committed write,
+/// so a replay lands where it would have).
+fn spread(
+    batch: &SinkBatch<'_>,
+    partitions: u32,
+    by_key: impl Fn(&[u8]) -> u32,
+    next: u64,
+) -> (Vec<RecordBatch>, u64) {
+    let mut parts: Vec<RecordBatch> = (0..partitions).map(RecordBatch::new).collect();
+    let mut rows = 0u64;
+    for o in batch.records() {
+        let p = match o.key {
+            Some(k) => by_key(k),
+            None => ((next + rows) % partitions as u64) as u32,
+        };
+        parts[p as usize].push_raw_value(o.key, o.value_opt(), o.headers, o.timestamp, 0);
+        rows += 1;
+    }
+    (parts, rows)
+}
+
+/// The sink's epoch writer, shared with the tasks.
+struct Early {
+    writer: EpochWriter,
+    /// Where unkeyed records go round-robin next.
+    next: AtomicU64,
+}
+
+impl EarlyWrites for Early {
+    fn begin(&self, epoch: u64) {
+        self.writer.begin(epoch);
+    }
+
+    fn write(&self, epoch: u64, batch: &SinkBatch<'_>) -> Result<(), ConnectorError> {
+        let n = self.writer.partition_count();
+        let next = self.next.load(Ordering::Relaxed);
+        let (parts, rows) = spread(batch, n, |k| self.writer.partition_for(k), next);
+        self.next.fetch_add(rows, Ordering::Relaxed);
+        self.writer
+            .write(epoch, parts)
+            .map_err(|e| ConnectorError(e.to_string()))
+    }
+
+    fn end_epoch(&self, epoch: u64) -> Result<(), ConnectorError> {
+        self.writer
+            .end_epoch(epoch)
+            .map_err(|e| ConnectorError(e.to_string()))
     }
 }
 
 impl Sink for LogSink {
     fn description(&self) -> String {
-        format!("log:{}", self.root.join(self.topic.name()).display())
+        format!("log:{}", self.root.join(&self.name).display())
     }
 
     fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
         let digest = Sha256::digest(format!("{query_id}/{}", self.route));
         self.writer.copy_from_slice(&digest[..16]);
+        if self.as_produced
+            && let Some(topic) = self.topic.take()
+        {
+            let holder = format!("the query {query_id} (output `{}`)", self.route);
+            let writer =
+                EpochWriter::open(topic, self.writer, &holder).map_err(err(self.description()))?;
+            self.early = Some(Arc::new(Early {
+                writer,
+                next: AtomicU64::new(0),
+            }));
+        }
         Ok(())
     }
 
+    fn early_writes(&self) -> Option<Arc<dyn EarlyWrites>> {
+        self.early.clone().map(|e| e as Arc<dyn EarlyWrites>)
+    }
+
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
-        let n = self.topic.partition_count();
-        let mut parts: Vec<RecordBatch> = (0..n).map(RecordBatch::new).collect();
-        let mut rows = 0u64;
-        for (i, o) in batch.records().enumerate() {
-            // Keyed records by key; the rest round-robin by position, which
-            // is deterministic, so a replay lands exactly where it would have.
-            let p = match o.key {
-                Some(k) => self.topic.partition_for(k),
-                None => (i as u64 % n as u64) as u32,
-            };
-            parts[p as usize].push_raw_value(o.key, o.value_opt(), o.headers, o.timestamp, 0);
-            rows += 1;
+        let name = self.description();
+        if let Some(early) = &self.early {
+            // The tasks wrote the epoch's records already: commit them.
+            faults::point("mid-sink", batch_id);
+            return Ok(early
+                .writer
+                .commit(batch_id)
+                .map_err(err(name))?
+                .unwrap_or(0));
         }
+        let Some(topic) = self.topic.as_mut() else {
+            return Err(ConnectorError(format!("{name}: the sink is not open")));
+        };
+        let n = topic.partition_count();
+        let (parts, rows) = spread(batch, n, |k| topic.partition_for(k), 0);
         let writer = Writer {
             id: self.writer,
             sequence: batch_id,
         };
-        let name = self.description();
-        match self
-            .topic
+        match topic
             .append(Some(writer), &parts, || faults::point("mid-sink", batch_id))
             .map_err(err(name))?
         {

@@ -141,8 +141,34 @@ pub trait Sink: Send {
     }
 
     /// Write batch `batch_id`; returns the number of records written (0 if
-    /// the batch had already been committed by an earlier run).
+    /// the batch had already been committed by an earlier run). A sink
+    /// with [`Self::early_writes`] was handed the epoch's records already,
+    /// and commits them here.
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError>;
+
+    /// In continuous mode, the handle through which tasks give this sink
+    /// their records as they produce them (after [`Self::open`]); `None`
+    /// for a sink that takes an epoch's records at its commit.
+    fn early_writes(&self) -> Option<std::sync::Arc<dyn EarlyWrites>> {
+        None
+    }
+}
+
+/// A sink's side for records written before their epoch commits, so that
+/// readers that accept uncommitted records see them at once. The sink must
+/// keep each epoch's records before the next epoch's, whatever order tasks
+/// hand them over in: tasks run ahead into later epochs.
+pub trait EarlyWrites: Send + Sync {
+    /// Before any write: the first epoch this run writes (a re-run epoch,
+    /// or the next new one).
+    fn begin(&self, epoch: u64);
+
+    /// Part of `epoch`'s output, from any task thread.
+    fn write(&self, epoch: u64, batch: &SinkBatch<'_>) -> Result<(), ConnectorError>;
+
+    /// Every task has passed the end of `epoch`: nothing more comes for it
+    /// (called for every epoch in order, also those with no output).
+    fn end_epoch(&self, epoch: u64) -> Result<(), ConnectorError>;
 }
 
 /// Reads one partition continuously (continuous mode): each task owns one.

@@ -27,7 +27,9 @@ pub mod wal;
 pub use backpressure::{PidConfig, PidRateEstimator};
 pub use batch::{EncodingError, RecordBatch, RecordRef};
 pub use checkpoint::{CheckpointError, CheckpointLock, CheckpointStore, LocalCheckpointStore};
-pub use connector::{ConnectorError, Offset, Sink, SinkBatch, Source, SourceCheckpoint};
+pub use connector::{
+    ConnectorError, EarlyWrites, Offset, Sink, SinkBatch, Source, SourceCheckpoint,
+};
 pub use continuous::ContinuousQuery;
 /// Whether this build honours `WEIR_FAULT` (the `fault-injection` feature).
 pub const FAULT_INJECTION: bool = faults::ENABLED;

@@ -9,8 +9,11 @@
 //! crash mid-write leaves only invisible bytes that the next writer cuts.
 
 mod commits;
+mod cuts;
+mod epoch_writer;
 mod partition;
 mod record;
+mod uncommitted;
 pub mod watch;
 
 use std::fs::File;
@@ -20,7 +23,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::batch::RecordBatch;
 use commits::{CommitEntry, CommitFile, CommitState};
+use cuts::CutLog;
+pub use epoch_writer::EpochWriter;
 use partition::Partition;
+pub use uncommitted::{Fetched, UncommittedReader};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -38,6 +44,12 @@ pub enum LogError {
     },
     #[error("record of {size} bytes exceeds the log's limit of {max} bytes")]
     TooLarge { size: usize, max: usize },
+    #[error(
+        "topic `{name}` is held by {holder}, which writes it as it produces records (write = \"as-produced\"); no other writer can commit to it until that stops"
+    )]
+    Busy { name: String, holder: String },
+    #[error("epoch {epoch} was written after it ended (the writer is at epoch {open})")]
+    EpochEnded { epoch: u64, open: u64 },
     #[error("partition {partition} does not exist (the topic has {partitions})")]
     NoPartition { partition: u32, partitions: u32 },
 }
@@ -73,7 +85,17 @@ pub struct Topic {
     commits: CommitFile,
     /// The commit file as this handle last read it (writers only).
     commit_state: CommitState,
+    cuts: CutLog,
 }
+
+/// How long a writer waits for the lock an [`EpochWriter`] holds.
+const BUSY_PATIENCE: std::time::Duration = if cfg!(test) {
+    std::time::Duration::from_millis(200)
+} else {
+    std::time::Duration::from_secs(5)
+};
+/// The file naming the [`EpochWriter`] that holds the topic.
+const EPOCH_WRITER: &str = ".epoch-writer";
 
 /// Default segment size.
 pub const SEGMENT_BYTES: u64 = 64 << 20;
@@ -140,6 +162,7 @@ impl Topic {
             name: name.into(),
             commits: CommitFile::new(&dir, meta.partitions as usize),
             commit_state: CommitState::default(),
+            cuts: CutLog::new(&dir, meta.partitions as usize),
             dir,
             partitions,
         })
@@ -207,14 +230,33 @@ impl Topic {
         p.read(from, to, out)
     }
 
+    /// The topic's writer lock. Ordinary writers hold it for one append; an
+    /// [`EpochWriter`] holds it while it runs and says so in
+    /// `.epoch-writer`, so a writer kept waiting by one fails after
+    /// [`BUSY_PATIENCE`] with who holds it, instead of hanging.
     fn lock(&self) -> Result<File, LogError> {
         let path = self.dir.join(".lock");
         let f = File::create(&path).map_err(|err| LogError::Io {
             path: path.clone(),
             err,
         })?;
-        f.lock().map_err(|err| LogError::Io { path, err })?;
-        Ok(f)
+        let started = std::time::Instant::now();
+        loop {
+            match f.try_lock() {
+                Ok(()) => return Ok(f),
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(err)) => return Err(LogError::Io { path, err }),
+            }
+            if started.elapsed() >= BUSY_PATIENCE
+                && let Ok(holder) = std::fs::read_to_string(self.dir.join(EPOCH_WRITER))
+            {
+                return Err(LogError::Busy {
+                    name: self.name.clone(),
+                    holder: holder.trim().to_string(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// Append `per_partition[p]` to partition `p` and commit them together.
@@ -249,16 +291,13 @@ impl Topic {
             .ends
             .clone()
             .unwrap_or_else(|| vec![0; self.partitions.len()]);
+        self.cut_to(&committed)?;
         let mut ends = committed.clone();
         for (p, part) in self.partitions.iter_mut().enumerate() {
-            // Cut whatever a crashed writer left past the committed end.
-            if !part.is_clean(committed[p]) {
-                part.truncate_to(committed[p])?;
-            }
             if let Some(batch) = per_partition.get(p)
                 && !batch.is_empty()
             {
-                ends[p] = part.append(batch)?;
+                ends[p] = part.append(batch, true)?;
             }
         }
         before_commit();
@@ -275,6 +314,40 @@ impl Topic {
             },
         )?;
         Ok(Appended::Committed(ends))
+    }
+
+    /// Each partition's end as this handle has written or scanned it.
+    fn written_ends(&self) -> Vec<u64> {
+        self.partitions.iter().map(Partition::scanned_end).collect()
+    }
+
+    /// The segment files holding records past `from[p]` of each partition.
+    fn files_from(&self, from: &[u64]) -> Vec<PathBuf> {
+        self.partitions
+            .iter()
+            .zip(from)
+            .flat_map(|(p, f)| p.files_from(*f))
+            .collect()
+    }
+
+    /// Cut whatever a crashed writer left past the `committed` ends (the
+    /// caller holds the lock), logging the cut first when there is one.
+    fn cut_to(&mut self, committed: &[u64]) -> Result<(), LogError> {
+        let mut logged = false;
+        let cuts = &self.cuts;
+        let mut log_cut = || {
+            if !logged {
+                cuts.append(committed)?;
+                logged = true;
+            }
+            Ok(())
+        };
+        for (p, part) in self.partitions.iter_mut().enumerate() {
+            if !part.is_clean(committed[p]) {
+                part.truncate_to(committed[p], &mut log_cut)?;
+            }
+        }
+        Ok(())
     }
 
     /// The partition for a key: Kafka's default partitioner (murmur2), the

@@ -61,6 +61,14 @@ impl Watch {
         }
     }
 
+    /// A watch woken by writes to the partitions' data as well as commits.
+    pub fn with_partitions(topic_dir: &Path, partitions: u32) -> Self {
+        Watch {
+            changes: changes_with_partitions(topic_dir, partitions),
+            seen: 0,
+        }
+    }
+
     /// Whether commits wake [`Self::wait`] (else it only sleeps).
     pub fn wakes(&self) -> bool {
         self.changes.is_some()
@@ -136,6 +144,30 @@ pub fn changes(dir: &Path) -> Option<Arc<Changes>> {
     if let Some(c) = by_dir.get(dir) {
         return Some(c.clone());
     }
+    let c = Arc::new(Changes::default());
+    add_watch(w, dir, &c)?;
+    by_dir.insert(dir.to_path_buf(), c.clone());
+    Some(c)
+}
+
+/// The change counter of the topic in `dir`, also moved by writes to the
+/// segment files of its partitions (for readers of uncommitted records,
+/// which look at data before it is committed).
+pub fn changes_with_partitions(dir: &Path, partitions: u32) -> Option<Arc<Changes>> {
+    let c = changes(dir)?;
+    let w = watcher()?;
+    let mut by_dir = w.by_dir.lock().unwrap_or_else(|e| e.into_inner());
+    for p in 0..partitions {
+        let pd = dir.join(p.to_string());
+        if !by_dir.contains_key(&pd) {
+            add_watch(w, &pd, &c)?;
+            by_dir.insert(pd, c.clone());
+        }
+    }
+    Some(c)
+}
+
+fn add_watch(w: &Watcher, dir: &Path, c: &Arc<Changes>) -> Option<()> {
     let path = CString::new(dir.as_os_str().as_bytes()).ok()?;
     let mask = libc::IN_MODIFY | libc::IN_CLOSE_WRITE | libc::IN_MOVED_TO | libc::IN_CREATE;
     // SAFETY: `path` is a valid C string for the duration of the call.
@@ -148,13 +180,11 @@ pub fn changes(dir: &Path) -> Option<Arc<Changes>> {
         );
         return None;
     }
-    let c = Arc::new(Changes::default());
-    by_dir.insert(dir.to_path_buf(), c.clone());
     w.by_wd
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(wd, c.clone());
-    Some(c)
+    Some(())
 }
 
 /// The watcher thread: wake the waiters of every directory that changed.

@@ -88,10 +88,20 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
             path: p,
             topic,
             partitions,
+            write,
         } => SinkSpec::Log {
             root: path(&p),
             topic,
             partitions: partitions.unwrap_or(1).max(1),
+            as_produced: match write.as_deref().unwrap_or("at-commit") {
+                "at-commit" => false,
+                "as-produced" => true,
+                w => {
+                    return Err(format!(
+                        "sink.{name}.write: `{w}` (use \"at-commit\" or \"as-produced\")"
+                    ));
+                }
+            },
         },
         RawSink::Files { path: p, format } => SinkSpec::Files {
             dir: path(&p),

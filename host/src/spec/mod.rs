@@ -86,6 +86,9 @@ pub enum SinkSpec {
         root: PathBuf,
         topic: String,
         partitions: u32,
+        /// `write = "as-produced"`: records go to the topic as tasks make
+        /// them (continuous mode), each epoch committed at its end.
+        as_produced: bool,
     },
     Files {
         dir: PathBuf,
@@ -252,6 +255,22 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             Ok(((name != "default").then_some(name), spec))
         })
         .collect::<Result<_, String>>()?;
+    if matches!(mode, Mode::MicroBatch)
+        && let Some((name, _)) = sinks.iter().find(|(_, s)| {
+            matches!(
+                s,
+                SinkSpec::Log {
+                    as_produced: true,
+                    ..
+                }
+            )
+        })
+    {
+        return Err(format!(
+            "sink.{}.write = \"as-produced\" applies to mode = \"continuous\" (a micro-batch writes its output when the batch commits)",
+            name.as_deref().unwrap_or("default")
+        ));
+    }
     if transform
         .as_ref()
         .is_some_and(|t| t.on_error == OnError::DeadLetter)

@@ -148,6 +148,7 @@ pub enum RawSink {
         path: String,
         topic: String,
         partitions: Option<u32>,
+        write: Option<String>,
     },
     #[serde(rename_all = "kebab-case")]
     Files {

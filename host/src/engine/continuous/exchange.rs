@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
 use std::time::Duration;
 
+use super::early::EarlySinks;
 use super::marker::Marker;
 use super::task::{Parts, Poll, Report, TaskState, run_guarded, stateful_step};
 use crate::engine::batch::RecordBatch;
@@ -56,6 +57,7 @@ pub(crate) struct Reader {
     pub max_chunk: usize,
     pub policy: ErrorPolicy,
     pub source_name: String,
+    pub early: EarlySinks,
 }
 
 impl Reader {
@@ -72,6 +74,7 @@ impl Reader {
         let mut parts: Parts = Vec::new();
         let mut rejected = Rejections::default();
         let mut poll = Poll::default();
+        let mut written = 0usize;
         while !self.halt.load(Ordering::Relaxed) {
             while self.epoch < self.marker.epoch() {
                 for o in &self.outs {
@@ -79,6 +82,7 @@ impl Reader {
                         return Ok(());
                     }
                 }
+                written = 0;
                 let report = Report {
                     epoch: self.epoch,
                     end: Some((self.partition, self.position)),
@@ -113,6 +117,7 @@ impl Reader {
             }
             if let Some((b, why)) = routed.unreadable {
                 rejected += reject_unkeyed(&self.policy, &self.source_name, b, &why, &mut parts)?;
+                self.early.write_new(self.epoch, &parts, &mut written)?;
             }
         }
         Ok(())
@@ -131,6 +136,7 @@ pub(crate) struct StateTask {
     pub tx: SyncSender<Result<Report, EngineError>>,
     pub policy: ErrorPolicy,
     pub source_name: String,
+    pub early: EarlySinks,
 }
 
 impl StateTask {
@@ -146,11 +152,13 @@ impl StateTask {
             let mut parts: Parts = Vec::new();
             let mut rejected = Rejections::default();
             let mut stats = TaskStats::default();
+            let mut written = 0usize;
             for r in 0..self.ins.len() {
                 loop {
                     match self.ins[r].recv_timeout(HALT_POLL) {
                         Ok(Msg::Records(b)) => {
                             rejected += self.step(time, &mut stats, Some(b), &mut parts)?;
+                            self.early.write_new(self.epoch, &parts, &mut written)?;
                         }
                         Ok(Msg::Marker) => break,
                         Err(RecvTimeoutError::Timeout) => {
@@ -165,6 +173,7 @@ impl StateTask {
             // Every reader passed the marker: timers fire and the state is
             // checkpointed as the next version.
             rejected += self.step(time, &mut stats, None, &mut parts)?;
+            self.early.write_new(self.epoch, &parts, &mut written)?;
             let report = Report {
                 epoch: self.epoch,
                 end: None,

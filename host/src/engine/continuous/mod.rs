@@ -145,6 +145,7 @@ impl ContinuousQuery {
     ) -> Result<RunSummary, EngineError> {
         let name = self.source.description();
         let mut summary = RunSummary::default();
+        let early = early::EarlySinks::of(&self.sinks);
         let (mut epoch, mut positions) = match wal::resume(&*self.store)? {
             Resume::Fresh => {
                 let source = &mut self.source;
@@ -152,6 +153,7 @@ impl ContinuousQuery {
                     let p = source.initial_positions().map_err(source_err(&name))?;
                     Ok(source.to_offset(&p))
                 })?;
+                early.begin(0);
                 (0, self.source.positions(&o).map_err(source_err(&name))?)
             }
             Resume::Continue {
@@ -160,6 +162,7 @@ impl ContinuousQuery {
                 watermark,
             } => {
                 self.watermark = watermark;
+                early.begin(next_batch);
                 (
                     next_batch,
                     self.source
@@ -178,6 +181,9 @@ impl ContinuousQuery {
                     .map_err(source_err(&name))?;
                 self.watermark = entry.watermark.clone().unwrap_or_default();
                 let (parts, rejected, stats) = self.replay(&entry, &start, &end)?;
+                early.begin(entry.batch_id);
+                early.write_new(entry.batch_id, &parts, &mut 0)?;
+                early.end_epoch(entry.batch_id)?;
                 let epoch = Epoch {
                     id: entry.batch_id,
                     start: &start,
@@ -215,6 +221,7 @@ impl ContinuousQuery {
             marker: marker.clone(),
             halt: halt.clone(),
             tx,
+            early: early.clone(),
         };
         let spawned = if self.options.state.stateful {
             self.spawn_exchange(epoch, &positions, &control)
@@ -225,6 +232,7 @@ impl ContinuousQuery {
         let result = spawned.and_then(|handles| {
             let r = self.coordinate(
                 rx,
+                &early,
                 &marker,
                 &mut epoch,
                 &mut positions,
@@ -246,6 +254,7 @@ impl ContinuousQuery {
     fn coordinate(
         &mut self,
         rx: mpsc::Receiver<Result<Report, EngineError>>,
+        early: &early::EarlySinks,
         marker: &marker::Marker,
         epoch: &mut u64,
         positions: &mut Vec<u64>,
@@ -301,6 +310,7 @@ impl ContinuousQuery {
                     }
                 }
                 ran_with = times.values().map(|t| t.watermark_ms).collect();
+                early.end_epoch(*epoch)?;
                 // An epoch without input still commits when timers fired
                 // in it (their output must reach the sinks).
                 if end != *positions || !parts.is_empty() {
@@ -355,6 +365,7 @@ fn all_ran_with(ran_with: &[Option<i64>], watermark: Option<i64>) -> bool {
 }
 
 mod commit;
+mod early;
 mod exchange;
 mod marker;
 mod spawn;

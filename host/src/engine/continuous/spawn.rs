@@ -17,6 +17,7 @@ pub(super) struct Control {
     pub marker: Arc<Marker>,
     pub halt: Arc<AtomicBool>,
     pub tx: mpsc::SyncSender<Result<Report, EngineError>>,
+    pub early: super::early::EarlySinks,
 }
 
 impl ContinuousQuery {
@@ -48,6 +49,7 @@ impl ContinuousQuery {
                 } else {
                     None
                 },
+                early: control.early.clone(),
             };
             handles.push(spawn(format!("weir-task-{p}"), move || task.run()));
         }
@@ -90,6 +92,7 @@ impl ContinuousQuery {
                 tx: control.tx.clone(),
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
+                early: control.early.clone(),
             });
         }
         let mut readers_ = Vec::with_capacity(readers);
@@ -107,6 +110,7 @@ impl ContinuousQuery {
                 max_chunk: self.options.max_chunk,
                 policy: self.options.error_policy.clone(),
                 source_name: name.clone(),
+                early: control.early.clone(),
             });
         }
         let mut handles = Vec::new();

@@ -121,6 +121,7 @@ pub(crate) struct Task {
     pub(crate) policy: ErrorPolicy,
     pub(crate) source_name: String,
     pub(crate) state: Option<TaskState>,
+    pub(crate) early: super::early::EarlySinks,
 }
 
 impl Task {
@@ -136,8 +137,9 @@ impl Task {
         let mut poll = Poll::default();
         let mut stats = TaskStats::default();
         let mut time = self.state.as_ref().map(TaskState::now);
-        // Input bytes read in this epoch.
+        // Input bytes read in this epoch; parts handed to early sinks.
         let mut read = 0u64;
+        let mut written = 0usize;
         while !self.halt.load(Ordering::Relaxed) {
             // Passing epoch markers: report everything read before them.
             while self.epoch < self.marker.epoch() {
@@ -156,6 +158,8 @@ impl Task {
                         &self.source_name,
                     )?;
                 }
+                self.early.write_new(self.epoch, &buffer, &mut written)?;
+                written = 0;
                 let report = Report {
                     epoch: self.epoch,
                     end: Some((self.partition, self.position)),
@@ -206,6 +210,7 @@ impl Task {
                     &self.policy,
                     &self.source_name,
                 )?;
+                self.early.write_new(self.epoch, &buffer, &mut written)?;
                 continue;
             }
             let mut out =
@@ -218,6 +223,7 @@ impl Task {
                     })?;
             rejected += check_rejected(&self.policy, &self.source_name, &batch, &mut out)?;
             buffer.push((batch, out));
+            self.early.write_new(self.epoch, &buffer, &mut written)?;
         }
         Ok(())
     }

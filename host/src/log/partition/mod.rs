@@ -14,6 +14,7 @@ use crate::engine::batch::RecordBatch;
 use segment::{INDEX_EVERY, Segment};
 
 mod segment;
+mod written;
 
 pub(crate) struct Partition {
     dir: PathBuf,
@@ -67,7 +68,9 @@ impl Partition {
     /// Index the records of `[from, to)`: each segment holding some of
     /// them, from where it was scanned to up to `to` (or its end), so a
     /// read near the end of a long partition does not scan its start.
-    fn scan_range(&mut self, from: u64, to: u64) -> Result<(), LogError> {
+    /// With `strict`, records up to `to` must be there (they are
+    /// committed); without, the scan stops where the written data does.
+    fn scan_range(&mut self, from: u64, to: u64, strict: bool) -> Result<(), LogError> {
         let mut i = 0;
         while i < self.segments.len() {
             let next_base = self.segments.get(i + 1).map(|s| s.base);
@@ -95,6 +98,9 @@ impl Partition {
                 let base = seg.end;
                 self.segments.push(Segment::empty(base, rolled));
                 continue;
+            }
+            if !strict {
+                return Ok(());
             }
             // Gone or short: the committed records are not all there.
             return Err(LogError::Corrupt {
@@ -124,7 +130,7 @@ impl Partition {
         if from >= to {
             return Ok(());
         }
-        self.scan_range(from, to)?;
+        self.scan_range(from, to, true)?;
         let mut offset = from;
         for seg in &mut self.segments {
             if offset >= to {
@@ -181,12 +187,20 @@ impl Partition {
     }
 
     /// Cut everything past `committed` (a crashed writer's leftovers): the
-    /// caller holds the topic lock.
-    pub(crate) fn truncate_to(&mut self, committed: u64) -> Result<(), LogError> {
+    /// caller holds the topic lock. `before_cut` runs before the first byte
+    /// goes (the topic logs the cut there, for readers of uncommitted
+    /// records), and not at all when there is nothing to cut.
+    pub(crate) fn truncate_to(
+        &mut self,
+        committed: u64,
+        before_cut: &mut dyn FnMut() -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.list_new_segments()?;
         while self.segments.len() > 1
             && self.segments.last().unwrap().base >= committed
             && self.segments.last().unwrap().base > 0
         {
+            before_cut()?;
             let seg = self.segments.pop().unwrap();
             // A segment of uncommitted records left in place would be read
             // again after the next append: failing to remove it is an error.
@@ -202,7 +216,7 @@ impl Partition {
             }
         }
         // The last segment now holds the committed end.
-        self.scan_range(committed.saturating_sub(1), committed)?;
+        self.scan_range(committed.saturating_sub(1), committed, true)?;
         let seg = self.segments.last_mut().unwrap();
         // Find the byte position of `committed` inside the last segment.
         let mut pos = 0;
@@ -223,8 +237,11 @@ impl Partition {
         };
         match OpenOptions::new().write(true).open(&seg.path) {
             Ok(f) => {
-                f.set_len(pos).map_err(io)?;
-                f.sync_all().map_err(io)?;
+                if f.metadata().map_err(io)?.len() > pos {
+                    before_cut()?;
+                    f.set_len(pos).map_err(io)?;
+                    f.sync_all().map_err(io)?;
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && pos == 0 => {}
             Err(err) => return Err(io(err)),
@@ -236,8 +253,9 @@ impl Partition {
         Ok(())
     }
 
-    /// Append `batch` after the current end and fsync; returns the new end.
-    pub(crate) fn append(&mut self, batch: &RecordBatch) -> Result<u64, LogError> {
+    /// Append `batch` after the current end, with `sync` durably; returns
+    /// the new end.
+    pub(crate) fn append(&mut self, batch: &RecordBatch, sync: bool) -> Result<u64, LogError> {
         let mut buf = Vec::with_capacity(batch.values.len() + batch.len() * 32);
         let mut i = 0;
         while i < batch.len() {
@@ -287,7 +305,9 @@ impl Partition {
             let mut w = BufWriter::new(f);
             w.write_all(&buf).map_err(io)?;
             let f = w.into_inner().map_err(|e| io(e.into_error()))?;
-            f.sync_data().map_err(io)?;
+            if sync {
+                f.sync_data().map_err(io)?;
+            }
             seg.len += buf.len() as u64;
         }
         Ok(self.scanned_end())

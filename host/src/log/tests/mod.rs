@@ -1,4 +1,5 @@
 use super::*;
+use std::path::Path;
 
 fn batch(values: &[&str]) -> RecordBatch {
     let mut b = RecordBatch::new(0);
@@ -114,13 +115,13 @@ fn a_leftover_segment_that_cannot_be_removed_fails_the_truncation() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("0");
     let mut part = Partition::open(p.clone(), 1 << 20).unwrap();
-    part.append(&batch(&["a", "b"])).unwrap();
+    part.append(&batch(&["a", "b"]), true).unwrap();
     // A later segment past the commit (a crashed writer's roll-over) that
     // cannot be removed: a non-empty directory under its name. Ignoring
     // the failure would let the next append land before stale bytes.
     std::fs::create_dir_all(p.join(format!("{:020}.log", 2)).join("x")).unwrap();
     let mut part = Partition::open(p, 1 << 20).unwrap();
-    let err = part.truncate_to(2).unwrap_err().to_string();
+    let err = part.truncate_to(2, &mut || Ok(())).unwrap_err().to_string();
     assert!(err.contains("00000000000000000002.log"), "{err}");
 }
 
@@ -148,7 +149,7 @@ fn a_large_segment_read_in_small_steps_reads_each_byte_about_once() {
     let mut p = partition::Partition::open(path.clone(), u64::MAX).unwrap();
     let values: Vec<String> = (0..20_000).map(|i| format!("{i:0>100}")).collect();
     let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-    assert_eq!(p.append(&batch(&refs)).unwrap(), 20_000);
+    assert_eq!(p.append(&batch(&refs), true).unwrap(), 20_000);
     let file: u64 = std::fs::read_dir(&path)
         .unwrap()
         .map(|e| e.unwrap().metadata().unwrap().len())
@@ -182,7 +183,7 @@ fn a_read_or_a_cut_near_the_end_of_a_long_partition_scans_only_its_last_segments
     let mut p = partition::Partition::open(path.clone(), 1_000).unwrap();
     let values: Vec<String> = (0..2_000).map(|i| format!("{i:0>100}")).collect();
     let refs: Vec<&str> = values.iter().map(String::as_str).collect();
-    assert_eq!(p.append(&batch(&refs)).unwrap(), 2_000);
+    assert_eq!(p.append(&batch(&refs), true).unwrap(), 2_000);
     let segments = std::fs::read_dir(&path).unwrap().count();
     assert!(segments > 200, "{segments} segments");
     let mut fresh = partition::Partition::open(path.clone(), 1_000).unwrap();
@@ -200,14 +201,14 @@ fn a_read_or_a_cut_near_the_end_of_a_long_partition_scans_only_its_last_segments
     // A writer's check of the committed end reads the last segment only.
     let mut writer = partition::Partition::open(path.clone(), 1_000).unwrap();
     assert!(!writer.is_clean(2_000));
-    writer.truncate_to(2_000).unwrap();
+    writer.truncate_to(2_000, &mut || Ok(())).unwrap();
     assert!(writer.is_clean(2_000));
     assert!(
         writer.read_bytes() <= 1_500,
         "{} bytes read",
         writer.read_bytes()
     );
-    assert_eq!(writer.append(&batch(&["next"])).unwrap(), 2_001);
+    assert_eq!(writer.append(&batch(&["next"]), true).unwrap(), 2_001);
     // Everything still reads back in order from a fresh handle.
     let mut all = RecordBatch::new(0);
     partition::Partition::open(path, 1_000)
@@ -236,3 +237,5 @@ fn a_reader_opened_before_a_segment_rolls_reads_into_the_new_segment() {
     assert_eq!(got.len(), 41);
     assert_eq!(got[40], "value-039");
 }
+
+mod uncommitted;
