@@ -27,17 +27,33 @@ pub(crate) struct Fixture {
     continuous: bool,
 }
 
+/// How the fixture runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    MicroBatch(usize),
+    Continuous,
+    /// Continuous, the log sinks with `write = "as-produced"`.
+    AsProduced,
+}
+
 impl Fixture {
     pub(crate) fn new(n: usize, batch: usize) -> Fixture {
-        Self::with_mode(n, batch, false)
+        Self::with_mode(n, Mode::MicroBatch(batch))
     }
 
     /// The same pipeline in continuous mode (20 ms epochs), stopping once idle.
     pub(crate) fn continuous(n: usize) -> Fixture {
-        Self::with_mode(n, 0, true)
+        Self::with_mode(n, Mode::Continuous)
     }
 
-    fn with_mode(n: usize, batch: usize, continuous: bool) -> Fixture {
+    /// Continuous, with the log sinks writing records as tasks produce
+    /// them: both input partitions' tasks write the one partition of `even`.
+    pub(crate) fn as_produced(n: usize) -> Fixture {
+        Self::with_mode(n, Mode::AsProduced)
+    }
+
+    fn with_mode(n: usize, mode: Mode) -> Fixture {
+        let continuous = !matches!(mode, Mode::MicroBatch(_));
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("log");
         let mut t = Topic::create(&log, "in", 2).unwrap();
@@ -51,24 +67,35 @@ impl Fixture {
             parts[i % 2].push(Some(key.as_bytes()), v.as_bytes(), i as i64, 0);
         }
         t.append(None, &parts, || {}).unwrap();
-        let (mode, limit, trigger) = if continuous {
-            (
-                "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"".to_string(),
-                String::new(),
-                "",
-            )
-        } else {
-            (
+        let (run_mode, limit, trigger) = match mode {
+            Mode::MicroBatch(batch) => (
                 String::new(),
                 format!("max-records-per-trigger = {batch}"),
                 "[trigger]\ntype = \"available-now\"",
-            )
+            ),
+            // Records written as produced wait up to an epoch for their
+            // commit: longer epochs make a SIGKILL land in that window.
+            Mode::AsProduced => (
+                "mode = \"continuous\"\ncheckpoint-interval = \"200ms\"".to_string(),
+                String::new(),
+                "",
+            ),
+            Mode::Continuous => (
+                "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"".to_string(),
+                String::new(),
+                "",
+            ),
+        };
+        let write = if mode == Mode::AsProduced {
+            "write = \"as-produced\""
+        } else {
+            ""
         };
         let spec = format!(
             r#"
 name = "golden"
 checkpoint = "ckpt"
-{mode}
+{run_mode}
 [[source]]
 type = "log"
 path = "log"
@@ -84,6 +111,7 @@ type = "log"
 path = "log"
 topic = "out"
 partitions = 2
+{write}
 [sink.odd]
 type = "files"
 path = "odd"
@@ -91,6 +119,7 @@ path = "odd"
 type = "log"
 path = "log"
 topic = "even"
+{write}
 {trigger}
 "#,
             router = guest("router").display()

@@ -4,7 +4,9 @@
 //! readers of uncommitted records care: they may have read what was cut, so
 //! each new entry tells them to go back to its ends and treat what they
 //! read from there on as void. A writer appends the entry, durably, before
-//! it removes the first byte.
+//! it removes the first byte, and again after the last, before it writes
+//! anything new: a reader that applied the first entry and read the doomed
+//! bytes again before they went is sent back by the second.
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -331,7 +331,8 @@ impl Topic {
     }
 
     /// Cut whatever a crashed writer left past the `committed` ends (the
-    /// caller holds the lock), logging the cut first when there is one.
+    /// caller holds the lock), logging the cut before the first byte goes
+    /// and after the last, when there is one.
     fn cut_to(&mut self, committed: &[u64]) -> Result<(), LogError> {
         let mut logged = false;
         let cuts = &self.cuts;
@@ -346,6 +347,11 @@ impl Topic {
             if !part.is_clean(committed[p]) {
                 part.truncate_to(committed[p], &mut log_cut)?;
             }
+        }
+        if logged {
+            // Again once the bytes are gone: a reader that applied the first
+            // entry may have read them again before they went.
+            self.cuts.append(committed)?;
         }
         Ok(())
     }

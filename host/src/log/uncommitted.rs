@@ -92,7 +92,39 @@ impl UncommittedReader {
             let to = self.rewound[p].take().unwrap_or(self.positions[p]);
             return Ok(Fetched::Rewound(to));
         }
-        self.positions[p] = read?;
+        match read {
+            Ok(next) => {
+                self.positions[p] = next;
+                Ok(Fetched::Records(batch))
+            }
+            Err(e) => self.after_failed_read(partition, max, e),
+        }
+    }
+
+    /// A writer cutting its uncommitted tail shortens the file under a
+    /// read (between its two cut entries): past the committed end that is
+    /// not corruption. Below it, a committed read tells.
+    fn after_failed_read(
+        &mut self,
+        partition: u32,
+        max: usize,
+        e: LogError,
+    ) -> Result<Fetched, LogError> {
+        let p = partition as usize;
+        let committed = self.topic.committed_ends()?[p];
+        let from = self.positions[p];
+        self.topic.partitions[p].forget_from(committed.min(from));
+        let mut batch = RecordBatch::new(partition);
+        if from >= committed {
+            tracing::debug!(
+                "log {}: uncommitted read failed ({e}); retrying",
+                self.topic.name()
+            );
+            return Ok(Fetched::Records(batch));
+        }
+        let to = committed.min(from.saturating_add(max as u64));
+        self.topic.read(partition, from, to, &mut batch)?;
+        self.positions[p] = to;
         Ok(Fetched::Records(batch))
     }
 
