@@ -22,33 +22,10 @@ use weir::connectors::file_source::{FileSource, LineFormat};
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::{
-    ContinuousOptions, ContinuousQuery, Guarded, LocalCheckpointStore, MicroBatchQuery,
-    QueryOptions, RecordBatch, RecordLimits, Sink, Source, Transform, TransformError,
-    TransformFactory, Trigger,
+    ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions,
+    RecordBatch, Sink, Source, Trigger,
 };
 use weir::log::Topic;
-use weir::runtime::{CallMode, Limits, WasmTransform};
-
-fn wasm_factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn TransformFactory> {
-    let rt = testkit::runtime();
-    let component = rt.load(&testkit::guest(guest), &[]).expect("load guest");
-    Box::new(
-        move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-            let guest = WasmTransform::new(
-                &component,
-                config.clone(),
-                Limits::default(),
-                &format!("task-{task}"),
-                CallMode::Batch,
-            )?;
-            // Behind the guard, as `weir run` runs every guest.
-            Ok(Box::new(Guarded::new(
-                Box::new(guest),
-                RecordLimits::default(),
-            )))
-        },
-    )
-}
 
 /// W1 over `records` records (1 M in the issue; `WEIR_BENCH_W1_RECORDS`
 /// runs other sizes, e.g. "1000000,2000000,4000000" to check that memory
@@ -89,7 +66,7 @@ fn w1(records: usize) {
         None,
         Box::new(FileSink::new(dir.path().join("out"), FileFormat::Values)),
     )];
-    let factory = wasm_factory("json_enrich", vec![("uppercase".into(), "value".into())]);
+    let factory = testkit::guarded_guest("json_enrich", vec![("uppercase".into(), "value".into())]);
     let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
     let options = QueryOptions {
         trigger: Trigger::AvailableNow,
@@ -212,7 +189,7 @@ fn latency(rate: u64, seconds: u64) {
     let mut q = MicroBatchQuery::new(
         store,
         sources,
-        wasm_factory("uppercase", vec![]),
+        testkit::guarded_guest("uppercase", vec![]),
         sinks,
         QueryOptions::default(),
     )
@@ -246,7 +223,7 @@ fn continuous_latency(rate: u64, seconds: u64, interval: Duration) {
     let mut q = ContinuousQuery::new(
         store,
         source,
-        wasm_factory("uppercase", vec![]),
+        testkit::guarded_guest("uppercase", vec![]),
         sinks,
         options,
     )

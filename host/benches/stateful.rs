@@ -33,35 +33,13 @@ use weir::engine::state::{
     EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions, WatermarkRule,
 };
 use weir::engine::{
-    ContinuousOptions, ContinuousQuery, Guarded, LocalCheckpointStore, MicroBatchQuery, Progress,
-    QueryOptions, RecordBatch, RecordLimits, Sink, Source, Transform, TransformError,
-    TransformFactory, Trigger,
+    ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, Progress,
+    QueryOptions, RecordBatch, Sink, Source, Trigger,
 };
 use weir::log::Topic;
-use weir::runtime::{CallMode, Limits, WasmTransform};
 
 const RECORDS: usize = 1_000_000;
 const PARTITIONS: u32 = 4;
-
-fn factory(guest: &str, config: Vec<(String, String)>) -> Box<dyn TransformFactory> {
-    let rt = testkit::runtime();
-    let component = rt.load(&testkit::guest(guest), &[]).expect("load guest");
-    Box::new(
-        move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
-            let guest = WasmTransform::new(
-                &component,
-                config.clone(),
-                Limits::default(),
-                &format!("task-{task}"),
-                CallMode::Batch,
-            )?;
-            Ok(Box::new(Guarded::new(
-                Box::new(guest),
-                RecordLimits::default(),
-            )))
-        },
-    )
-}
 
 /// The W1 records in topic `in`: keyed by `key` (and partitioned by it),
 /// or without keys, round-robin.
@@ -146,9 +124,9 @@ fn run(continuous: bool, stateful: bool, keyed: bool, disk: bool) -> Outcome {
     )];
     let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
     let f = if stateful {
-        factory("window_count", vec![("size".into(), "10s".into())])
+        testkit::guarded_guest("window_count", vec![("size".into(), "10s".into())])
     } else {
-        factory("uppercase", vec![])
+        testkit::guarded_guest("uppercase", vec![])
     };
     let (mut peak_state, mut rows_at_peak) = (0, 0);
     let mut on_progress = |p: &Progress| {

@@ -285,3 +285,30 @@ fn every_example_pipeline_file_is_valid() {
     }
     assert!(n >= 4, "{n} example pipelines");
 }
+
+#[test]
+fn log_read_shows_uncommitted_records_only_when_asked() {
+    use weir::engine::RecordBatch;
+    use weir::log::{EpochWriter, Topic};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let t = Topic::create(dir.path(), "t", 1).unwrap();
+    let w = EpochWriter::open(t, [1; 16], "this test").unwrap();
+    w.begin(0);
+    let mut b = RecordBatch::new(0);
+    b.push(None, b"early", 0, 0);
+    w.write(0, vec![b]).unwrap();
+    let read = |isolation: &str| {
+        let out = weir()
+            .args(["log", "read", root, "t", "--isolation", isolation])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    assert_eq!(read("read-committed"), "");
+    assert_eq!(read("read-uncommitted"), "early\n");
+    w.end_epoch(0).unwrap();
+    w.commit(0).unwrap();
+    assert_eq!(read("read-committed"), "early\n");
+}

@@ -224,6 +224,34 @@ pub fn runtime() -> Runtime {
     .expect("runtime")
 }
 
+/// A factory of `guest` (built from `tests/guests`) with `config`, each
+/// instance behind the guard with default limits, as `weir run` runs it.
+pub fn guarded_guest(
+    guest: &str,
+    config: Vec<(String, String)>,
+) -> Box<dyn weir::engine::TransformFactory> {
+    use weir::engine::{Guarded, RecordLimits, Transform, TransformError};
+    use weir::runtime::{CallMode, Limits, WasmTransform};
+    let component = runtime()
+        .load(&self::guest(guest), &[])
+        .expect("load guest");
+    Box::new(
+        move |_: usize, task: u32| -> Result<Box<dyn Transform>, TransformError> {
+            let guest = WasmTransform::new(
+                &component,
+                config.clone(),
+                Limits::default(),
+                &format!("task-{task}"),
+                CallMode::Batch,
+            )?;
+            Ok(Box::new(Guarded::new(
+                Box::new(guest),
+                RecordLimits::default(),
+            )))
+        },
+    )
+}
+
 /// A batch of plain values on partition 0, offsets from 100, timestamps 1000+i.
 pub fn batch(values: &[&str]) -> RecordBatch {
     let mut b = RecordBatch::new(0);
