@@ -17,6 +17,9 @@ use super::{LogError, Topic};
 use crate::engine::batch::RecordBatch;
 
 /// What one [`UncommittedReader::fetch`] found.
+// Records are nearly every answer: boxing them would allocate per fetch to
+// shrink the rare rewind.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Fetched {
     /// The records after the partition's position (possibly none).

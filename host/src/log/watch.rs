@@ -159,9 +159,9 @@ pub fn changes_with_partitions(dir: &Path, partitions: u32) -> Option<Arc<Change
     let mut by_dir = w.by_dir.lock().unwrap_or_else(|e| e.into_inner());
     for p in 0..partitions {
         let pd = dir.join(p.to_string());
-        if !by_dir.contains_key(&pd) {
-            add_watch(w, &pd, &c)?;
-            by_dir.insert(pd, c.clone());
+        if let std::collections::hash_map::Entry::Vacant(e) = by_dir.entry(pd) {
+            add_watch(w, e.key(), &c)?;
+            e.insert(c.clone());
         }
     }
     Some(c)

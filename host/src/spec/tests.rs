@@ -236,12 +236,22 @@ fn a_log_sink_writes_as_produced_only_in_continuous_mode() {
     );
     let continuous = as_produced
         .replace("max-records-per-trigger = 500", "")
-        .replace("[trigger]\ntype = \"processing-time\"\ninterval = \"1s\"", "")
+        .replace(
+            "[trigger]\ntype = \"processing-time\"\ninterval = \"1s\"",
+            "",
+        )
         .replace("name = \"demo\"", "name = \"demo\"\nmode = \"continuous\"");
     let p = parse(&continuous).unwrap();
     assert!(p.sinks.iter().any(|(n, s)| n.as_deref() == Some("eu")
-        && matches!(s, SinkSpec::Log { as_produced: true, .. })));
-    let err = parse(&GOOD.replace("topic = \"eu\"", "topic = \"eu\"\nwrite = \"soon\"")).unwrap_err();
+        && matches!(
+            s,
+            SinkSpec::Log {
+                as_produced: true,
+                ..
+            }
+        )));
+    let err =
+        parse(&GOOD.replace("topic = \"eu\"", "topic = \"eu\"\nwrite = \"soon\"")).unwrap_err();
     assert!(
         err.contains("sink.eu.write: `soon` (use \"at-commit\" or \"as-produced\")"),
         "{err}"
