@@ -18,12 +18,13 @@ fn continuous_golden_pipeline_straight_through() {
     assert_eq!(f.output(), f.expected());
 }
 
-#[test]
-fn continuous_sigkill_at_every_fault_point_then_restore() {
+/// A SIGKILL at each fault point of epoch 0, then a run to the end: the
+/// output is exactly the expected.
+fn sigkill_at_every_fault_point(fixture: fn(usize) -> Fixture) {
     for point in FAULT_POINTS {
-        let f = Fixture::continuous(2000);
-        // Epoch 0 commits whatever the tasks read in the first 20 ms: with
-        // data already there it is never empty, so the fault always fires.
+        let f = fixture(2000);
+        // Epoch 0 commits whatever the tasks read in its first interval:
+        // with data already there it is never empty, so the fault fires.
         let out = f
             .command()
             .env("WEIR_FAULT", format!("{point}@0"))
@@ -38,6 +39,11 @@ fn continuous_sigkill_at_every_fault_point_then_restore() {
         f.run_to_end();
         assert_eq!(f.output(), f.expected(), "after a SIGKILL at {point}");
     }
+}
+
+#[test]
+fn continuous_sigkill_at_every_fault_point_then_restore() {
+    sigkill_at_every_fault_point(Fixture::continuous);
 }
 
 #[test]
@@ -178,22 +184,7 @@ fn drain_uncommitted(r: &mut UncommittedReader, seen: &mut Vec<String>) -> usize
 
 #[test]
 fn as_produced_output_is_exactly_once_after_a_sigkill_at_every_fault_point() {
-    for point in FAULT_POINTS {
-        let f = Fixture::as_produced(2000);
-        let out = f
-            .command()
-            .env("WEIR_FAULT", format!("{point}@0"))
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.signal(),
-            Some(9),
-            "{point}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        f.run_to_end();
-        assert_eq!(f.output(), f.expected(), "after a SIGKILL at {point}");
-    }
+    sigkill_at_every_fault_point(Fixture::as_produced);
 }
 
 #[test]

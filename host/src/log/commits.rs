@@ -144,17 +144,22 @@ impl CommitFile {
         }
         let crc = crc32fast::hash(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| self.io(e))?;
-        f.set_len(valid_len).map_err(|e| self.io(e))?;
-        f.seek(SeekFrom::Start(valid_len)).map_err(|e| self.io(e))?;
-        f.write_all(&buf).map_err(|e| self.io(e))?;
-        f.sync_data().map_err(|e| self.io(e))?;
+        append_entry(&self.path, valid_len, &buf).map_err(|e| self.io(e))?;
         state.record(entry, buf.len() as u64);
         Ok(())
     }
+}
+
+/// Durably write `entry` at `valid_len` of the file at `path` (created if
+/// missing), cutting whatever torn entry a crash left there.
+pub(crate) fn append_entry(path: &Path, valid_len: u64, entry: &[u8]) -> std::io::Result<()> {
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)?;
+    f.set_len(valid_len)?;
+    f.seek(SeekFrom::Start(valid_len))?;
+    f.write_all(entry)?;
+    f.sync_data()
 }

@@ -8,8 +8,8 @@
 //! anything new: a reader that applied the first entry and read the doomed
 //! bytes again before they went is sent back by the second.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::LogError;
@@ -92,16 +92,7 @@ impl CutLog {
         }
         let crc = crc32fast::hash(&buf);
         buf.extend_from_slice(&crc.to_le_bytes());
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.path)
-            .map_err(|e| self.io(e))?;
-        f.set_len(valid).map_err(|e| self.io(e))?;
-        f.seek(SeekFrom::Start(valid)).map_err(|e| self.io(e))?;
-        f.write_all(&buf).map_err(|e| self.io(e))?;
-        f.sync_data().map_err(|e| self.io(e))?;
+        super::commits::append_entry(&self.path, valid, &buf).map_err(|e| self.io(e))?;
         if valid == 0 {
             // A new file: its name must be durable too.
             let dir = self.path.parent().expect("a topic directory");
