@@ -40,7 +40,8 @@ struct Inner {
     /// was committed by an earlier run: its records are dropped).
     committed: Option<u64>,
     held: BTreeMap<u64, Vec<RecordBatch>>,
-    /// Ended epochs not committed yet: each partition's end, and rows.
+    /// Ended epochs with records, not committed yet: each partition's end,
+    /// and rows.
     ended: BTreeMap<u64, (Vec<u64>, u64)>,
     /// Rows written to the open epoch so far.
     rows: u64,
@@ -134,9 +135,13 @@ impl EpochWriter {
     pub fn end_epoch(&self, epoch: u64) -> Result<(), LogError> {
         let mut inner = self.inner();
         while inner.open <= epoch {
-            let ends = inner.topic.written_ends();
             let (open, rows) = (inner.open, std::mem::take(&mut inner.rows));
-            inner.ended.insert(open, (ends, rows));
+            // An epoch without records ends where the one before it did:
+            // nothing to keep (idle epochs would pile up otherwise).
+            if rows > 0 {
+                let ends = inner.topic.written_ends();
+                inner.ended.insert(open, (ends, rows));
+            }
             inner.open += 1;
             let next = inner.open;
             if let Some(held) = inner.held.remove(&next) {
@@ -156,12 +161,15 @@ impl EpochWriter {
                 inner.ended.remove(&epoch);
                 return Ok(None);
             }
-            let Some((ends, rows)) = inner.ended.remove(&epoch) else {
-                return Err(LogError::EpochEnded {
-                    epoch,
-                    open: inner.open,
-                });
-            };
+            if epoch >= inner.open {
+                return Err(LogError::EpochNotEnded { epoch });
+            }
+            // Without an entry it had no records, and epochs commit in
+            // order: it ends where the last commit did.
+            let (ends, rows) = inner
+                .ended
+                .remove(&epoch)
+                .unwrap_or_else(|| (inner.durable.clone(), 0));
             let files = inner.topic.files_from(&inner.durable);
             inner.durable.clone_from(&ends);
             (ends, rows, files)

@@ -50,6 +50,8 @@ pub enum LogError {
     Busy { name: String, holder: String },
     #[error("epoch {epoch} was written after it ended (the writer is at epoch {open})")]
     EpochEnded { epoch: u64, open: u64 },
+    #[error("epoch {epoch} was committed before it ended")]
+    EpochNotEnded { epoch: u64 },
     #[error("partition {partition} does not exist (the topic has {partitions})")]
     NoPartition { partition: u32, partitions: u32 },
 }

@@ -224,3 +224,20 @@ fn a_reader_racing_writers_that_crash_and_cut_never_misreads() {
     }
     assert_eq!(seen, committed);
 }
+
+#[test]
+fn an_epoch_without_records_commits_where_the_last_one_ended() {
+    let dir = tempfile::tempdir().unwrap();
+    Topic::create(dir.path(), "t", 1).unwrap();
+    let w = open(dir.path(), 1);
+    w.begin(0);
+    w.write(0, vec![part(0, &["a", "b"])]).unwrap();
+    // Idle epochs end without keeping anything.
+    w.end_epoch(3).unwrap();
+    assert_eq!(w.commit(0).unwrap(), Some(2));
+    assert_eq!(w.commit(2).unwrap(), Some(0));
+    let err = w.commit(4).unwrap_err();
+    assert!(err.to_string().contains("before it ended"), "{err}");
+    let t = Topic::open(dir.path(), "t").unwrap();
+    assert_eq!(t.committed_ends().unwrap(), [2]);
+}
