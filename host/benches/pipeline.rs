@@ -22,8 +22,7 @@ use weir::connectors::file_source::{FileSource, LineFormat};
 use weir::connectors::log_sink::LogSink;
 use weir::connectors::log_source::{LogSource, StartingOffsets};
 use weir::engine::{
-    ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions,
-    RecordBatch, Sink, Source, Trigger,
+    LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch, Sink, Source, Trigger,
 };
 use weir::log::Topic;
 
@@ -208,26 +207,9 @@ fn latency(rate: u64, seconds: u64) {
 }
 
 fn continuous_latency(rate: u64, seconds: u64, interval: Duration) {
-    let (dir, log) = log_pair();
-    let source =
-        Box::new(LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap());
-    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(
-        None,
-        Box::new(LogSink::open(log.clone(), "out", "default", None).unwrap()),
-    )];
-    let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
-    let options = ContinuousOptions {
-        checkpoint_interval: interval,
-        ..ContinuousOptions::default()
-    };
-    let mut q = ContinuousQuery::new(
-        store,
-        source,
-        testkit::guarded_guest("uppercase", vec![]),
-        sinks,
-        options,
-    )
-    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let mut q = testkit::uppercase_log_query(dir.path(), interval, false);
     let stop = q.stop_handle();
     let commits = Arc::new(std::sync::Mutex::new(Vec::new()));
     let c2 = commits.clone();

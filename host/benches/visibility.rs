@@ -21,9 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use weir::connectors::log_sink::LogSink;
-use weir::connectors::log_source::{LogSource, StartingOffsets};
-use weir::engine::{ContinuousOptions, ContinuousQuery, LocalCheckpointStore, RecordBatch, Sink};
+use weir::engine::RecordBatch;
 use weir::log::{Fetched, Topic, UncommittedReader};
 
 /// (index just past the chunk, microseconds since start when its commit
@@ -123,27 +121,7 @@ fn main() {
     let total = rate * seconds;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    Topic::create(&log, "in", 1).unwrap();
-    Topic::create(&log, "out", 1).unwrap();
-    let source =
-        Box::new(LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap());
-    let sink = LogSink::open(log.clone(), "out", "default", None)
-        .unwrap()
-        .as_produced(true);
-    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(None, Box::new(sink))];
-    let store = Arc::new(LocalCheckpointStore::open(dir.path().join("ckpt")).unwrap());
-    let options = ContinuousOptions {
-        checkpoint_interval: interval,
-        ..ContinuousOptions::default()
-    };
-    let mut q = ContinuousQuery::new(
-        store,
-        source,
-        testkit::guarded_guest("uppercase", vec![]),
-        sinks,
-        options,
-    )
-    .unwrap();
+    let mut q = testkit::uppercase_log_query(dir.path(), interval, true);
     let stop = q.stop_handle();
     let engine = std::thread::spawn(move || q.run(&mut |_| {}).unwrap());
     let start = Instant::now();

@@ -25,6 +25,7 @@ use crate::engine::batch::RecordBatch;
 pub struct EpochWriter {
     dir: std::path::PathBuf,
     writer: [u8; 16],
+    partitions: u32,
     inner: Mutex<Inner>,
     /// The commit file: only the committer touches it, apart from the
     /// writes so that its fsyncs never hold a task up.
@@ -62,11 +63,7 @@ impl EpochWriter {
             err,
         })?;
         topic.commits.refresh(&mut topic.commit_state)?;
-        let committed_ends = topic
-            .commit_state
-            .ends
-            .clone()
-            .unwrap_or_else(|| vec![0; topic.partitions.len()]);
+        let committed_ends = topic.last_read_ends();
         topic.cut_to(&committed_ends)?;
         let state = std::mem::take(&mut topic.commit_state);
         let committed = state.sequences.get(&writer).copied();
@@ -74,6 +71,7 @@ impl EpochWriter {
         Ok(EpochWriter {
             dir,
             writer,
+            partitions: topic.partition_count(),
             inner: Mutex::new(Inner {
                 topic,
                 open: 0,
@@ -93,12 +91,13 @@ impl EpochWriter {
     }
 
     pub fn partition_count(&self) -> u32 {
-        self.inner().topic.partition_count()
+        self.partitions
     }
 
-    /// The partition for a key (as [`Topic::partition_for`]).
+    /// The partition for a key (as [`Topic::partition_for`]), without
+    /// taking the writers' lock: it is asked once per keyed record.
     pub fn partition_for(&self, key: &[u8]) -> u32 {
-        self.inner().topic.partition_for(key)
+        crate::engine::exchange::murmur2::partition_of(key, self.partitions)
     }
 
     /// The first epoch this run writes, before any write.

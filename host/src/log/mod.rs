@@ -288,11 +288,7 @@ impl Topic {
         {
             return Ok(Appended::AlreadyCommitted);
         }
-        let committed = self
-            .commit_state
-            .ends
-            .clone()
-            .unwrap_or_else(|| vec![0; self.partitions.len()]);
+        let committed = self.last_read_ends();
         self.cut_to(&committed)?;
         let mut ends = committed.clone();
         for (p, part) in self.partitions.iter_mut().enumerate() {
@@ -316,6 +312,14 @@ impl Topic {
             },
         )?;
         Ok(Appended::Committed(ends))
+    }
+
+    /// The committed ends as this handle last read the commit file.
+    fn last_read_ends(&self) -> Vec<u64> {
+        self.commit_state
+            .ends
+            .clone()
+            .unwrap_or_else(|| vec![0; self.partitions.len()])
     }
 
     /// Each partition's end as this handle has written or scanned it.

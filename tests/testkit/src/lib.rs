@@ -252,6 +252,41 @@ pub fn guarded_guest(
     )
 }
 
+/// The latency benches' continuous query: embedded-log topic `in` of the
+/// log in `dir/log` through the guarded uppercase guest to topic `out`
+/// (with `write = "as-produced"` when `as_produced`), epochs of
+/// `interval`, checkpoint in `dir/ckpt`. Both topics get one partition.
+pub fn uppercase_log_query(
+    dir: &Path,
+    interval: std::time::Duration,
+    as_produced: bool,
+) -> weir::engine::ContinuousQuery {
+    use weir::connectors::log_sink::LogSink;
+    use weir::connectors::log_source::{LogSource, StartingOffsets};
+    use weir::engine::{ContinuousOptions, ContinuousQuery, LocalCheckpointStore, Sink};
+    let log = dir.join("log");
+    weir::log::Topic::create(&log, "in", 1).unwrap();
+    weir::log::Topic::create(&log, "out", 1).unwrap();
+    let source = LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap();
+    let sink = LogSink::open(log, "out", "default", None)
+        .unwrap()
+        .as_produced(as_produced);
+    let sinks: Vec<(Option<String>, Box<dyn Sink>)> = vec![(None, Box::new(sink))];
+    let store = LocalCheckpointStore::open(dir.join("ckpt")).unwrap();
+    let options = ContinuousOptions {
+        checkpoint_interval: interval,
+        ..ContinuousOptions::default()
+    };
+    ContinuousQuery::new(
+        std::sync::Arc::new(store),
+        Box::new(source),
+        guarded_guest("uppercase", vec![]),
+        sinks,
+        options,
+    )
+    .unwrap()
+}
+
 /// A batch of plain values on partition 0, offsets from 100, timestamps 1000+i.
 pub fn batch(values: &[&str]) -> RecordBatch {
     let mut b = RecordBatch::new(0);

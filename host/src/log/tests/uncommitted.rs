@@ -28,6 +28,18 @@ fn fetch_all(r: &mut UncommittedReader) -> Result<Vec<String>, u64> {
     }
 }
 
+/// Fetch until nothing is new, applying the reader's rule to `seen`: a
+/// rewind to `to` voids what was returned from there on.
+fn drain(r: &mut UncommittedReader, seen: &mut Vec<String>) {
+    loop {
+        match r.fetch(0, 13).unwrap() {
+            Fetched::Records(b) if b.is_empty() => return,
+            Fetched::Records(b) => seen.extend(values(&b)),
+            Fetched::Rewound(to) => seen.truncate(to as usize),
+        }
+    }
+}
+
 fn open(dir: &Path, writer: u8) -> EpochWriter {
     let t = Topic::open(dir, "t").unwrap();
     EpochWriter::open(t, [writer; 16], "a test").unwrap()
@@ -203,11 +215,8 @@ fn a_reader_racing_writers_that_crash_and_cut_never_misreads() {
     let mut seen: Vec<String> = Vec::new();
     loop {
         let finished = done.load(std::sync::atomic::Ordering::SeqCst);
-        match reader.fetch(0, 13).unwrap() {
-            Fetched::Records(b) => seen.extend(values(&b)),
-            Fetched::Rewound(to) => seen.truncate(to as usize),
-        }
-        if finished && matches!(reader.fetch(0, 13).unwrap(), Fetched::Records(b) if b.is_empty()) {
+        drain(&mut reader, &mut seen);
+        if finished {
             break;
         }
     }
@@ -215,13 +224,7 @@ fn a_reader_racing_writers_that_crash_and_cut_never_misreads() {
     // The last run's uncommitted epoch is still there to read; a new
     // writer cuts it.
     drop(open(dir.path(), 1));
-    loop {
-        match reader.fetch(0, 13).unwrap() {
-            Fetched::Records(b) if b.is_empty() => break,
-            Fetched::Records(b) => seen.extend(values(&b)),
-            Fetched::Rewound(to) => seen.truncate(to as usize),
-        }
-    }
+    drain(&mut reader, &mut seen);
     assert_eq!(seen, committed);
 }
 
