@@ -13,6 +13,7 @@
 //! - [`pipeline`]: a runnable query built from a spec (what `weir run`,
 //!   `weir host` and `weir serve` start).
 
+pub mod allocator;
 pub mod build;
 pub mod connectors;
 pub mod engine;

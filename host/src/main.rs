@@ -5,6 +5,7 @@ mod cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    weir::allocator::keep_batch_buffers();
     match cli::run() {
         Ok(code) => code,
         // A closed stdout (`weir log read ... | head`) is a normal way to stop.

@@ -16,7 +16,7 @@ pub mod log_budget;
 pub mod microbatch;
 pub mod options;
 pub mod output;
-mod parallel;
+pub mod parallel;
 pub mod progress;
 pub mod state;
 mod stateful_tasks;

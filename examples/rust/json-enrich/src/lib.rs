@@ -36,10 +36,35 @@ fn list(v: &str) -> Vec<String> {
         .collect()
 }
 
+/// A field name: as it stood between quotes in the input (no escapes, so
+/// it is written back verbatim), or a name from config to escape.
+enum Key<'a> {
+    Verbatim(&'a str),
+    Named(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Verbatim(k) => k,
+            Key::Named(k) => k,
+        }
+    }
+}
+
+/// A field value as JSON text: borrowed from the input, the same uppercased
+/// as it is written (a string without escapes, whose ASCII letters can be
+/// uppercased in place), or built here.
+enum Val<'a> {
+    Raw(&'a RawValue),
+    UpperRaw(&'a RawValue),
+    Json(String),
+}
+
 /// A JSON object's top-level fields in document order, values left as raw
 /// JSON text: every operation here is top-level, so nested values are
 /// validated but never materialised.
-struct Fields<'a>(Vec<(Cow<'a, str>, Cow<'a, RawValue>)>);
+struct Fields<'a>(Vec<(Key<'a>, Val<'a>)>);
 
 impl<'de> serde::Deserialize<'de> for Fields<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -52,17 +77,17 @@ impl<'de> serde::Deserialize<'de> for Fields<'de> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
                 while let Some((k, v)) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                    out.push((k, Cow::Borrowed(v)));
+                    let k = match k {
+                        Cow::Borrowed(k) => Key::Verbatim(k),
+                        Cow::Owned(k) => Key::Named(k),
+                    };
+                    out.push((k, Val::Raw(v)));
                 }
                 Ok(Fields(out))
             }
         }
         d.deserialize_map(V)
     }
-}
-
-fn raw(json: String) -> Cow<'static, RawValue> {
-    Cow::Owned(RawValue::from_string(json).expect("serialized JSON is valid"))
 }
 
 impl Transform for JsonEnrich {
@@ -101,7 +126,11 @@ impl Transform for JsonEnrich {
         record: &Record<'_>,
         out: &mut Output<'_, '_>,
     ) -> Result<(), RecordError> {
-        let Fields(mut fields) = serde_json::from_slice(record.value()).map_err(|e| {
+        // One UTF-8 check for the whole value: parsing from a `str` then
+        // skips checking each string again.
+        let text = std::str::from_utf8(record.value())
+            .map_err(|e| RecordError::bad(format!("value is not JSON: {e}")))?;
+        let Fields(mut fields) = serde_json::from_str(text).map_err(|e| {
             if e.classify() == serde_json::error::Category::Data {
                 RecordError::bad("value is JSON but not an object")
             } else {
@@ -109,29 +138,37 @@ impl Transform for JsonEnrich {
             }
         })?;
         if let Some(keep) = &self.select {
-            fields.retain(|(k, _)| keep.iter().any(|s| s == k));
+            fields.retain(|(k, _)| keep.iter().any(|s| s == k.as_str()));
         }
-        fields.retain(|(k, _)| !self.drop.iter().any(|d| d == k));
+        fields.retain(|(k, _)| !self.drop.iter().any(|d| d == k.as_str()));
         for (old, new) in &self.rename {
-            if let Some(i) = fields.iter().position(|(k, _)| k == old) {
+            if let Some(i) = fields.iter().position(|(k, _)| k.as_str() == old) {
                 let (_, v) = fields.remove(i);
-                fields.retain(|(k, _)| k != new);
-                fields.push((Cow::Owned(new.clone()), v));
+                fields.retain(|(k, _)| k.as_str() != new);
+                fields.push((Key::Named(new.clone()), v));
             }
         }
         for f in &self.uppercase {
             for (k, v) in fields.iter_mut() {
-                if k == f
-                    && let Ok(mut s) = serde_json::from_str::<String>(v.get())
-                {
+                if k.as_str() != f {
+                    continue;
+                }
+                let Val::Raw(raw) = *v else { continue };
+                let json = raw.get();
+                if !json.starts_with('"') {
+                    continue; // only strings are uppercased
+                }
+                if !json.contains('\\') {
+                    *v = Val::UpperRaw(raw);
+                } else if let Ok(mut s) = serde_json::from_str::<String>(json) {
                     s.make_ascii_uppercase();
-                    *v = raw(serde_json::to_string(&s).expect("a string serializes"));
+                    *v = Val::Json(serde_json::to_string(&s).expect("a string serializes"));
                 }
             }
         }
         for (f, json) in &self.set {
-            fields.retain(|(k, _)| k != f);
-            fields.push((Cow::Owned(f.clone()), raw(json.clone())));
+            fields.retain(|(k, _)| k.as_str() != f);
+            fields.push((Key::Named(f.clone()), Val::Json(json.clone())));
         }
         if self.add_source {
             let p = record.position();
@@ -141,8 +178,8 @@ impl Transform for JsonEnrich {
                 p.offset,
                 record.timestamp()
             );
-            fields.retain(|(k, _)| k != "_source");
-            fields.push((Cow::Borrowed("_source"), raw(src)));
+            fields.retain(|(k, _)| k.as_str() != "_source");
+            fields.push((Key::Named("_source".into()), Val::Json(src)));
         }
         out.emit_with(|buf| {
             buf.push(b'{');
@@ -150,9 +187,27 @@ impl Transform for JsonEnrich {
                 if i > 0 {
                     buf.push(b',');
                 }
-                serde_json::to_writer(&mut *buf, k).expect("writing to a Vec cannot fail");
+                match k {
+                    Key::Verbatim(k) => {
+                        buf.push(b'"');
+                        buf.extend_from_slice(k.as_bytes());
+                        buf.push(b'"');
+                    }
+                    Key::Named(k) => serde_json::to_writer(&mut *buf, k)
+                        .expect("writing to a Vec cannot fail"),
+                }
                 buf.push(b':');
-                buf.extend_from_slice(v.get().as_bytes());
+                match v {
+                    Val::Raw(raw) => buf.extend_from_slice(raw.get().as_bytes()),
+                    Val::UpperRaw(raw) => {
+                        let at = buf.len();
+                        buf.extend_from_slice(raw.get().as_bytes());
+                        // No escapes: only ASCII letters change, quotes and
+                        // multi-byte characters stay as they are.
+                        buf[at..].make_ascii_uppercase();
+                    }
+                    Val::Json(json) => buf.extend_from_slice(json.as_bytes()),
+                }
             }
             buf.push(b'}');
         });
@@ -178,6 +233,30 @@ mod tests {
         .unwrap();
         let run = run_values(&mut t, &[r#"{"id":1,"value":"abc","secret":"x"}"#]).unwrap();
         assert_eq!(run.values(), vec![r#"{"id":1,"text":"ABC","version":2}"#]);
+    }
+
+    #[test]
+    fn uppercase_keeps_escapes_and_other_characters() {
+        let mut t = init::<JsonEnrich>(&[("uppercase", "v")]).unwrap();
+        let run = run_values(
+            &mut t,
+            &[
+                r#"{"v":"a\nb\u00e9c","k\"q":1}"#,
+                r#"{"v":"é-x\"y"}"#,
+                r#"{"v":"plain é z","w":"q"}"#,
+                r#"{"v":[1,"a"]}"#,
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            run.values(),
+            vec![
+                r#"{"v":"A\nBéC","k\"q":1}"#,
+                r#"{"v":"é-X\"Y"}"#,
+                r#"{"v":"PLAIN é Z","w":"q"}"#,
+                r#"{"v":[1,"a"]}"#,
+            ]
+        );
     }
 
     #[test]

@@ -138,13 +138,13 @@ impl FileSource {
         };
         let piece_bytes = (bytes.len() / self.tasks as usize).max(1 << 20);
         let mut out = RecordBatch::new(index as u32);
-        let mut lines = bytes.split(|b| *b == b'\n').peekable();
         let mut n = line;
-        while let Some(mut line) = lines.next() {
+        let mut start = 0;
+        while start < bytes.len() {
+            let end = memchr::memchr(b'\n', &bytes[start..]).map_or(bytes.len(), |i| start + i);
+            let mut line = &bytes[start..end];
+            start = end + 1;
             n += 1;
-            if lines.peek().is_none() && line.is_empty() {
-                break; // the final newline
-            }
             if line.last() == Some(&b'\r') {
                 line = &line[..line.len() - 1];
             }

@@ -110,10 +110,7 @@ pub(super) fn cut(
             // The rest is one last line without a newline.
             return Ok(done(bytes, best));
         }
-        for (i, b) in bytes[at..].iter().enumerate() {
-            if *b != b'\n' {
-                continue;
-            }
+        for i in memchr::memchr_iter(b'\n', &bytes[at..]) {
             lines += 1;
             let end = from + (at + i) as u64 + 1;
             if end <= limit {

@@ -1,15 +1,19 @@
 //! JSON-lines files, exactly once, like Spark's file sink: batch N is written
-//! to `part-<N>.jsonl` (temp name, fsync, rename), then committed by
-//! `_weir/manifest/<N>` listing its files. Readers see only files named in a
-//! manifest ([`read_committed`]); a batch whose manifest exists is skipped on
-//! replay, and a file left by a crash before its manifest is overwritten.
+//! to `part-<N>.jsonl`, or as `part-<N>-<k>.jsonl` when its pieces are
+//! written on several cores (each temp name, fsync, rename), then committed
+//! by `_weir/manifest/<N>` listing its files. Readers see only files named in
+//! a manifest ([`read_committed`]); a batch whose manifest exists is skipped
+//! on replay, and files left by a crash before their manifest are removed
+//! when the query restarts.
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::checkpoint::write_atomic;
-use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
+use std::io::Write;
+
+use crate::engine::checkpoint::{sync_dir, write_atomic};
+use crate::engine::{ConnectorError, RecordBatch, Sink, SinkBatch, TransformOutput, faults};
 
 pub use crate::spec::FileFormat;
 
@@ -27,6 +31,15 @@ pub struct FileSink {
     dir: PathBuf,
     format: FileFormat,
     query_id: Option<String>,
+    /// Files a batch is written as at most, in parallel: encoding, copying
+    /// to the page cache and fsync are most of a sink's time.
+    threads: usize,
+    /// Whether this run still has to remove what a crashed one left.
+    strays_checked: bool,
+}
+
+fn io(p: &Path, e: std::io::Error) -> ConnectorError {
+    ConnectorError(format!("{}: {e}", p.display()))
 }
 
 fn manifest_path(dir: &Path, batch_id: u64) -> PathBuf {
@@ -41,7 +54,62 @@ impl FileSink {
             dir,
             format,
             query_id: None,
+            threads: crate::engine::parallel::default_parallelism(),
+            strays_checked: false,
         }
+    }
+
+    /// Part files of batch `from` and later without a manifest, and temp
+    /// files: what a run that crashed mid-batch left. A re-run may cut the
+    /// batch into a different number of files, so they are not all
+    /// overwritten.
+    fn remove_strays(&self, from: u64) -> Result<(), ConnectorError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(&self.dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let stray = if name.starts_with(".tmp") {
+                true
+            } else {
+                part_batch(name)
+                    .is_some_and(|id| id >= from && !manifest_path(&self.dir, id).exists())
+            };
+            if stray {
+                let path = entry.path();
+                std::fs::remove_file(&path).map_err(|e| io(&path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode `parts` and write them durably (without the directory's
+    /// fsync) as `name`; `None` when none of their records is for `route`.
+    fn write_part(
+        &self,
+        name: String,
+        parts: &[(RecordBatch, TransformOutput)],
+        route: Option<&str>,
+    ) -> Result<Option<(String, u64)>, ConnectorError> {
+        let mut buf = Vec::new();
+        let mut records = 0;
+        for o in (SinkBatch { parts, route }).records() {
+            self.encode(&o, &mut buf);
+            records += 1;
+        }
+        if records == 0 {
+            return Ok(None);
+        }
+        let path = self.dir.join(&name);
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| io(&path, e))?;
+        tmp.write_all(&buf).map_err(|e| io(&path, e))?;
+        tmp.as_file().sync_all().map_err(|e| io(&path, e))?;
+        tmp.persist(&path).map_err(|e| io(&path, e.error))?;
+        Ok(Some((name, records)))
     }
 
     fn encode(&self, o: &crate::engine::OutputRef<'_>, buf: &mut Vec<u8>) {
@@ -72,7 +140,6 @@ impl Sink for FileSink {
     /// per query, so a second query writing here would have its batches
     /// taken for already-written ones and skipped: refuse it instead.
     fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
-        let io = |p: &Path, e: std::io::Error| ConnectorError(format!("{}: {e}", p.display()));
         let owner = self.dir.join("_weir").join("query");
         match std::fs::read_to_string(&owner) {
             Ok(id) if id.trim() == query_id => {}
@@ -101,23 +168,38 @@ impl Sink for FileSink {
     }
 
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
-        let io = |p: &Path, e: std::io::Error| ConnectorError(format!("{}: {e}", p.display()));
         let manifest = manifest_path(&self.dir, batch_id);
         if manifest.exists() {
             return Ok(0);
         }
-        let mut buf = Vec::new();
-        let mut records = 0;
-        for o in batch.records() {
-            self.encode(&o, &mut buf);
-            records += 1;
+        if !self.strays_checked {
+            self.remove_strays(batch_id)?;
+            self.strays_checked = true;
         }
+        std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
+        // Consecutive pieces per file, so the files in manifest order hold
+        // the records in batch order.
+        let per = batch.parts.len().div_ceil(self.threads.max(1)).max(1);
+        let groups: Vec<_> = batch.parts.chunks(per).enumerate().collect();
+        let single = groups.len() == 1;
+        let written = crate::engine::parallel::map(groups, self.threads, |(k, parts)| {
+            let name = if single {
+                format!("part-{batch_id:08}.jsonl")
+            } else {
+                format!("part-{batch_id:08}-{k:03}.jsonl")
+            };
+            self.write_part(name, parts, batch.route)
+        });
         let mut files = Vec::new();
-        if records > 0 {
-            let name = format!("part-{batch_id:08}.jsonl");
-            let path = self.dir.join(&name);
-            write_atomic(&path, &buf).map_err(|e| io(&path, e))?;
-            files.push(name);
+        let mut records = 0;
+        for w in written {
+            if let Some((name, n)) = w? {
+                files.push(name);
+                records += n;
+            }
+        }
+        if !files.is_empty() {
+            sync_dir(&self.dir).map_err(|e| io(&self.dir, e))?;
         }
         faults::point("mid-sink", batch_id);
         let m = Manifest {
@@ -130,6 +212,12 @@ impl Sink for FileSink {
             .map_err(|e| io(&manifest, e))?;
         Ok(records)
     }
+}
+
+/// The batch id of a part file's name (`part-<N>.jsonl`, `part-<N>-<k>.jsonl`).
+fn part_batch(name: &str) -> Option<u64> {
+    let rest = name.strip_prefix("part-")?.strip_suffix(".jsonl")?;
+    rest.split('-').next()?.parse().ok()
 }
 
 /// The committed output of a file sink directory: every line of every file
@@ -170,25 +258,4 @@ pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_directory_belongs_to_one_query() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut a = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
-        a.open("query-a").unwrap();
-        a.open("query-a").unwrap();
-        let mut b = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
-        let err = b.open("query-b").unwrap_err().to_string();
-        assert!(
-            err.contains("holds the output of another query (id query-a)"),
-            "{err}"
-        );
-        // A directory with manifests but no owner is not adopted either.
-        std::fs::remove_file(dir.path().join("_weir/query")).unwrap();
-        write_atomic(&manifest_path(dir.path(), 0), b"{}").unwrap();
-        let err = b.open("query-b").unwrap_err().to_string();
-        assert!(err.contains("cannot identify"), "{err}");
-    }
-}
+mod tests;
