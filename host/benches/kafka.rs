@@ -186,6 +186,7 @@ fn ceiling(bootstrap: &str) -> (f64, f64) {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let dir = tempfile::tempdir().unwrap();
     let (bootstrap, own) = match std::env::var("WEIR_KAFKA_BOOTSTRAP") {
         Ok(b) => (b, false),

@@ -104,6 +104,7 @@ fn fmt_rate(r: f64) -> String {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let records = std::env::var("WEIR_BENCH_RECORDS")
         .ok()
         .and_then(|v| v.replace('_', "").parse().ok())

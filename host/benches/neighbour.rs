@@ -170,6 +170,7 @@ fn run_a(dir: &Path, round: usize, neighbour: bool) -> f64 {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
     let value: Vec<u8> = (0..100).map(|i| b'a' + (i % 26) as u8).collect();

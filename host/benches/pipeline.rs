@@ -232,6 +232,7 @@ fn continuous_latency(rate: u64, seconds: u64, interval: Duration) {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let only = std::env::var("WEIR_BENCH_ONLY").unwrap_or_default();
     if only.is_empty() || only == "w1" {
         let sizes = std::env::var("WEIR_BENCH_W1_RECORDS").unwrap_or_else(|_| "1000000".into());

@@ -358,6 +358,7 @@ fn density() {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let which: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))

@@ -177,6 +177,7 @@ fn run(continuous: bool, stateful: bool, keyed: bool, disk: bool) -> Outcome {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     for continuous in [false, true] {
         let mode = if continuous {
             "continuous (100 ms epochs)"

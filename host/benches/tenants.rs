@@ -71,6 +71,7 @@ fn phase(a: &TransformComponent, b: &TransformComponent, b_threads: usize) -> (f
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let rt = testkit::runtime();
     let plain = rt.load(&testkit::guest("misbehave"), &[]).unwrap();
     let scheduler = Scheduler::new(None, plain.epoch_tick());

@@ -157,6 +157,7 @@ fn load_times(path: &Path, grants: &[String]) -> (Duration, Duration) {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     if let Ok(mode) = std::env::var("WEIR_BENCH_PROFILE") {
         // Run one WASM path for a while, for `perf record`.
         let rt = testkit::runtime();

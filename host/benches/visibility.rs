@@ -115,6 +115,7 @@ fn report(label: &str, hist: &Histogram<u64>) {
 }
 
 fn main() {
+    weir::allocator::keep_batch_buffers();
     let rate = env("WEIR_BENCH_RATE", 10_000);
     let interval = Duration::from_millis(env("WEIR_BENCH_INTERVAL_MS", 10));
     let seconds = env("WEIR_BENCH_SECONDS", 10);

@@ -10,7 +10,6 @@
 //!
 //! A value that is not a JSON object is a bad record.
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
@@ -52,9 +51,28 @@ impl Key<'_> {
     }
 }
 
-/// A field value as JSON text: borrowed from the input, the same uppercased
-/// as it is written (a string without escapes, whose ASCII letters can be
-/// uppercased in place), or built here.
+impl<'de> serde::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            // serde_json lends a name without escapes straight from the input.
+            fn visit_borrowed_str<E>(self, k: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Verbatim(k))
+            }
+            fn visit_str<E>(self, k: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Named(k.to_string()))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A field value as JSON text: borrowed from the input, a string from the
+/// input uppercased as it is written, or built here.
 enum Val<'a> {
     Raw(&'a RawValue),
     UpperRaw(&'a RawValue),
@@ -76,11 +94,7 @@ impl<'de> serde::Deserialize<'de> for Fields<'de> {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some((k, v)) = map.next_entry::<Cow<'de, str>, &'de RawValue>()? {
-                    let k = match k {
-                        Cow::Borrowed(k) => Key::Verbatim(k),
-                        Cow::Owned(k) => Key::Named(k),
-                    };
+                while let Some((k, v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
                     out.push((k, Val::Raw(v)));
                 }
                 Ok(Fields(out))
@@ -153,16 +167,11 @@ impl Transform for JsonEnrich {
                 if k.as_str() != f {
                     continue;
                 }
-                let Val::Raw(raw) = *v else { continue };
-                let json = raw.get();
-                if !json.starts_with('"') {
-                    continue; // only strings are uppercased
-                }
-                if !json.contains('\\') {
+                // Only strings are uppercased.
+                if let Val::Raw(raw) = *v
+                    && raw.get().starts_with('"')
+                {
                     *v = Val::UpperRaw(raw);
-                } else if let Ok(mut s) = serde_json::from_str::<String>(json) {
-                    s.make_ascii_uppercase();
-                    *v = Val::Json(serde_json::to_string(&s).expect("a string serializes"));
                 }
             }
         }
@@ -199,19 +208,28 @@ impl Transform for JsonEnrich {
                 buf.push(b':');
                 match v {
                     Val::Raw(raw) => buf.extend_from_slice(raw.get().as_bytes()),
-                    Val::UpperRaw(raw) => {
-                        let at = buf.len();
-                        buf.extend_from_slice(raw.get().as_bytes());
-                        // No escapes: only ASCII letters change, quotes and
-                        // multi-byte characters stay as they are.
-                        buf[at..].make_ascii_uppercase();
-                    }
+                    Val::UpperRaw(raw) => upper_string(buf, raw.get()),
                     Val::Json(json) => buf.extend_from_slice(json.as_bytes()),
                 }
             }
             buf.push(b'}');
         });
         Ok(())
+    }
+}
+
+/// Append JSON string `json` uppercased. Without escapes that is its text
+/// with ASCII letters uppercased (quotes and multi-byte characters stay as
+/// they are); with escapes it is decoded and re-encoded.
+fn upper_string(buf: &mut Vec<u8>, json: &str) {
+    if json.as_bytes().contains(&b'\\') {
+        let mut s: String = serde_json::from_str(json).expect("parsed as a JSON string");
+        s.make_ascii_uppercase();
+        serde_json::to_writer(&mut *buf, &s).expect("writing to a Vec cannot fail");
+    } else {
+        let at = buf.len();
+        buf.extend_from_slice(json.as_bytes());
+        buf[at..].make_ascii_uppercase();
     }
 }
 

@@ -95,17 +95,26 @@ impl FileSink {
         parts: &[(RecordBatch, TransformOutput)],
         route: Option<&str>,
     ) -> Result<Option<(String, u64)>, ConnectorError> {
-        let mut buf = Vec::new();
-        let mut records = 0;
-        for o in (SinkBatch { parts, route }).records() {
-            self.encode(&o, &mut buf);
-            records += 1;
-        }
-        if records == 0 {
+        // Written in 1 MiB pieces: a buffer of the whole part would be a
+        // second copy of the batch's output, in memory touched afresh.
+        const PIECE: usize = 1 << 20;
+        let batch = SinkBatch { parts, route };
+        let mut out = batch.records().peekable();
+        if out.peek().is_none() {
             return Ok(None);
         }
         let path = self.dir.join(&name);
         let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| io(&path, e))?;
+        let mut buf = Vec::with_capacity(2 * PIECE);
+        let mut records = 0;
+        for o in out {
+            self.encode(&o, &mut buf);
+            records += 1;
+            if buf.len() >= PIECE {
+                tmp.write_all(&buf).map_err(|e| io(&path, e))?;
+                buf.clear();
+            }
+        }
         tmp.write_all(&buf).map_err(|e| io(&path, e))?;
         tmp.as_file().sync_all().map_err(|e| io(&path, e))?;
         tmp.persist(&path).map_err(|e| io(&path, e.error))?;
