@@ -159,9 +159,14 @@ fn load_times(path: &Path, grants: &[String]) -> (Duration, Duration) {
 fn main() {
     weir::allocator::keep_batch_buffers();
     if let Ok(mode) = std::env::var("WEIR_BENCH_PROFILE") {
-        // Run one WASM path for a while, for `perf record`.
+        // Run one WASM path for a while, for `perf record`, on batches of
+        // `WEIR_BENCH_PROFILE_BATCH` records (1,000 by default).
         let rt = testkit::runtime();
-        let batches = make_batches(1_000);
+        let size = std::env::var("WEIR_BENCH_PROFILE_BATCH")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(1_000);
+        let batches = make_batches(size);
         let mode = if mode == "record" {
             CallMode::PerRecord
         } else {
