@@ -185,10 +185,12 @@ impl EpochWriter {
             &CommitEntry {
                 writer: self.writer,
                 sequence: epoch,
-                ends,
+                ends: ends.clone(),
             },
         )?;
-        self.inner().committed = Some(epoch);
+        let mut inner = self.inner();
+        inner.committed = Some(epoch);
+        inner.topic.persist_index(&ends);
         Ok(Some(rows))
     }
 }

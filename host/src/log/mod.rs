@@ -311,7 +311,24 @@ impl Topic {
                 ends: ends.clone(),
             },
         )?;
+        self.persist_index(&ends);
         Ok(Appended::Committed(ends))
+    }
+
+    /// After a commit entry is durable: the index entries of the records it
+    /// committed go to the segments' index files. A failure costs later
+    /// readers a scan, not data, and the commit has happened: it is logged
+    /// (at most a few lines a second), not returned.
+    pub(crate) fn persist_index(&mut self, ends: &[u64]) {
+        static WARNINGS: crate::engine::log_budget::SharedLogBudget =
+            crate::engine::log_budget::SharedLogBudget::new(1);
+        for (part, end) in self.partitions.iter_mut().zip(ends) {
+            if let Err(e) = part.persist_index(*end)
+                && WARNINGS.admit().admit
+            {
+                tracing::warn!(topic = %self.name, "writing a segment index: {e} (readers scan the segment instead)");
+            }
+        }
     }
 
     /// The committed ends as this handle last read the commit file.

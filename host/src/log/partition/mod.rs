@@ -13,6 +13,7 @@ use super::record::{FRAME_HEADER, MAX_BODY, decode, encode, frame_len};
 use crate::engine::batch::RecordBatch;
 use segment::{INDEX_EVERY, Segment};
 
+mod index_file;
 mod segment;
 mod written;
 
@@ -202,6 +203,8 @@ impl Partition {
         {
             before_cut()?;
             let seg = self.segments.pop().unwrap();
+            // Only uncommitted records: its index file has no entries.
+            let _ = std::fs::remove_file(index_file::path_of(&seg.path));
             // A segment of uncommitted records left in place would be read
             // again after the next append: failing to remove it is an error.
             match std::fs::remove_file(&seg.path) {
@@ -250,6 +253,15 @@ impl Partition {
         seg.end = committed;
         seg.index.retain(|(o, _)| *o < committed || *o == seg.base);
         seg.cursor = seg.cursor.filter(|(o, _)| *o <= committed);
+        Ok(())
+    }
+
+    /// Write the index entries of records below `committed`, which a
+    /// commit entry has just made durable, to the segments' index files.
+    pub(crate) fn persist_index(&mut self, committed: u64) -> Result<(), LogError> {
+        for seg in &mut self.segments {
+            seg.persist_index(committed)?;
+        }
         Ok(())
     }
 

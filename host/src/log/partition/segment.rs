@@ -1,5 +1,5 @@
-//! One segment file of a partition: its records' sparse index, built by
-//! scanning, and reads of its bytes.
+//! One segment file of a partition: its records' sparse index, loaded from
+//! its index file and extended by scanning, and reads of its bytes.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::super::LogError;
 use super::super::record::{FRAME_HEADER, MAX_BODY, frame_len};
+use super::index_file;
 
 /// One sparse index entry per this many records.
 pub(super) const INDEX_EVERY: u64 = 512;
@@ -29,6 +30,17 @@ pub(super) struct Segment {
     /// reader that follows the data starts there instead of at an index
     /// entry up to `INDEX_EVERY` records back.
     pub(super) cursor: Option<(u64, u64)>,
+    /// What the segment's index file holds, once read: `None` until the
+    /// first scan or index write needs it.
+    pub(super) persisted: Option<Persisted>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Persisted {
+    /// Bytes of valid entries in the file.
+    pub bytes: u64,
+    /// The last entry's offset (the base when there is none).
+    pub last: u64,
 }
 
 impl Segment {
@@ -41,7 +53,64 @@ impl Segment {
             end: base,
             index: vec![(base, 0)],
             cursor: None,
+            persisted: None,
         }
+    }
+
+    /// Read the segment's index file once. Its entries name committed
+    /// records, so when they reach past what this handle has scanned, the
+    /// scan goes on from the last of them.
+    pub(super) fn load_index(&mut self) -> Result<Persisted, LogError> {
+        if let Some(p) = self.persisted {
+            return Ok(p);
+        }
+        let file_len = match std::fs::metadata(&self.path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(err) => {
+                return Err(LogError::Io {
+                    path: self.path.clone(),
+                    err,
+                });
+            }
+        };
+        let loaded = index_file::load(&index_file::path_of(&self.path), self.base, file_len)?;
+        let last = loaded.entries.last().copied();
+        if let Some((offset, position)) = last
+            && offset > self.end
+        {
+            let known = self.index.last().map_or(self.base, |(o, _)| *o);
+            self.index
+                .extend(loaded.entries.iter().filter(|(o, _)| *o > known));
+            self.end = offset;
+            self.len = position;
+        }
+        let p = Persisted {
+            bytes: loaded.valid_bytes,
+            last: last.map_or(self.base, |(o, _)| o),
+        };
+        self.persisted = Some(p);
+        Ok(p)
+    }
+
+    /// Write the index entries of records below `committed` that the index
+    /// file lacks (see `index_file` for why only those).
+    pub(super) fn persist_index(&mut self, committed: u64) -> Result<(), LogError> {
+        if self.base >= committed || (self.index.len() <= 1 && self.persisted.is_none()) {
+            return Ok(());
+        }
+        let p = self.load_index()?;
+        let from = self.index.partition_point(|(o, _)| *o <= p.last);
+        let to = self.index.partition_point(|(o, _)| *o < committed);
+        let Some(new) = self.index.get(from..to).filter(|n| !n.is_empty()) else {
+            return Ok(());
+        };
+        index_file::append(&index_file::path_of(&self.path), p.bytes, new)?;
+        self.persisted = Some(Persisted {
+            bytes: p.bytes + (new.len() * index_file::ENTRY) as u64,
+            last: new[new.len() - 1].0,
+        });
+        Ok(())
     }
 
     pub(super) fn io(&self) -> impl Fn(std::io::Error) -> LogError + '_ {
@@ -75,6 +144,10 @@ impl Segment {
     /// reading in chunks: a small step into a big segment reads about the
     /// step. Returns the bytes read, `None` when the file is gone.
     pub(super) fn scan(&mut self, target: u64) -> Result<Option<u64>, LogError> {
+        self.load_index()?;
+        if self.end >= target {
+            return Ok(Some(0));
+        }
         let mut f = match File::open(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

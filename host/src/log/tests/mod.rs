@@ -238,4 +238,5 @@ fn a_reader_opened_before_a_segment_rolls_reads_into_the_new_segment() {
     assert_eq!(got[40], "value-039");
 }
 
+mod segment_index;
 mod uncommitted;
