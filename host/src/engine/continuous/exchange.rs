@@ -104,6 +104,7 @@ impl Reader {
                 &mut self.position,
                 self.partition,
                 self.max_chunk,
+                u64::MAX,
                 &self.source_name,
             )?
             else {

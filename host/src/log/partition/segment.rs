@@ -197,6 +197,9 @@ impl Segment {
                 .saturating_mul(average)
                 .clamp(SCAN_MIN as u64, SCAN_MAX as u64) as usize;
             let want = frame.max(estimate);
+            // Room first: `read_to_end` into a full buffer reads in small,
+            // growing pieces, a syscall each.
+            buf.reserve(want);
             let got = (&mut f)
                 .take(want as u64)
                 .read_to_end(&mut buf)
@@ -211,10 +214,9 @@ impl Segment {
     pub(super) fn bytes(&self, pos: u64, stop: u64) -> Result<Vec<u8>, LogError> {
         let mut f = File::open(&self.path).map_err(self.io())?;
         f.seek(SeekFrom::Start(pos)).map_err(self.io())?;
-        let mut buf = Vec::new();
-        f.take(stop.saturating_sub(pos))
-            .read_to_end(&mut buf)
-            .map_err(self.io())?;
+        let want = stop.saturating_sub(pos);
+        let mut buf = Vec::with_capacity(usize::try_from(want).unwrap_or(0).min(64 << 20));
+        f.take(want).read_to_end(&mut buf).map_err(self.io())?;
         Ok(buf)
     }
 }
