@@ -257,7 +257,7 @@ impl Runtime {
                 timer_indices,
                 record_indices,
                 engine: engines.engine.clone(),
-                _ticker: engines.ticker.clone(),
+                ticker: engines.ticker.clone(),
                 metered,
                 epoch_tick: self.options.epoch_tick,
                 info: ComponentInfo {
@@ -312,8 +312,9 @@ struct ComponentInner {
     record_indices: Option<RecordIndices>,
     engine: Engine,
     /// Keeps deadlines enforced for as long as any instance may run, even
-    /// after the `Runtime` that loaded the component is dropped.
-    _ticker: Arc<ticker::Ticker>,
+    /// after the `Runtime` that loaded the component is dropped; each guest
+    /// call marks itself busy on it.
+    ticker: Arc<ticker::Ticker>,
     epoch_tick: Duration,
     /// Compiled with fuel metering (see [`Runtime::load_metered`]).
     metered: bool,

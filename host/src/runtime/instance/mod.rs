@@ -50,6 +50,12 @@ pub struct WasmTransform {
     retired_metrics: GuestMetrics,
 }
 
+/// A guest call in progress, until dropped.
+struct Running {
+    _ticking: super::ticker::Busy,
+    _tenant: Option<super::tenant::Running>,
+}
+
 impl WasmTransform {
     /// Instantiate and `init` the component; a refused config or a trap in
     /// `init` is returned here, before any record is processed.
@@ -138,9 +144,13 @@ impl WasmTransform {
         m
     }
 
-    /// Count this thread as running a guest of its tenant (CPU shares).
-    fn running(&self) -> Option<super::tenant::Running> {
-        self.component.tenant.as_ref().map(|t| t.enter())
+    /// Count this thread as running a guest: for the epoch ticker (deadlines)
+    /// and for its tenant (CPU shares).
+    fn running(&self) -> Running {
+        Running {
+            _ticking: self.component.inner.ticker.busy(),
+            _tenant: self.component.tenant.as_ref().map(|t| t.enter()),
+        }
     }
 
     fn deadline_ticks(&self) -> u64 {
@@ -157,6 +167,7 @@ impl WasmTransform {
     }
 
     fn instantiate(&mut self) -> Result<Live, TransformError> {
+        let _ticking = self.component.inner.ticker.busy();
         let inner = &self.component.inner;
         let state = StoreData::new(
             self.label.clone(),
