@@ -217,11 +217,13 @@ impl ContinuousQuery {
         let expected = (partitions + state_tasks) as usize;
         // Bounded: a coordinator busy committing holds the tasks back.
         let (tx, rx) = mpsc::sync_channel::<Result<Report, EngineError>>(expected * 4);
+        let quiet = Arc::new(quiet::Quiet::new(partitions as usize, epoch));
         let control = spawn::Control {
             marker: marker.clone(),
             halt: halt.clone(),
             tx,
             early: early.clone(),
+            quiet: quiet.clone(),
         };
         let spawned = if self.options.state.stateful {
             self.spawn_exchange(epoch, &positions, &control)
@@ -233,7 +235,7 @@ impl ContinuousQuery {
             let r = self.coordinate(
                 rx,
                 &early,
-                &marker,
+                (&marker, &quiet),
                 &mut epoch,
                 &mut positions,
                 expected,
@@ -255,7 +257,7 @@ impl ContinuousQuery {
         &mut self,
         rx: mpsc::Receiver<Result<Report, EngineError>>,
         early: &early::EarlySinks,
-        marker: &marker::Marker,
+        (marker, quiet): (&marker::Marker, &quiet::Quiet),
         epoch: &mut u64,
         positions: &mut Vec<u64>,
         expected: usize,
@@ -286,8 +288,12 @@ impl ContinuousQuery {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             }
-            while pending.get(epoch).is_some_and(|r| r.len() == expected) {
-                let mut reports = pending.remove(epoch).expect("checked");
+            // An epoch is decided once the marker has passed it and every
+            // task has reported it or slept through it (see `quiet`).
+            while *epoch < marker.epoch()
+                && pending.get(epoch).map_or(0, Vec::len) + quiet.quiet_in(*epoch) == expected
+            {
+                let mut reports = pending.remove(epoch).unwrap_or_default();
                 // Readers by partition, then state partitions.
                 reports.sort_by_key(|r| (r.end.map_or(u32::MAX, |e| e.0), r.task));
                 let mut end = positions.clone();
@@ -330,6 +336,7 @@ impl ContinuousQuery {
                     *positions = end;
                 }
                 *epoch += 1;
+                quiet.decided_before(*epoch);
                 epoch_started = Instant::now();
             }
             let fired = self.options.state.event_time.is_none()
@@ -368,6 +375,7 @@ mod commit;
 mod early;
 mod exchange;
 mod marker;
+mod quiet;
 mod spawn;
 mod task;
 

@@ -18,6 +18,7 @@ pub(super) struct Control {
     pub halt: Arc<AtomicBool>,
     pub tx: mpsc::SyncSender<Result<Report, EngineError>>,
     pub early: super::early::EarlySinks,
+    pub quiet: Arc<super::quiet::Quiet>,
 }
 
 impl ContinuousQuery {
@@ -50,6 +51,8 @@ impl ContinuousQuery {
                     None
                 },
                 early: control.early.clone(),
+                // Tasks with event time must pass every epoch (watermarks).
+                quiet: (!self.options.state.active()).then(|| control.quiet.clone()),
             };
             handles.push(spawn(format!("weir-task-{p}"), move || task.run()));
         }

@@ -122,6 +122,8 @@ pub(crate) struct Task {
     pub(crate) source_name: String,
     pub(crate) state: Option<TaskState>,
     pub(crate) early: super::early::EarlySinks,
+    /// Stateless tasks: where the task says it has gone quiet.
+    pub(crate) quiet: Option<Arc<super::quiet::Quiet>>,
 }
 
 impl Task {
@@ -186,6 +188,25 @@ impl Task {
                 std::thread::sleep(marker_wait(&self.marker));
                 continue;
             }
+            if poll.waiting()
+                && buffer.is_empty()
+                && read == 0
+                && self.epoch == self.marker.epoch()
+                && let Some(q) = self.quiet.clone()
+                && q.may_sleep(self.partition as usize)
+            {
+                // Nothing to read: sleep through epochs until there is.
+                let p = self.partition as usize;
+                q.sleep(p, self.epoch);
+                if !self.reader.wait_for_data(QUIET_WAIT) {
+                    // A reader that cannot be woken is polled: no sleeping.
+                    self.quiet = None;
+                }
+                self.epoch = q.wake(p, &self.marker);
+                // Look before going quiet again.
+                poll.read_once_without_waiting();
+                continue;
+            }
             let Some(batch) = poll.next(
                 &self.marker,
                 &mut *self.reader,
@@ -232,6 +253,9 @@ impl Task {
 
 /// Empty reads in a row answered by yielding before waiting.
 const SPINS: u32 = 50;
+/// How long a quiet task sleeps before it looks again (it is also woken
+/// by new records, when its reader can be; and it sees the halt flag then).
+const QUIET_WAIT: Duration = Duration::from_millis(100);
 /// The longest idle wait (a task also looks at the halt flag then).
 const MAX_WAIT: Duration = Duration::from_millis(50);
 
@@ -253,6 +277,8 @@ pub(crate) struct Poll {
     behind: u32,
     /// Bytes per record in the last read.
     record_bytes: usize,
+    /// The next empty read returns without waiting.
+    no_wait: bool,
 }
 
 /// A task that is behind reads up to `max << GROW_STEPS` records at a time:
@@ -263,6 +289,15 @@ const GROW_STEPS: u32 = 4;
 const GROW_BYTES: usize = 1 << 20;
 
 impl Poll {
+    /// Past the spins: an empty read now waits.
+    pub(crate) fn waiting(&self) -> bool {
+        self.idle > SPINS
+    }
+
+    pub(crate) fn read_once_without_waiting(&mut self) {
+        self.no_wait = true;
+    }
+
     /// The next chunk of at most `max` records (more while the reads come
     /// back full, see [`GROW_STEPS`], but not past `room` bytes by more than
     /// `max` records) from `position` (which moves
@@ -293,6 +328,7 @@ impl Poll {
             })?;
         if !batch.is_empty() {
             self.idle = 0;
+            self.no_wait = false;
             self.record_bytes = batch.byte_len() / batch.len();
             self.behind = if batch.len() < chunk {
                 0
@@ -304,6 +340,9 @@ impl Poll {
             return Ok(Some(batch));
         }
         self.idle = self.idle.saturating_add(1);
+        if std::mem::take(&mut self.no_wait) {
+            return Ok(None);
+        }
         if self.idle <= SPINS {
             std::thread::yield_now();
             return Ok(None);

@@ -35,6 +35,18 @@ impl PartitionReader for MemReader {
         }
         Ok(to.max(from as usize) as u64)
     }
+
+    /// Woken by new records (looked for every millisecond), so tasks may
+    /// go quiet.
+    fn wait_for_data(&mut self, timeout: Duration) -> bool {
+        let start = Instant::now();
+        let len = || self.0[self.1 as usize].lock().unwrap().len();
+        let seen = len();
+        while start.elapsed() < timeout && len() == seen {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
 }
 
 impl ContinuousSource for MemSource {
@@ -359,4 +371,58 @@ fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
         .unwrap()
         .unwrap();
     assert_eq!(batch.len(), 256);
+}
+
+#[test]
+fn records_after_tasks_went_quiet_are_committed_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts = data(0);
+    let sink = Committed::default();
+    let options = ContinuousOptions {
+        checkpoint_interval: Duration::from_millis(5),
+        exit_when_idle: Some(Duration::from_millis(600)),
+        ..ContinuousOptions::default()
+    };
+    let writer = {
+        let parts = parts.clone();
+        std::thread::spawn(move || {
+            // Bursts with pauses longer than a quiet task's sleep, and
+            // some records for one partition only.
+            for burst in 0..6 {
+                std::thread::sleep(Duration::from_millis(150));
+                for (p, part) in parts.iter().enumerate() {
+                    if burst % 3 == 2 && p == 1 {
+                        continue;
+                    }
+                    let mut v = part.lock().unwrap();
+                    let n = v.len();
+                    v.extend((n..n + 100).map(|i| format!("p{p}-{i}")));
+                }
+            }
+        })
+    };
+    let mut q = query(
+        dir.path(),
+        parts.clone(),
+        factory(Duration::ZERO, Arc::new(Mutex::new([None, None]))),
+        &sink,
+        options,
+    );
+    q.run(&mut |_| {}).unwrap();
+    writer.join().unwrap();
+    let committed = sink.0.lock().unwrap();
+    let ids: Vec<u64> = committed.iter().map(|(id, _)| *id).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
+    for (p, part) in parts.iter().enumerate() {
+        let want = part.lock().unwrap().clone();
+        let got: Vec<String> = committed
+            .iter()
+            .flat_map(|(_, r)| {
+                r.iter()
+                    .filter(|v| v.starts_with(&format!("p{p}-")))
+                    .cloned()
+            })
+            .collect();
+        assert_eq!(got, want, "partition {p}");
+    }
 }
