@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::checkpoint::CheckpointStore;
 use super::connector::{ContinuousSource, Sink};
@@ -277,12 +277,15 @@ impl ContinuousQuery {
                 return Ok(());
             }
             let now = Instant::now();
+            let mut wait = next_tick.saturating_duration_since(now);
             if now >= next_tick {
                 // The epoch marker: tasks report the epoch that just ended.
                 next_tick = now + interval;
                 marker.advance(next_tick);
+                // Quiet tasks send no report: decide the epoch now.
+                wait = Duration::ZERO;
             }
-            match rx.recv_timeout(next_tick.saturating_duration_since(Instant::now())) {
+            match rx.recv_timeout(wait) {
                 Ok(Ok(report)) => pending.entry(report.epoch).or_default().push(report),
                 Ok(Err(e)) => return Err(e),
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

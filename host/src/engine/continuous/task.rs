@@ -188,7 +188,7 @@ impl Task {
                 std::thread::sleep(marker_wait(&self.marker));
                 continue;
             }
-            if poll.waiting()
+            if poll.found_nothing()
                 && buffer.is_empty()
                 && read == 0
                 && self.epoch == self.marker.epoch()
@@ -289,9 +289,10 @@ const GROW_STEPS: u32 = 4;
 const GROW_BYTES: usize = 1 << 20;
 
 impl Poll {
-    /// Past the spins: an empty read now waits.
-    pub(crate) fn waiting(&self) -> bool {
-        self.idle > SPINS
+    /// Past the spins, and the read after the last wake is done: nothing
+    /// to read, so the task may go quiet.
+    pub(crate) fn found_nothing(&self) -> bool {
+        self.idle > SPINS && !self.no_wait
     }
 
     pub(crate) fn read_once_without_waiting(&mut self) {
