@@ -103,8 +103,7 @@ impl Reader {
                 &mut *self.reader,
                 &mut self.position,
                 self.partition,
-                self.max_chunk,
-                u64::MAX,
+                (self.max_chunk, u64::MAX),
                 &self.source_name,
             )?
             else {

@@ -212,8 +212,7 @@ impl Task {
                 &mut *self.reader,
                 &mut self.position,
                 self.partition,
-                self.max_chunk,
-                self.max_epoch_bytes.saturating_sub(read),
+                (self.max_chunk, self.max_epoch_bytes.saturating_sub(read)),
                 &self.source_name,
             )?
             else {
@@ -314,8 +313,7 @@ impl Poll {
         reader: &mut dyn PartitionReader,
         position: &mut u64,
         partition: u32,
-        max: usize,
-        room: u64,
+        (max, room): (usize, u64),
         source_name: &str,
     ) -> Result<Option<RecordBatch>, EngineError> {
         let fits = usize::try_from(room / self.record_bytes.max(1) as u64).unwrap_or(usize::MAX);
