@@ -142,6 +142,10 @@ impl Task {
         // Input bytes read in this epoch; parts handed to early sinks.
         let mut read = 0u64;
         let mut written = 0usize;
+        // The position the coordinator last heard of: a task whose reader
+        // moved past records-less positions (Kafka's transaction markers)
+        // reports the move before it may go quiet.
+        let mut reported = self.position;
         while !self.halt.load(Ordering::Relaxed) {
             // Passing epoch markers: report everything read before them.
             while self.epoch < self.marker.epoch() {
@@ -178,6 +182,7 @@ impl Task {
                 if self.tx.send(Ok(report)).is_err() {
                     return Ok(());
                 }
+                reported = self.position;
                 self.epoch += 1;
                 read = 0;
                 // The next epoch runs with the newest published watermark.
@@ -191,6 +196,7 @@ impl Task {
             if poll.found_nothing()
                 && buffer.is_empty()
                 && read == 0
+                && self.position == reported
                 && self.epoch == self.marker.epoch()
                 && let Some(q) = self.quiet.clone()
                 && q.may_sleep(self.partition as usize)
