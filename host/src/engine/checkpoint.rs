@@ -82,11 +82,23 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    write_renamed(path, |f| f.write_all(bytes))?;
+    sync_dir(dir)
+}
+
+/// Create `path` whole or not at all: `write` fills a temp file beside it,
+/// which is fsynced and renamed over `path`. The directory is not fsynced:
+/// a caller writing several files syncs it once (see [`write_atomic`]).
+pub fn write_renamed(
+    path: &Path,
+    write: impl FnOnce(&mut File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(bytes)?;
+    write(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
-    sync_dir(dir)
+    Ok(())
 }
 
 impl CheckpointStore for LocalCheckpointStore {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use std::io::Write;
 
-use crate::engine::checkpoint::{sync_dir, write_atomic};
+use crate::engine::checkpoint::{sync_dir, write_atomic, write_renamed};
 use crate::engine::{ConnectorError, RecordBatch, Sink, SinkBatch, TransformOutput, faults};
 
 pub use crate::spec::FileFormat;
@@ -104,20 +104,20 @@ impl FileSink {
             return Ok(None);
         }
         let path = self.dir.join(&name);
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| io(&path, e))?;
-        let mut buf = Vec::with_capacity(2 * PIECE);
         let mut records = 0;
-        for o in out {
-            self.encode(&o, &mut buf);
-            records += 1;
-            if buf.len() >= PIECE {
-                tmp.write_all(&buf).map_err(|e| io(&path, e))?;
-                buf.clear();
+        write_renamed(&path, |f| {
+            let mut buf = Vec::with_capacity(2 * PIECE);
+            for o in out {
+                self.encode(&o, &mut buf);
+                records += 1;
+                if buf.len() >= PIECE {
+                    f.write_all(&buf)?;
+                    buf.clear();
+                }
             }
-        }
-        tmp.write_all(&buf).map_err(|e| io(&path, e))?;
-        tmp.as_file().sync_all().map_err(|e| io(&path, e))?;
-        tmp.persist(&path).map_err(|e| io(&path, e.error))?;
+            f.write_all(&buf)
+        })
+        .map_err(|e| io(&path, e))?;
         Ok(Some((name, records)))
     }
 

@@ -217,7 +217,13 @@ impl ContinuousQuery {
         let expected = (partitions + state_tasks) as usize;
         // Bounded: a coordinator busy committing holds the tasks back.
         let (tx, rx) = mpsc::sync_channel::<Result<Report, EngineError>>(expected * 4);
-        let quiet = Arc::new(quiet::Quiet::new(partitions as usize, epoch));
+        // Only the tasks of a stateless query go quiet (see `spawn_tasks`).
+        let quiet_tasks = if self.options.state.active() {
+            0
+        } else {
+            partitions
+        };
+        let quiet = Arc::new(quiet::Quiet::new(quiet_tasks as usize, epoch));
         let control = spawn::Control {
             marker: marker.clone(),
             halt: halt.clone(),

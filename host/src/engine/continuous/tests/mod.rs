@@ -124,10 +124,21 @@ fn query(
     sink: &Committed,
     options: ContinuousOptions,
 ) -> ContinuousQuery {
+    query_on(dir, Box::new(MemSource(parts)), transforms, sink, options)
+}
+
+/// A query over `source` into `sink`, checkpointed in `dir`.
+fn query_on(
+    dir: &std::path::Path,
+    source: Box<dyn ContinuousSource>,
+    transforms: Box<dyn TransformFactory>,
+    sink: &Committed,
+    options: ContinuousOptions,
+) -> ContinuousQuery {
     let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
     ContinuousQuery::new(
         store,
-        Box::new(MemSource(parts)),
+        source,
         transforms,
         vec![(None, Box::new(sink.clone()))],
         options,

@@ -2,26 +2,29 @@
 
 use super::*;
 
+/// The next chunk of partition 0 (base chunk 64 records, `room` bytes left
+/// in the epoch); there must be one.
+fn take(
+    poll: &mut task::Poll,
+    reader: &mut MemReader,
+    position: &mut u64,
+    room: u64,
+) -> RecordBatch {
+    let marker = marker::Marker::new(0);
+    poll.next(&marker, reader, position, 0, (64, room), "mem")
+        .unwrap()
+        .expect("a chunk")
+}
+
 #[test]
 fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
     let parts = data(20_000);
     let mut reader = MemReader(parts.clone(), 0);
-    let marker = marker::Marker::new(0);
     let mut poll = task::Poll::default();
     let mut position = 0;
     let mut sizes = vec![];
     while position < 20_000 {
-        let batch = poll
-            .next(
-                &marker,
-                &mut reader,
-                &mut position,
-                0,
-                (64, u64::MAX),
-                "mem",
-            )
-            .unwrap()
-            .unwrap();
+        let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
         sizes.push(batch.len());
     }
     // Doubling while full, up to 16 times the base chunk.
@@ -31,33 +34,13 @@ fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
         .lock()
         .unwrap()
         .extend((0..10).map(|i| format!("new-{i}")));
-    let batch = poll
-        .next(
-            &marker,
-            &mut reader,
-            &mut position,
-            0,
-            (64, u64::MAX),
-            "mem",
-        )
-        .unwrap()
-        .unwrap();
+    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 10);
     parts[0]
         .lock()
         .unwrap()
         .extend((0..100).map(|i| format!("more-{i}")));
-    let batch = poll
-        .next(
-            &marker,
-            &mut reader,
-            &mut position,
-            0,
-            (64, u64::MAX),
-            "mem",
-        )
-        .unwrap()
-        .unwrap();
+    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 64);
     // Behind again, but little room left in the epoch: no more than fits,
     // or one base chunk.
@@ -65,22 +48,9 @@ fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
         .lock()
         .unwrap()
         .extend((0..1000).map(|i| format!("late-{i}")));
-    let batch = poll
-        .next(&marker, &mut reader, &mut position, 0, (64, 10), "mem")
-        .unwrap()
-        .unwrap();
+    let batch = take(&mut poll, &mut reader, &mut position, 10);
     assert_eq!(batch.len(), 64);
-    let batch = poll
-        .next(
-            &marker,
-            &mut reader,
-            &mut position,
-            0,
-            (64, u64::MAX),
-            "mem",
-        )
-        .unwrap()
-        .unwrap();
+    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 256);
 }
 
@@ -202,15 +172,13 @@ fn a_move_past_a_records_less_position_is_reported_before_going_quiet() {
         exit_when_idle: Some(Duration::from_millis(200)),
         ..ContinuousOptions::default()
     };
-    let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
-    let mut q = ContinuousQuery::new(
-        store,
+    let mut q = query_on(
+        dir.path(),
         Box::new(MarkerSource(parts, Instant::now())),
         factory(Duration::ZERO, Arc::new(Mutex::new([None, None]))),
-        vec![(None, Box::new(sink.clone()))],
+        &sink,
         options,
-    )
-    .unwrap();
+    );
     // Exits only once the committed position is past the marker (the
     // source's latest); a quiet task that had not reported the move would
     // keep it running.
