@@ -12,6 +12,8 @@
 //! - [`spec`]: pipeline and host files, parsed and validated.
 //! - [`pipeline`]: a runnable query built from a spec (what `weir run`,
 //!   `weir host` and `weir serve` start).
+//! - [`replay`]: a candidate component run over committed batches and
+//!   compared with what the live pipeline committed.
 
 pub mod allocator;
 pub mod build;
@@ -19,6 +21,7 @@ pub mod connectors;
 pub mod engine;
 pub mod log;
 pub mod pipeline;
+pub mod replay;
 pub mod runtime;
 pub mod serve;
 pub mod spec;

@@ -6,6 +6,7 @@ mod client;
 mod host;
 mod log;
 mod new;
+mod replay;
 mod run;
 mod serve;
 mod status;
@@ -45,6 +46,8 @@ enum Command {
     Transform(transform::Args),
     /// Run a pipeline file.
     Run(run::Args),
+    /// Replay a candidate component over committed batches of a pipeline and diff its output.
+    Replay(replay::Args),
     /// Run a guest over sample records as a pipeline would, and compare its output.
     Test(test::Args),
     /// Scaffold a guest project (README, sample input, unit test).
@@ -133,6 +136,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Validate(args) => validate::run(&runtime()?, args),
         Command::Transform(args) => transform::run(&runtime()?, args),
         Command::Run(args) => run::run(&runtime()?, args),
+        Command::Replay(args) => replay::run(&runtime()?, args),
         Command::Test(args) => test::run(&runtime()?, args),
         Command::New(args) => new::run(args),
         Command::Build(args) => build::run(&runtime()?, args),

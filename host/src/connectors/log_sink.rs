@@ -62,6 +62,15 @@ impl LogSink {
     }
 }
 
+/// The writer identity a query's sink for output `route` commits under:
+/// how a batch's records are found again (`weir replay`).
+pub fn writer_id(query_id: &str, route: &str) -> [u8; 16] {
+    let digest = Sha256::digest(format!("{query_id}/{route}"));
+    let mut id = [0u8; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
 /// Which partition each record goes to: keyed records by key, the rest
 /// round-robin from `next` (deterministic per batch for a committed write,
 /// so a replay lands where it would have).
@@ -119,8 +128,7 @@ impl Sink for LogSink {
     }
 
     fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
-        let digest = Sha256::digest(format!("{query_id}/{}", self.route));
-        self.writer.copy_from_slice(&digest[..16]);
+        self.writer = writer_id(query_id, &self.route);
         if self.as_produced
             && let Some(topic) = self.topic.take()
         {

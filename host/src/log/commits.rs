@@ -128,6 +128,29 @@ impl CommitFile {
         Ok(None)
     }
 
+    /// What the entry `writer` committed as `sequence` made visible: the
+    /// ends before it and its own. `None` if the file has no such entry.
+    pub(crate) fn range_of(
+        &self,
+        writer: &[u8; 16],
+        sequence: u64,
+    ) -> Result<Option<(Vec<u64>, Vec<u64>)>, LogError> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io(e)),
+        };
+        let mut before = vec![0; self.partitions];
+        for chunk in bytes.chunks_exact(self.entry_size()) {
+            let Some(e) = self.decode(chunk) else { break };
+            if &e.writer == writer && e.sequence == sequence {
+                return Ok(Some((before, e.ends)));
+            }
+            before = e.ends;
+        }
+        Ok(None)
+    }
+
     /// Durably append `entry` after the valid entries of `state` (cutting a
     /// torn tail left by a crash), and record it in `state`.
     pub(crate) fn append(

@@ -213,6 +213,16 @@ impl Topic {
             .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends))
     }
 
+    /// The offsets `[start, end)` per partition of what `writer` committed
+    /// as `sequence` (a sink's batch or epoch), if it committed it.
+    pub fn committed_range(
+        &self,
+        writer: &[u8; 16],
+        sequence: u64,
+    ) -> Result<Option<(Vec<u64>, Vec<u64>)>, LogError> {
+        self.commits.range_of(writer, sequence)
+    }
+
     /// Read committed records `[from, to)` of `partition` into `out`.
     pub fn read(
         &mut self,

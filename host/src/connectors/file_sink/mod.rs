@@ -229,6 +229,39 @@ fn part_batch(name: &str) -> Option<u64> {
     rest.split('-').next()?.parse().ok()
 }
 
+/// The lines batch `batch_id` committed, in its files' order; `None` when
+/// no manifest names the batch.
+pub fn read_batch(dir: &Path, batch_id: u64) -> Result<Option<Vec<Vec<u8>>>, ConnectorError> {
+    let path = manifest_path(dir, batch_id);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(&path, e)),
+    };
+    let m: Manifest = serde_json::from_slice(&bytes)
+        .map_err(|e| ConnectorError(format!("{}: corrupt manifest: {e}", path.display())))?;
+    let mut lines = Vec::new();
+    for f in &m.files {
+        lines.extend(manifest_file_lines(dir, f, batch_id)?);
+    }
+    Ok(Some(lines))
+}
+
+fn manifest_file_lines(dir: &Path, f: &str, id: u64) -> Result<Vec<Vec<u8>>, ConnectorError> {
+    let p = dir.join(f);
+    let data = std::fs::read(&p).map_err(|e| {
+        ConnectorError(format!(
+            "{}: listed in manifest {id} but unreadable: {e}",
+            p.display()
+        ))
+    })?;
+    Ok(data
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect())
+}
+
 /// The committed output of a file sink directory: every line of every file
 /// named by a manifest, in batch order. This is the reading rule.
 pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
@@ -249,18 +282,7 @@ pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
         let m: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| ConnectorError(format!("{}: corrupt manifest: {e}", path.display())))?;
         for f in m.files {
-            let p = dir.join(&f);
-            let data = std::fs::read(&p).map_err(|e| {
-                ConnectorError(format!(
-                    "{}: listed in manifest {id} but unreadable: {e}",
-                    p.display()
-                ))
-            })?;
-            lines.extend(
-                data.split(|b| *b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(<[u8]>::to_vec),
-            );
+            lines.extend(manifest_file_lines(dir, &f, id)?);
         }
     }
     Ok(lines)

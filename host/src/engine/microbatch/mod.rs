@@ -37,6 +37,8 @@ pub struct MicroBatchQuery {
     states: HashMap<(usize, u32), StatePartition>,
     known: std::collections::BTreeSet<(usize, u32)>,
     watermark: Watermark,
+    /// Replay: the recorded batches still to run (see [`Self::replay`]).
+    replay: Option<std::collections::VecDeque<OffsetEntry>>,
     _lock: super::checkpoint::CheckpointLock,
 }
 
@@ -106,6 +108,7 @@ impl MicroBatchQuery {
             known,
             states: HashMap::new(),
             watermark: Watermark::default(),
+            replay: None,
             options,
             _lock: lock,
         })
@@ -196,6 +199,13 @@ impl MicroBatchQuery {
         // Empty polls in a row (the default trigger backs off).
         let mut idle_polls = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
+            if self.replay.is_some() {
+                let Some(entry) = self.next_replayed() else {
+                    break;
+                };
+                batch_id = entry.batch_id;
+                pending = Some(entry);
+            }
             let trigger_start = Instant::now();
             let timestamp = now_ms();
             let latest_started = Instant::now();
@@ -314,8 +324,10 @@ impl MicroBatchQuery {
             self.store
                 .write(&commits_path(batch_id), &encode_entry(&commit))?;
             faults::point("after-commit-write", batch_id);
-            for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
-                s.committed(&r.end);
+            if self.replay.is_none() {
+                for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
+                    s.committed(&r.end);
+                }
             }
             wal::prune(&*self.store, batch_id, self.options.keep_batches)?;
             let commit_time = commit_started.elapsed();
@@ -389,6 +401,8 @@ impl MicroBatchQuery {
 }
 
 mod process;
+
+mod replay;
 
 mod sources;
 
