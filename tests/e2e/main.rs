@@ -15,6 +15,7 @@ mod kafka;
 mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
+mod replay;
 mod scaffolds;
 mod sdk_records;
 mod serve;
