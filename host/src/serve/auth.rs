@@ -26,24 +26,30 @@ pub fn hash(token: &str) -> String {
 pub enum Caller {
     Admin,
     Tenant(String),
+    /// The admin token with a `Weir-Tenant` header: the admin acting for
+    /// that tenant on its endpoints (the dashboard's admin view).
+    AdminFor(String),
 }
+
+/// The header an admin names the tenant it acts for with.
+pub const ACTING_FOR: &str = "weir-tenant";
 
 impl Caller {
     /// The caller as a tenant; the admin token is not one (403).
     pub fn tenant(&self) -> Result<&str, ApiError> {
         match self {
-            Caller::Tenant(t) => Ok(t),
+            Caller::Tenant(t) | Caller::AdminFor(t) => Ok(t),
             Caller::Admin => Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
-                "this endpoint acts for a tenant: use the tenant's token",
+                "this endpoint acts for a tenant: use the tenant's token (or, as the admin, name it in a `Weir-Tenant` header)",
             )),
         }
     }
 
     pub fn admin(&self) -> Result<(), ApiError> {
         match self {
-            Caller::Admin => Ok(()),
+            Caller::Admin | Caller::AdminFor(_) => Ok(()),
             Caller::Tenant(_) => Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "forbidden",
@@ -66,9 +72,28 @@ impl FromRequestParts<AppState> for Caller {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
             .ok_or_else(|| unauthorized("send `Authorization: Bearer <token>`"))?;
-        state
+        let caller = state
             .store
             .caller(&hash(token.trim()))?
-            .ok_or_else(|| unauthorized("unknown token"))
+            .ok_or_else(|| unauthorized("unknown token"))?;
+        let acting_for = parts
+            .headers
+            .get(ACTING_FOR)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|t| !t.is_empty());
+        Ok(match (caller, acting_for) {
+            (Caller::Admin, Some(t)) => Caller::AdminFor(t.to_string()),
+            (c, _) => c,
+        })
     }
+}
+
+/// `GET /v1/whoami`: whom the token is for (the dashboard's login check).
+pub async fn whoami(caller: Caller) -> axum::Json<serde_json::Value> {
+    axum::Json(match caller {
+        Caller::Admin => serde_json::json!({"role": "admin"}),
+        Caller::AdminFor(t) => serde_json::json!({"role": "admin", "tenant": t}),
+        Caller::Tenant(t) => serde_json::json!({"role": "tenant", "tenant": t}),
+    })
 }

@@ -14,7 +14,7 @@ use super::auth::Caller;
 use super::error::{ApiError, ApiResult};
 use super::store::ComponentRow;
 
-fn bytes_path(state: &AppState, id: &str) -> std::path::PathBuf {
+pub(super) fn bytes_path(state: &AppState, id: &str) -> std::path::PathBuf {
     state.data.join("components").join(format!("{id}.wasm"))
 }
 

@@ -7,15 +7,18 @@
 pub mod auth;
 pub mod components;
 pub mod confine;
+pub mod dashboard;
 pub mod error;
 pub mod logs;
 pub mod metrics;
 pub mod pipelines;
 pub mod quota;
+pub mod replay;
 pub mod reports;
 pub mod store;
 pub mod supervisor;
 pub mod tenants;
+pub mod view;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -135,10 +138,14 @@ pub fn new_admin_token(store: &Store, data: &std::path::Path) -> Result<String, 
 
 pub fn router(state: AppState) -> Router {
     Router::new()
+        .route("/", get(dashboard::index))
+        .route("/app.js", get(dashboard::app))
+        .route("/style.css", get(dashboard::style))
         .route(
             "/healthz",
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
+        .route("/v1/whoami", get(auth::whoami))
         .route("/v1/tenants", post(tenants::create).get(tenants::list))
         .route(
             "/v1/tenants/{name}",
@@ -164,6 +171,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/v1/pipelines/{name}/stop", post(pipelines::stop))
         .route("/v1/pipelines/{name}/start", post(pipelines::start))
+        .route("/v1/pipelines/{name}/replay", post(replay::replay))
         .route("/v1/pipelines/{name}/progress", get(reports::progress))
         .route("/v1/pipelines/{name}/logs", get(reports::logs))
         .route(

@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::AppState;
 use super::auth::Caller;
@@ -68,25 +68,8 @@ fn resolve(
     Ok((spec, text, component))
 }
 
-fn view(state: &AppState, p: &PipelineRow, progress: bool) -> Value {
-    let s = state.supervisor.status(&p.tenant, &p.name);
-    let mut v = json!({
-        "name": p.name,
-        "component": p.component,
-        "desired": p.desired,
-        "state": s.state,
-        "last-error": s.last_error,
-        "restarts": s.restarts,
-    });
-    if let Some(pr) = &s.progress {
-        v["input-rows-per-second"] = pr.input_rows_per_second.into();
-        v["processed-rows-per-second"] = pr.processed_rows_per_second.into();
-        v["lag"] = pr.lag.into();
-        if progress {
-            v["progress"] = serde_json::to_value(pr).unwrap_or_default();
-        }
-    }
-    v
+fn view(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
+    super::view::pipeline(state, p, detail)
 }
 
 pub(super) fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<PipelineRow> {
@@ -165,8 +148,13 @@ pub async fn put(
     Ok((status, Json(view(&state, &row, false))))
 }
 
+/// A tenant's pipelines; with the admin token (and no `Weir-Tenant`),
+/// every tenant's.
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<Vec<Value>>> {
-    let rows = state.store.pipelines(Some(caller.tenant()?))?;
+    let rows = match caller {
+        Caller::Admin => state.store.pipelines(None)?,
+        c => state.store.pipelines(Some(c.tenant()?))?,
+    };
     Ok(Json(rows.iter().map(|p| view(&state, p, false)).collect()))
 }
 

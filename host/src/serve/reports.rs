@@ -185,7 +185,7 @@ fn letter(bytes: &[u8]) -> Value {
 pub async fn metrics(State(state): State<AppState>, caller: Caller) -> Response {
     let tenant = match &caller {
         Caller::Admin => None,
-        Caller::Tenant(t) => Some(t.as_str()),
+        Caller::Tenant(t) | Caller::AdminFor(t) => Some(t.as_str()),
     };
     let text = state.supervisor.metrics.encode(tenant);
     (

@@ -320,7 +320,7 @@
   // points with a value in the longest series, for tests to read.
   function lineChart(svg, series, empty) {
     const W = Math.max(200, Math.round(svg.getBoundingClientRect().width) || 480);
-    const H = 160;
+    const H = 150;
     const L = 52, R = 10, T = 10, B = 18;
     const xs = [];
     const ys = [];
@@ -415,7 +415,8 @@
       <section class="card head">
         <div class="title"><h2><span class="muted">${esc(tenant)}/</span>${esc(name)}</h2>
           <span id="state">${badge('…')}</span><span id="mode" class="muted"></span>
-          <span id="desired" class="muted"></span><span id="restarts" class="muted"></span></div>
+          <span id="desired" class="muted"></span><span id="restarts" class="muted"></span>
+          <span id="watermark" class="muted"></span></div>
         <div class="actions">
           <button id="stop" type="button">Stop</button>
           <button id="start" type="button">Start</button>
@@ -473,7 +474,9 @@
     let lastBatch = null;
     let view = null;
     let componentShown = null;
-    let replayDirty = false; // the user typed a range: stop filling defaults
+    // The range follows the newest checkpoint until the user types one or
+    // runs a replay, so a shown result always matches the form.
+    let replayDirty = false;
 
     // -- header, checkpoint, component --
 
@@ -483,6 +486,7 @@
       $('#mode').textContent = v.mode || '';
       $('#desired').textContent = v.desired ? `desired ${v.desired}` : '';
       $('#restarts').textContent = `restarts ${v.restarts != null ? v.restarts : 0}`;
+      $('#watermark').textContent = v.watermark ? `watermark ${fmtStamp(v.watermark)}` : '';
       const le = $('#last-error');
       le.hidden = !v['last-error'];
       le.textContent = v['last-error'] || '';
@@ -571,6 +575,12 @@
         return;
       }
       showView(v);
+      // Batch ids only grow within one checkpoint; a smaller newest id means
+      // the pipeline started over (a new checkpoint), so start the history over.
+      if (v.progress && lastBatch != null && v.progress.batchId < lastBatch) {
+        history.length = 0;
+        lastBatch = null;
+      }
       const since = lastBatch == null ? '' : `?since=${enc(lastBatch)}`;
       let reports;
       try {
@@ -659,8 +669,8 @@
       if ([...select.options].some((o) => o.value === c.id)) return;
       const o = document.createElement('option');
       o.value = c.id;
-      o.title = c.id;
-      o.textContent = `${shortId(c.id)}… ${c.world || ''} ${c.size != null ? fmtKB(c.size) : ''}${current ? ' (current)' : ''}`;
+      o.title = `${c.id} ${c.world || ''}`;
+      o.textContent = `${shortId(c.id)}…${c.size != null ? ' · ' + fmtKB(c.size) : ''}${current ? ' (current)' : ''}`;
       select.appendChild(o);
     }
     async function loadComponents() {
@@ -713,6 +723,7 @@
         out.innerHTML = '<p class="error">give a range of ids with 0 ≤ from ≤ to</p>';
         return;
       }
+      replayDirty = true;
       $('#replay-run').disabled = true;
       $('#replay-total').textContent = '…';
       out.innerHTML = '<p class="muted">running…</p>';
@@ -878,7 +889,7 @@
   function replayHtml(r) {
     const unit = r.unit || 'batch';
     const batches = r.batches || [];
-    if (!batches.length) return `<p class="absent">no ${esc(unit)}es in that range</p>`;
+    if (!batches.length) return `<p class="absent">no ${unit === 'epoch' ? 'epochs' : 'batches'} in that range</p>`;
     return batches.map((b) => {
       const diffs = b.differences;
       const pill = diffs == null ? '<span class="pill">no live output to compare</span>'

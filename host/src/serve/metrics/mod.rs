@@ -354,5 +354,7 @@ impl Metrics {
     }
 }
 
+mod summary;
+
 #[cfg(test)]
 mod tests;

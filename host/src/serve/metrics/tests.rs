@@ -71,3 +71,28 @@ fn totals_from_the_engine_become_counters_across_runs() {
     m.forget(&l);
     assert!(!m.encode(None).contains("acme"));
 }
+
+#[test]
+fn the_summary_reads_the_exposed_series_and_creates_none() {
+    let m = Metrics::new();
+    let l = PipelineLabels {
+        tenant: "acme".into(),
+        pipeline: "p".into(),
+    };
+    assert_eq!(m.summary(&l), serde_json::json!({"rejected-rows": {}}));
+    assert!(!m.encode(None).contains("acme"), "summary made series");
+    m.record(&l, &progress("r1", 10, 100, 5));
+    m.record(&l, &progress("r1", 4, 150, 8));
+    m.restarted(&l);
+    let s = m.summary(&l);
+    let text = m.encode(None);
+    let p = r#"{tenant="acme",pipeline="p"}"#;
+    let exposed = |name: &str| sample(&text, &format!("{name}{p}")).unwrap();
+    assert_eq!(s["input-rows"], exposed("weir_input_rows_total") as u64);
+    assert_eq!(s["input-rows"], 14);
+    assert_eq!(s["output-rows"], exposed("weir_output_rows_total") as u64);
+    assert_eq!(s["lag"], exposed("weir_lag_records") as i64);
+    assert_eq!(s["restarts"], 1);
+    assert_eq!(s["watermark-seconds"], exposed("weir_watermark_seconds"));
+    assert_eq!(s["rejected-rows"]["trap"], 6);
+}

@@ -77,7 +77,9 @@ impl Supervisor {
         }
     }
 
-    fn tenant(&self, t: &TenantRow) -> Arc<Tenant> {
+    /// Tenant `t`'s shared memory quota and CPU share (made for its current
+    /// quotas), which its pipelines and replays run under.
+    pub fn tenant_quota(&self, t: &TenantRow) -> Arc<Tenant> {
         let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
         let made_for = (t.max_memory, t.cpu_weight);
         match tenants.get(&t.name) {
@@ -119,7 +121,7 @@ impl Supervisor {
     ) -> Result<(), String> {
         self.stop(&t.name, name);
         let runtime = self.runtime.clone();
-        let tenant_quota = self.tenant(t);
+        let tenant_quota = self.tenant_quota(t);
         let build = {
             let spec = spec.clone();
             move || build_query(&runtime, &spec, Some(tenant_quota.clone()), None, upgrade)

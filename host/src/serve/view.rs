@@ -1,0 +1,96 @@
+//! How the API shows a pipeline: its row, what the supervisor says of it,
+//! its figures from the metrics (the same series `/metrics` exposes), and
+//! on its own page its spec and checkpoint position.
+
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::metrics::PipelineLabels;
+use super::store::PipelineRow;
+use crate::engine::checkpoint::read_entry;
+use crate::engine::wal::Metadata;
+use crate::engine::{CheckpointStore, LocalCheckpointStore};
+
+/// The list's view of `p`; `detail` adds the newest progress report, the
+/// spec and the checkpoint.
+pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
+    let s = state.supervisor.status(&p.tenant, &p.name);
+    let labels = PipelineLabels {
+        tenant: p.tenant.clone(),
+        pipeline: p.name.clone(),
+    };
+    let mut v = json!({
+        "tenant": p.tenant,
+        "name": p.name,
+        "component": p.component,
+        "desired": p.desired,
+        "state": s.state,
+        "mode": mode(&p.spec),
+        "last-error": s.last_error,
+        "restarts": s.restarts,
+        "watermark": Value::Null,
+        "metrics": state.supervisor.metrics.summary(&labels),
+    });
+    if let Some(pr) = &s.progress {
+        v["input-rows-per-second"] = pr.input_rows_per_second.into();
+        v["processed-rows-per-second"] = pr.processed_rows_per_second.into();
+        v["lag"] = pr.lag.into();
+        if let Some(w) = pr.event_time.get("watermark") {
+            v["watermark"] = w.clone().into();
+        }
+        if detail {
+            v["progress"] = serde_json::to_value(pr).unwrap_or_default();
+        }
+    }
+    if detail {
+        v["spec"] = shown_spec(&p.spec, &p.component).into();
+        v["checkpoint"] = match super::pipelines::stored_spec(state, p) {
+            Ok(spec) => checkpoint(&spec.checkpoint),
+            Err(e) => json!({"error": e}),
+        };
+    }
+    v
+}
+
+/// The stored TOML as its owner wrote it: the transform names the
+/// component by id (stored, it names the file under the data directory),
+/// so the text can be edited and sent back with `PUT`.
+fn shown_spec(spec: &str, component: &str) -> String {
+    let Ok(mut table) = toml::from_str::<toml::Table>(spec) else {
+        return spec.to_string();
+    };
+    if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
+        t.insert("component".into(), component.into());
+    }
+    toml::to_string(&table).unwrap_or_else(|_| spec.to_string())
+}
+
+/// `micro-batch` or `continuous`, as the stored TOML says.
+fn mode(spec: &str) -> &'static str {
+    let table: Option<toml::Table> = toml::from_str(spec).ok();
+    match table.as_ref().and_then(|t| t.get("mode")?.as_str()) {
+        Some("continuous") => "continuous",
+        _ => "micro-batch",
+    }
+}
+
+/// `{unit, last-committed, pending}`: the newest committed batch (epoch)
+/// and the one planned after it but not committed, if any.
+pub fn checkpoint(dir: &std::path::Path) -> Value {
+    if !dir.join("metadata").exists() {
+        return json!({"unit": Value::Null, "last-committed": Value::Null, "pending": Value::Null});
+    }
+    let read = || -> Result<Value, crate::engine::CheckpointError> {
+        let store = LocalCheckpointStore::open(dir)?;
+        let meta: Option<Metadata> = read_entry(&store, "metadata")?;
+        let unit = match meta.map(|m| m.mode) {
+            Some(m) if m == "continuous" => "epoch",
+            _ => "batch",
+        };
+        let last = store.list_numbered("commits")?.last().copied();
+        let planned = store.list_numbered("offsets")?.last().copied();
+        let pending = planned.filter(|p| last.is_none_or(|c| *p > c));
+        Ok(json!({"unit": unit, "last-committed": last, "pending": pending}))
+    };
+    read().unwrap_or_else(|e| json!({"error": e.to_string()}))
+}
