@@ -273,3 +273,61 @@ fn refusals_say_what_is_wrong() {
     assert!(e.contains("replaying batch 0 (input offsets"), "{e}");
     assert!(e.contains("those offsets are gone"), "{e}");
 }
+
+#[test]
+fn a_file_sourced_pipeline_replays_from_its_file_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    for f in 0..4 {
+        let lines: String = (f * 500..(f + 1) * 500)
+            .map(|i| format!("record {i}\n"))
+            .collect();
+        std::fs::write(input.join(format!("part-{f}.txt")), lines).unwrap();
+    }
+    let spec = format!(
+        r#"
+name = "files"
+checkpoint = "ckpt"
+[[source]]
+type = "files"
+path = "in"
+max-files-per-trigger = 1
+[transform]
+component = "{}"
+[sink.default]
+type = "files"
+path = "out"
+[trigger]
+type = "available-now"
+"#,
+        guest("uppercase").display()
+    );
+    std::fs::write(dir.path().join("p.toml"), spec).unwrap();
+    let mut c = weir();
+    c.arg("run")
+        .arg(dir.path().join("p.toml"))
+        .args(["--progress", "none"]);
+    run_ok(c);
+    let before = tree_hash(dir.path());
+    let r = report(&replay(
+        dir.path(),
+        &guest("uppercase-canary"),
+        &["--from", "0"],
+    ));
+    assert_eq!(batch_ids(&r), vec![0, 1, 2, 3]);
+    assert_eq!(r["total-differences"], 2, "record 999 and record 1999");
+    assert_eq!(candidate_rows(&r), 2000);
+    assert_eq!(
+        tree_hash(dir.path()),
+        before,
+        "replay changed the live pipeline"
+    );
+    // A file gone: the batch that read it cannot be replayed, and says so.
+    std::fs::remove_file(input.join("part-2.txt")).unwrap();
+    let out = replay(dir.path(), &guest("uppercase"), &["--from", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("replaying batch 2 (input offsets"), "{e}");
+    assert!(e.contains("part-2.txt"), "{e}");
+}

@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult};
-use crate::replay::{self, Report, ReplayError, ReplayOptions};
+use super::error::{ApiError, ApiResult, JsonBody};
+use crate::replay::{self, ReplayError, ReplayOptions, Report};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -28,7 +28,7 @@ pub async fn replay(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
-    Json(req): Json<ReplayRequest>,
+    JsonBody(req): JsonBody<ReplayRequest>,
 ) -> ApiResult<Json<Report>> {
     let tenant = caller.tenant()?.to_string();
     let p = super::pipelines::find(&state, &tenant, &name)?;

@@ -8,7 +8,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::auth::{Caller, hash, new_token};
-use super::error::{ApiError, ApiResult};
+use super::error::{ApiError, ApiResult, JsonBody};
 use super::store::TenantRow;
 
 /// `POST /v1/tenants` body.
@@ -88,7 +88,7 @@ fn size(into: &mut u64, key: &str, v: Option<String>) -> ApiResult<()> {
 pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
-    Json(body): Json<NewTenant>,
+    JsonBody(body): JsonBody<NewTenant>,
 ) -> ApiResult<(StatusCode, Json<serde_json::Value>)> {
     caller.admin()?;
     if !valid_name(&body.name) {
@@ -177,7 +177,7 @@ pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
-    Json(body): Json<Quotas>,
+    JsonBody(body): JsonBody<Quotas>,
 ) -> ApiResult<Json<TenantRow>> {
     caller.admin()?;
     let mut row = state

@@ -7,6 +7,7 @@
 mod exactly_once;
 mod mixed;
 mod outages;
+mod replay;
 mod source_options;
 mod tombstones;
 

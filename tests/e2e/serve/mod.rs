@@ -4,7 +4,9 @@
 
 mod client;
 mod components;
+mod dashboard;
 mod pipelines;
+mod replay;
 mod reports;
 mod tenancy;
 mod upgrade;

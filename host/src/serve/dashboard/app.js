@@ -448,7 +448,9 @@
           <table id="progress-table" class="grid"><thead><tr><th class="num">batch</th><th>time</th>
           <th class="num">input rows</th><th class="num">rows/s</th><th class="num">duration ms</th>
           <th>rejected</th></tr></thead><tbody></tbody></table></section>
-        <section class="card"><h3>Checkpoint</h3><dl id="checkpoint" class="facts"></dl>
+        <section class="card"><h3>Totals <span class="muted">(as /metrics)</span></h3>
+          <dl id="totals" class="facts"></dl>
+          <h3>Checkpoint</h3><dl id="checkpoint" class="facts"></dl>
           <h3>Component</h3><dl id="component" class="facts"></dl></section>
       </div>
       <section class="card"><h3>Guest logs <span id="logs-status" class="muted"></span></h3>
@@ -490,6 +492,12 @@
       const le = $('#last-error');
       le.hidden = !v['last-error'];
       le.textContent = v['last-error'] || '';
+      // The service's counters, the same series GET /metrics exposes.
+      const m = v.metrics || {};
+      const total = (k, label) => `<dt>${label}</dt><dd data-metric="${k}">${esc(m[k] != null ? m[k] : 0)}</dd>`;
+      $('#totals').innerHTML = total('input-rows', 'input rows') + total('output-rows', 'output rows')
+        + total('batches', 'batches') + total('late-rows', 'late rows')
+        + `<dt>rejected</dt><dd data-metric="rejected-rows">${esc(fmtKinds(m['rejected-rows']))}</dd>`;
       const cp = v.checkpoint;
       $('#checkpoint').innerHTML = cp
         ? `<dt>unit</dt><dd>${esc(cp.unit)}</dd><dt>last committed</dt><dd>${esc(cp['last-committed'] != null ? cp['last-committed'] : 'none')}</dd>`

@@ -20,7 +20,10 @@ impl Metrics {
             }
         };
         put("input-rows", self.input_rows.get(l).map(|c| c.get().into()));
-        put("output-rows", self.output_rows.get(l).map(|c| c.get().into()));
+        put(
+            "output-rows",
+            self.output_rows.get(l).map(|c| c.get().into()),
+        );
         put("late-rows", self.late_rows.get(l).map(|c| c.get().into()));
         put("batches", self.batches.get(l).map(|c| c.get().into()));
         put("lag", self.lag.get(l).map(|g| g.get().into()));
@@ -29,13 +32,19 @@ impl Metrics {
             self.watermark.get(l).map(|g| g.get().into()),
         );
         put("state-rows", self.state_rows.get(l).map(|g| g.get().into()));
-        put("state-bytes", self.state_bytes.get(l).map(|g| g.get().into()));
+        put(
+            "state-bytes",
+            self.state_bytes.get(l).map(|g| g.get().into()),
+        );
         put(
             "guest-memory-bytes",
             self.guest_memory.get(l).map(|g| g.get().into()),
         );
         put("restarts", self.restarts.get(l).map(|c| c.get().into()));
-        put("running", self.running.get(l).map(|g| (g.get() != 0).into()));
+        put(
+            "running",
+            self.running.get(l).map(|g| (g.get() != 0).into()),
+        );
         let mut rejected = BTreeMap::new();
         for kind in crate::engine::RejectKind::ALL {
             let k = KindLabels {

@@ -1,0 +1,337 @@
+//! The dashboard in a real headless Chromium (Debian's chromium and
+//! chromedriver, driven over WebDriver by fantoccini) against a spawned
+//! `weir serve`: log in, see a pipeline's rate rise, open it, see its
+//! charts, stop and start it, replay a candidate and see its diff, deploy
+//! it, read the same totals as `/metrics`; the admin's first load with 50
+//! pipelines, weighed and timed; and the message when the server is gone.
+//! Screenshots go to `target/tmp/dashboard/`.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+use super::Server;
+use super::pipelines::{append_values, put};
+
+const SHOP: &str = r#"
+[[source]]
+type = "log"
+path = "log"
+topic = "in"
+max-records-per-trigger = 1000
+[transform]
+component = "COMPONENT"
+[sink.default]
+type = "files"
+path = "out"
+"#;
+
+const IDLE: &str = r#"
+[[source]]
+type = "log"
+path = "log"
+topic = "TOPIC"
+[transform]
+component = "COMPONENT"
+[sink.default]
+type = "files"
+path = "out-TOPIC"
+"#;
+
+/// chromedriver on a free port, killed when dropped.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn chromedriver() -> (Driver, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect(
+            "chromedriver: install Debian's chromium and chromium-driver (scripts/ensure-browser)",
+        );
+    let driver = Driver(child);
+    let url = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while ureq::get(&format!("{url}/status"))
+        .call()
+        .ok()
+        .and_then(|mut r| r.body_mut().read_json::<Value>().ok())
+        .is_none_or(|v| v["value"]["ready"] != true)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (driver, url)
+}
+
+async fn browser(webdriver: &str) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,1100"]}),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(webdriver)
+        .await
+        .expect("a headless chromium session")
+}
+
+struct Page<'a> {
+    c: &'a Client,
+    shots: &'a Path,
+}
+
+impl Page<'_> {
+    async fn js(&self, expr: &str) -> Value {
+        self.c
+            .execute(&format!("return {expr};"), vec![])
+            .await
+            .unwrap()
+    }
+
+    async fn shot(&self, name: &str) {
+        let png = self.c.screenshot().await.unwrap();
+        std::fs::write(self.shots.join(format!("{name}.png")), png).unwrap();
+    }
+
+    /// Wait until the JavaScript expression `expr` is true.
+    async fn until(&self, what: &str, expr: &str) {
+        let started = Instant::now();
+        let script = format!("try {{ return !!({expr}); }} catch (e) {{ return false; }}");
+        while self.c.execute(&script, vec![]).await.unwrap() != Value::Bool(true) {
+            if started.elapsed() > Duration::from_secs(60) {
+                self.shot("timed-out").await;
+                panic!("timed out waiting for {what} ({expr})");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn click(&self, css: &str) {
+        self.c
+            .find(Locator::Css(css))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self.c.find(Locator::Css(css)).await.unwrap();
+        e.send_keys(text).await.unwrap();
+    }
+}
+
+fn metric(s: &Server, token: &str, series: &str) -> Option<f64> {
+    let mut r = ureq::get(&format!("{}/metrics", s.base))
+        .header("Authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    let text = r.body_mut().read_to_string().unwrap();
+    text.lines()
+        .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+#[test]
+fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
+    let (_driver, webdriver) = chromedriver();
+    let shots = crate::testkit::target_tmpdir().join("dashboard");
+    std::fs::create_dir_all(&shots).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start(&data, &[]);
+
+    // 50 pipelines over five tenants: acme's `shop` has 5,000 records to
+    // start with; the rest wait on empty topics.
+    let tenants: Vec<(&str, String)> = ["acme", "beta", "delta", "gamma", "omega"]
+        .into_iter()
+        .map(|t| (t, s.tenant(t)))
+        .collect();
+    let acme = tenants[0].1.clone();
+    let values: Vec<String> = (0..5000).map(|i| format!("record {i}")).collect();
+    append_values(&data.join("tenants/acme/log"), &values);
+    let upper = s.upload(&acme, "uppercase");
+    let (st, v) = put(&s, &acme, "shop", &SHOP.replace("COMPONENT", &upper));
+    assert_eq!(st, 201, "{v}");
+    for (t, token) in &tenants {
+        let id = if *t == "acme" {
+            upper.clone()
+        } else {
+            s.upload(token, "uppercase")
+        };
+        let log = data.join("tenants").join(t).join("log");
+        for i in 0..if *t == "acme" { 9 } else { 10 } {
+            let topic = format!("idle-{i}");
+            weir::log::Topic::create(&log, &topic, 1).unwrap();
+            let spec = IDLE.replace("TOPIC", &topic).replace("COMPONENT", &id);
+            let (st, v) = put(&s, token, &topic, &spec);
+            assert_eq!(st, 201, "{v}");
+        }
+    }
+    // The first five batches (the 5,000 records) committed, then a trickle
+    // of new records keeps the rate above zero.
+    let started = Instant::now();
+    while s.call("GET", "/v1/pipelines/shop", Some(&acme), None).1["checkpoint"]["last-committed"]
+        .as_u64()
+        .is_none_or(|n| n < 4)
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "shop did not run"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let trickle = {
+        let (stop, log) = (stop.clone(), data.join("tenants/acme/log"));
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let more: Vec<String> = (n..n + 50).map(|i| format!("more {i}")).collect();
+                append_values(&log, &more);
+                n += 50;
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let canary = crate::testkit::guest("uppercase-canary");
+    let canary_id = weir::runtime::sha256_hex(&std::fs::read(&canary).unwrap());
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let c = browser(&webdriver).await;
+        let p = Page { c: &c, shots: &shots };
+        c.goto(&s.base).await.unwrap();
+        p.until("the login form", "!document.querySelector('#login-screen').hidden").await;
+        p.type_into("#token", &acme).await;
+        p.click("#login").await;
+        p.until("who is logged in", "document.querySelector('#who').textContent === 'acme'").await;
+        let row = r#"document.querySelector('tr[data-pipeline="acme/shop"]')"#;
+        p.until("shop in the list", row).await;
+        p.until(
+            "shop's processed rate above zero",
+            &format!("parseFloat({row}.querySelector('.processed-rate').textContent) > 0"),
+        )
+        .await;
+        assert_eq!(p.js("document.querySelectorAll('table#pipelines tbody tr').length").await, 10);
+        p.shot("1-list").await;
+
+        // Its page: charts with points, the checkpoint, the component.
+        p.click(r#"tr[data-pipeline="acme/shop"] td.name a"#).await;
+        p.until("the rate chart's points", "Number(document.querySelector('#chart-rate').dataset.points) >= 3").await;
+        p.until("the duration chart's points", "Number(document.querySelector('#chart-duration').dataset.points) >= 3").await;
+        p.until("the checkpoint", "document.querySelector('#checkpoint').textContent.includes('last committed')").await;
+        p.until("the component", &format!("document.querySelector('#component').innerHTML.includes('{upper}')")).await;
+        p.until("progress rows", "document.querySelectorAll('#progress-table tbody tr').length >= 3").await;
+        p.shot("2-pipeline").await;
+
+        // Stop: the totals on the page then equal /metrics exactly.
+        p.click("#stop").await;
+        p.until("stopped", "document.querySelector('#state').textContent.includes('stopped')").await;
+        let series = r#"weir_input_rows_total{tenant="acme",pipeline="shop"}"#;
+        let total = metric(&s, &acme, series).expect("the input counter");
+        p.until(
+            "the page's input rows to equal /metrics",
+            &format!("document.querySelector('#totals [data-metric=\"input-rows\"]').textContent === '{total}'"),
+        )
+        .await;
+        assert!(total >= 5000.0, "{total}");
+        p.click("#start").await;
+        p.until("running again", "document.querySelector('#state').textContent.includes('running')").await;
+
+        // Replay the candidate over the first five batches: the five
+        // records it changes.
+        let file = c.find(Locator::Css("#replay-file")).await.unwrap();
+        file.send_keys(&canary.display().to_string()).await.unwrap();
+        p.until("the uploaded candidate selected", &format!("document.querySelector('#replay-component').value === '{canary_id}'")).await;
+        for (id, v) in [("#replay-from", "0"), ("#replay-to", "4")] {
+            p.js(&format!("(() => {{ const e = document.querySelector('{id}'); e.value = '{v}'; e.dispatchEvent(new Event('input')); }})()")).await;
+        }
+        p.click("#replay-run").await;
+        p.until("the replay's total", "document.querySelector('#replay-total').textContent === '5'").await;
+        p.until("the differences shown", "document.querySelectorAll('#replay-result .diff').length >= 5").await;
+        let shown = p.js("document.querySelector('#replay-result').textContent").await;
+        assert!(shown.as_str().unwrap().contains("RECORD 999!"), "{shown}");
+        p.js("document.querySelector('#replay').scrollIntoView()").await;
+        p.shot("3-replay").await;
+
+        // Deploy the candidate: the pipeline runs it from its checkpoint.
+        let file = c.find(Locator::Css("#deploy-file")).await.unwrap();
+        file.send_keys(&canary.display().to_string()).await.unwrap();
+        p.click("#deploy").await;
+        p.until("deployed", "document.querySelector('#deploy-result').textContent.startsWith('deployed')").await;
+        let (_, v) = s.call("GET", "/v1/pipelines/shop", Some(&acme), None);
+        assert_eq!(v["component"], canary_id.as_str());
+        p.until("the new component shown", &format!("document.querySelector('#component').innerHTML.includes('{canary_id}')")).await;
+        p.shot("4-deployed").await;
+
+        // The admin's first load with all 50 pipelines: weighed and timed
+        // from navigation start (the token kept in the session).
+        c.goto(&s.base).await.unwrap();
+        p.js("sessionStorage.clear()").await;
+        c.refresh().await.unwrap();
+        p.until("the login form", "!document.querySelector('#login-screen').hidden").await;
+        p.type_into("#token", &s.admin).await;
+        p.click("#login").await;
+        p.until("admin", "document.querySelector('#who').textContent === 'admin'").await;
+        c.refresh().await.unwrap();
+        p.until("the first render", "window.weirDashboard && window.weirDashboard.rendered > 0").await;
+        assert_eq!(p.js("document.querySelectorAll('table#pipelines tbody tr').length").await, 50);
+        let rendered = p.js("window.weirDashboard.rendered").await.as_f64().unwrap();
+        let bytes = p
+            .js("(() => { const r = window.weirDashboard.rendered; \
+                 const nav = performance.getEntriesByType('navigation')[0]; \
+                 return performance.getEntriesByType('resource').filter((e) => e.startTime <= r) \
+                   .reduce((n, e) => n + e.transferSize, nav.transferSize); })()")
+            .await
+            .as_f64()
+            .unwrap();
+        println!("dashboard first load, 50 pipelines: {bytes} bytes transferred, rendered in {rendered:.0} ms");
+        assert!(bytes < 200.0 * 1024.0, "first load {bytes} bytes");
+        assert!(rendered < 1000.0, "first render {rendered} ms");
+        p.shot("5-admin-50").await;
+        // The admin opens another tenant's pipeline: it acts for that tenant.
+        p.click(r#"tr[data-pipeline="beta/idle-3"] td.name a"#).await;
+        p.until("beta's pipeline page", "document.querySelector('#checkpoint').textContent.includes('unit')").await;
+        p.until("its component", "document.querySelector('#component').textContent.includes('transformer')").await;
+
+        // The server gone: the page says so.
+        let killed = Command::new("kill")
+            .args(["-9", &s.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        p.until("the unreachable banner", "!document.querySelector('#banner').hidden && document.querySelector('#banner').textContent.includes('unreachable')").await;
+        p.shot("6-unreachable").await;
+        c.close().await.unwrap();
+    });
+    stop.store(true, Ordering::Relaxed);
+    trickle.join().unwrap();
+}
