@@ -31,6 +31,24 @@ type = "files"
 path = "out"
 "#;
 
+/// Logs a line for each `log` record; `bad` records become dead letters.
+const NOISY: &str = r#"
+[[source]]
+type = "log"
+path = "log"
+topic = "noisy"
+[transform]
+component = "COMPONENT"
+on-error = "dead-letter"
+[sink.default]
+type = "files"
+path = "noisy-out"
+[sink.dead-letter]
+type = "log"
+path = "log"
+topic = "dead"
+"#;
+
 const IDLE: &str = r#"
 [[source]]
 type = "log"
@@ -184,7 +202,7 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
             s.upload(token, "uppercase")
         };
         let log = data.join("tenants").join(t).join("log");
-        for i in 0..if *t == "acme" { 9 } else { 10 } {
+        for i in 0..if *t == "acme" { 8 } else { 10 } {
             let topic = format!("idle-{i}");
             weir::log::Topic::create(&log, &topic, 1).unwrap();
             let spec = IDLE.replace("TOPIC", &topic).replace("COMPONENT", &id);
@@ -192,6 +210,16 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
             assert_eq!(st, 201, "{v}");
         }
     }
+    let noisy_log = data.join("tenants/acme/log");
+    let mut t = weir::log::Topic::create(&noisy_log, "noisy", 1).unwrap();
+    let mut b = weir::engine::RecordBatch::new(0);
+    for v in ["log", "bad", "log", "fine", "bad", "log"] {
+        b.push(None, v.as_bytes(), 0, 0);
+    }
+    t.append(None, &[b], || {}).unwrap();
+    let misbehave = s.upload(&acme, "misbehave");
+    let (st, v) = put(&s, &acme, "noisy", &NOISY.replace("COMPONENT", &misbehave));
+    assert_eq!(st, 201, "{v}");
     // The first five batches (the 5,000 records) committed, then a trickle
     // of new records keeps the rate above zero.
     let started = Instant::now();
@@ -241,7 +269,22 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         )
         .await;
         assert_eq!(p.js("document.querySelectorAll('table#pipelines tbody tr').length").await, 10);
+        let noisy = r#"document.querySelector('tr[data-pipeline="acme/noisy"]')"#;
+        p.until("noisy's rejected rows by kind", &format!("{noisy}.querySelector('.rejected').textContent === 'bad-record 2'")).await;
         p.shot("1-list").await;
+
+        // Guest logs, followed live, and dead letters with their reasons.
+        p.click(r#"tr[data-pipeline="acme/noisy"] td.name a"#).await;
+        p.until("three logged lines", "(document.querySelector('#logs').textContent.match(/log record seen/g) || []).length === 3").await;
+        p.until("two dead letters", "(document.querySelector('#dead-letters').textContent.match(/this record is bad on purpose/g) || []).length === 2").await;
+        let mut t = weir::log::Topic::open(&noisy_log, "noisy").unwrap();
+        let mut b = weir::engine::RecordBatch::new(0);
+        b.push(None, b"log", 0, 0);
+        t.append(None, &[b], || {}).unwrap();
+        p.until("a fourth line, live", "(document.querySelector('#logs').textContent.match(/log record seen/g) || []).length === 4").await;
+        p.shot("1b-logs-and-dead-letters").await;
+        c.goto(&s.base).await.unwrap();
+        p.until("shop in the list", row).await;
 
         // Its page: charts with points, the checkpoint, the component.
         p.click(r#"tr[data-pipeline="acme/shop"] td.name a"#).await;
