@@ -356,7 +356,14 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
             .await
             .as_f64()
             .unwrap();
-        println!("dashboard first load, 50 pipelines: {bytes} bytes transferred, rendered in {rendered:.0} ms");
+        let parts = p
+            .js("(() => { const r = window.weirDashboard.rendered; \
+                 const nav = performance.getEntriesByType('navigation')[0]; \
+                 return [['/', nav.transferSize]].concat(performance.getEntriesByType('resource') \
+                   .filter((e) => e.startTime <= r) \
+                   .map((e) => [e.name.replace(location.origin, ''), e.transferSize])); })()")
+            .await;
+        println!("dashboard first load, 50 pipelines: {bytes} bytes transferred ({parts}), rendered in {rendered:.0} ms");
         assert!(bytes < 200.0 * 1024.0, "first load {bytes} bytes");
         assert!(rendered < 1000.0, "first render {rendered} ms");
         p.shot("5-admin-50").await;
