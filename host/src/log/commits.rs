@@ -134,7 +134,7 @@ impl CommitFile {
         &self,
         writer: &[u8; 16],
         sequence: u64,
-    ) -> Result<Option<(Vec<u64>, Vec<u64>)>, LogError> {
+    ) -> Result<Option<super::CommitRange>, LogError> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

@@ -22,6 +22,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::batch::RecordBatch;
+/// What one commit made visible: the start and end offset of each
+/// partition.
+pub type CommitRange = (Vec<u64>, Vec<u64>);
+
 use commits::{CommitEntry, CommitFile, CommitState};
 use cuts::CutLog;
 pub use epoch_writer::EpochWriter;
@@ -219,7 +223,7 @@ impl Topic {
         &self,
         writer: &[u8; 16],
         sequence: u64,
-    ) -> Result<Option<(Vec<u64>, Vec<u64>)>, LogError> {
+    ) -> Result<Option<CommitRange>, LogError> {
         self.commits.range_of(writer, sequence)
     }
 

@@ -10,13 +10,13 @@ use std::time::{Duration, Instant};
 
 use super::backpressure::PidRateEstimator;
 use super::checkpoint::{CheckpointStore, encode_entry};
-use super::connector::{ConnectorError, Sink, Source, SourceCheckpoint};
+use super::connector::{Sink, Source, SourceCheckpoint};
 use super::faults;
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
 use super::tasks::{sinks_description, write_sinks};
-use super::wal::{self, CommitEntry, OffsetEntry, OffsetRange, Resume, commits_path, offsets_path};
+use super::wal::{self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path};
 
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
@@ -144,13 +144,6 @@ impl MicroBatchQuery {
         self.stop.clone()
     }
 
-    fn source_err(&self, i: usize) -> impl Fn(ConnectorError) -> EngineError + '_ {
-        move |err| EngineError::Source {
-            name: self.sources[i].description(),
-            err,
-        }
-    }
-
     /// Run until the trigger says stop (Once, AvailableNow) or the stop
     /// flag is raised; `on_progress` sees every batch's progress.
     pub fn run(
@@ -158,35 +151,7 @@ impl MicroBatchQuery {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunSummary, EngineError> {
         let mut summary = RunSummary::default();
-        let (mut batch_id, mut start, mut pending) = match wal::resume(&*self.store)? {
-            Resume::Fresh => {
-                let mut start = Vec::new();
-                for i in 0..self.sources.len() {
-                    let source = &mut self.sources[i];
-                    let o = wal::initial_offset(&*self.store, i, || {
-                        source.initial_offset().map_err(|err| EngineError::Source {
-                            name: source.description(),
-                            err,
-                        })
-                    })?;
-                    start.push(o);
-                }
-                (0, start, None)
-            }
-            Resume::Continue {
-                next_batch,
-                start,
-                watermark,
-            } => {
-                self.watermark = watermark;
-                (next_batch, start, None)
-            }
-            Resume::Rerun(entry) => {
-                let start = entry.sources.iter().map(|r| r.start.clone()).collect();
-                self.watermark = entry.watermark.clone().unwrap_or_default();
-                (entry.batch_id, start, Some(entry))
-            }
-        };
+        let (mut batch_id, mut start, mut pending) = self.start_position()?;
         // Once and AvailableNow take what is there at start; after it, they
         // run the batches without data that the final watermark calls for.
         let snapshot = match self.options.trigger {

@@ -1,14 +1,16 @@
 //! The micro-batch query's dealings with its sources between batches:
-//! latest offsets, lag, metrics and backpressure rate limits.
+//! where a run starts, latest offsets, lag, metrics and backpressure rate
+//! limits.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::MicroBatchQuery;
+use crate::engine::connector::ConnectorError;
 use crate::engine::connector::Offset;
 use crate::engine::options::{EngineError, Trigger};
 use crate::engine::progress::now_ms;
-use crate::engine::wal::OffsetEntry;
+use crate::engine::wal::{self, OffsetEntry, Resume};
 
 impl MicroBatchQuery {
     /// Backpressure: bound the next batch by the estimated processing rate
@@ -72,5 +74,48 @@ impl MicroBatchQuery {
             total += self.sources[i].records_between(&r.end, &latest[i])?;
         }
         Some(total)
+    }
+
+    /// Where this run starts: (batch id, start offsets, a batch to re-run),
+    /// by Spark's recovery rule over the checkpoint's logs.
+    pub(super) fn start_position(
+        &mut self,
+    ) -> Result<(u64, Vec<Offset>, Option<OffsetEntry>), EngineError> {
+        Ok(match wal::resume(&*self.store)? {
+            Resume::Fresh => {
+                let mut start = Vec::new();
+                for i in 0..self.sources.len() {
+                    let source = &mut self.sources[i];
+                    let o = wal::initial_offset(&*self.store, i, || {
+                        source.initial_offset().map_err(|err| EngineError::Source {
+                            name: source.description(),
+                            err,
+                        })
+                    })?;
+                    start.push(o);
+                }
+                (0, start, None)
+            }
+            Resume::Continue {
+                next_batch,
+                start,
+                watermark,
+            } => {
+                self.watermark = watermark;
+                (next_batch, start, None)
+            }
+            Resume::Rerun(entry) => {
+                let start = entry.sources.iter().map(|r| r.start.clone()).collect();
+                self.watermark = entry.watermark.clone().unwrap_or_default();
+                (entry.batch_id, start, Some(entry))
+            }
+        })
+    }
+
+    pub(super) fn source_err(&self, i: usize) -> impl Fn(ConnectorError) -> EngineError + '_ {
+        move |err| EngineError::Source {
+            name: self.sources[i].description(),
+            err,
+        }
     }
 }

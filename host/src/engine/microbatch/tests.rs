@@ -9,7 +9,7 @@ use super::*;
 use crate::engine::RecordBatch;
 use crate::engine::SinkBatch;
 use crate::engine::checkpoint::LocalCheckpointStore;
-use crate::engine::connector::Offset;
+use crate::engine::connector::{ConnectorError, Offset};
 use crate::engine::transform::{FnTransform, TransformError};
 
 /// One partition of strings; offsets are record counts.
