@@ -139,8 +139,8 @@ pub fn new_admin_token(store: &Store, data: &std::path::Path) -> Result<String, 
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/", get(dashboard::index))
-        .route("/app.js", get(dashboard::app))
         .route("/style.css", get(dashboard::style))
+        .route("/{script}", get(dashboard::script))
         .route(
             "/healthz",
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),

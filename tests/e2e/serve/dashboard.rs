@@ -49,6 +49,21 @@ path = "log"
 topic = "dead"
 "#;
 
+/// Continuous, 50 ms epochs.
+const STREAM: &str = r#"
+mode = "continuous"
+checkpoint-interval = "50ms"
+[[source]]
+type = "log"
+path = "log"
+topic = "in"
+[transform]
+component = "COMPONENT"
+[sink.default]
+type = "files"
+path = "out"
+"#;
+
 const IDLE: &str = r#"
 [[source]]
 type = "log"
@@ -163,6 +178,20 @@ impl Page<'_> {
     }
 }
 
+/// Append `values` to topic `in` stamped with the time now, as a producer
+/// would (continuous latency is measured from it).
+fn append_now(log: &Path, values: &[String]) {
+    let mut t = weir::log::Topic::open(log, "in").unwrap();
+    let mut parts: Vec<_> = (0..t.partition_count())
+        .map(weir::engine::RecordBatch::new)
+        .collect();
+    let now = weir::engine::progress::now_ms();
+    for v in values {
+        parts[0].push(None, v.as_bytes(), now, 0);
+    }
+    t.append(None, &parts, || {}).unwrap();
+}
+
 fn metric(s: &Server, token: &str, series: &str) -> Option<f64> {
     let mut r = ureq::get(&format!("{}/metrics", s.base))
         .header("Authorization", &format!("Bearer {token}"))
@@ -195,6 +224,9 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
     let upper = s.upload(&acme, "uppercase");
     let (st, v) = put(&s, &acme, "shop", &SHOP.replace("COMPONENT", &upper));
     assert_eq!(st, 201, "{v}");
+    let beta_log = data.join("tenants/beta/log");
+    weir::log::Topic::create(&beta_log, "in", 2).unwrap();
+    append_now(&beta_log, &["first".to_string()]);
     for (t, token) in &tenants {
         let id = if *t == "acme" {
             upper.clone()
@@ -202,7 +234,16 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
             s.upload(token, "uppercase")
         };
         let log = data.join("tenants").join(t).join("log");
-        for i in 0..if *t == "acme" { 8 } else { 10 } {
+        if *t == "beta" {
+            let (st, v) = put(&s, token, "stream", &STREAM.replace("COMPONENT", &id));
+            assert_eq!(st, 201, "{v}");
+        }
+        let idle = match *t {
+            "acme" => 8,
+            "beta" => 9,
+            _ => 10,
+        };
+        for i in 0..idle {
             let topic = format!("idle-{i}");
             weir::log::Topic::create(&log, &topic, 1).unwrap();
             let spec = IDLE.replace("TOPIC", &topic).replace("COMPONENT", &id);
@@ -236,11 +277,13 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
     let stop = Arc::new(AtomicBool::new(false));
     let trickle = {
         let (stop, log) = (stop.clone(), data.join("tenants/acme/log"));
+        let beta_log = beta_log.clone();
         std::thread::spawn(move || {
             let mut n = 0;
             while !stop.load(Ordering::Relaxed) {
                 let more: Vec<String> = (n..n + 50).map(|i| format!("more {i}")).collect();
                 append_values(&log, &more);
+                append_now(&beta_log, &more);
                 n += 50;
                 std::thread::sleep(Duration::from_millis(200));
             }
@@ -367,10 +410,17 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         assert!(bytes < 200.0 * 1024.0, "first load {bytes} bytes");
         assert!(rendered < 1000.0, "first render {rendered} ms");
         p.shot("5-admin-50").await;
-        // The admin opens another tenant's pipeline: it acts for that tenant.
-        p.click(r#"tr[data-pipeline="beta/idle-3"] td.name a"#).await;
-        p.until("beta's pipeline page", "document.querySelector('#checkpoint').textContent.includes('unit')").await;
+        // The admin opens another tenant's continuous pipeline: it acts for
+        // that tenant, and the duration chart shows epoch latency.
+        p.click(r#"tr[data-pipeline="beta/stream"] td.name a"#).await;
+        p.until("beta's pipeline page", "document.querySelector('#checkpoint').textContent.includes('epoch')").await;
         p.until("its component", "document.querySelector('#component').textContent.includes('transformer')").await;
+        p.until("epoch latency", "document.querySelector('#duration-title').textContent === 'Epoch latency (ms)'").await;
+        p.until("latency points", "Number(document.querySelector('#chart-duration').dataset.points) >= 3").await;
+        let (_, reports) = s.call("GET", "/v1/pipelines/stream/progress", Some(&tenants[1].1), None);
+        let p99 = reports.as_array().unwrap().iter().rev().find_map(|r| r["latencyMs"]["p99"].as_u64());
+        assert!(p99.is_some_and(|ms| ms < 60_000), "epoch latency p99 {p99:?} ms");
+        p.shot("5b-continuous").await;
 
         // The server gone: the page says so.
         let killed = Command::new("kill")
