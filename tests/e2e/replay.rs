@@ -40,7 +40,7 @@ fn tree_hash(dir: &Path) -> String {
     hex::encode(h.finalize())
 }
 
-fn replay(dir: &Path, component: &Path, range: &[&str]) -> Output {
+pub(crate) fn replay(dir: &Path, component: &Path, range: &[&str]) -> Output {
     weir()
         .arg("replay")
         .arg(dir.join("p.toml"))
@@ -54,7 +54,7 @@ fn replay(dir: &Path, component: &Path, range: &[&str]) -> Output {
 
 /// The JSON report of a replay that ran, checking the exit code says
 /// whether anything differed.
-fn report(out: &Output) -> Value {
+pub(crate) fn report(out: &Output) -> Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let r: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("no report ({e}): {stderr}"));
@@ -106,6 +106,22 @@ fn the_same_component_replays_without_differences_and_changes_nothing() {
     );
 }
 
+/// Write `DIR/p.toml`, the `uppercase` guest from `source` (the lines of
+/// its `[[source]]` table) to files in `out`, and run it to the end.
+pub(crate) fn run_uppercase(dir: &Path, source: &str) {
+    let spec = format!(
+        "checkpoint = \"ckpt\"\n[[source]]\n{source}\n[transform]\ncomponent = \"{}\"\n\
+         [sink.default]\ntype = \"files\"\npath = \"out\"\n[trigger]\ntype = \"available-now\"\n",
+        guest("uppercase").display()
+    );
+    std::fs::write(dir.join("p.toml"), spec).unwrap();
+    let mut c = weir();
+    c.arg("run")
+        .arg(dir.join("p.toml"))
+        .args(["--progress", "none"]);
+    run_ok(c);
+}
+
 /// `record <n>` values for n in 0..5000 over 2 partitions, uppercased into
 /// a file sink in batches of 1,000.
 fn uppercase_pipeline(dir: &Path) {
@@ -115,31 +131,10 @@ fn uppercase_pipeline(dir: &Path) {
         parts[i % 2].push(None, format!("record {i}").as_bytes(), i as i64, 0);
     }
     t.append(None, &parts, || {}).unwrap();
-    let spec = format!(
-        r#"
-name = "upper"
-checkpoint = "ckpt"
-[[source]]
-type = "log"
-path = "log"
-topic = "in"
-max-records-per-trigger = 1000
-[transform]
-component = "{}"
-[sink.default]
-type = "files"
-path = "out"
-[trigger]
-type = "available-now"
-"#,
-        guest("uppercase").display()
+    run_uppercase(
+        dir,
+        "type = \"log\"\npath = \"log\"\ntopic = \"in\"\nmax-records-per-trigger = 1000",
     );
-    std::fs::write(dir.join("p.toml"), spec).unwrap();
-    let mut c = weir();
-    c.arg("run")
-        .arg(dir.join("p.toml"))
-        .args(["--progress", "none"]);
-    run_ok(c);
 }
 
 #[test]
@@ -285,30 +280,10 @@ fn a_file_sourced_pipeline_replays_from_its_file_log() {
             .collect();
         std::fs::write(input.join(format!("part-{f}.txt")), lines).unwrap();
     }
-    let spec = format!(
-        r#"
-name = "files"
-checkpoint = "ckpt"
-[[source]]
-type = "files"
-path = "in"
-max-files-per-trigger = 1
-[transform]
-component = "{}"
-[sink.default]
-type = "files"
-path = "out"
-[trigger]
-type = "available-now"
-"#,
-        guest("uppercase").display()
+    run_uppercase(
+        dir.path(),
+        "type = \"files\"\npath = \"in\"\nmax-files-per-trigger = 1",
     );
-    std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-    let mut c = weir();
-    c.arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "none"]);
-    run_ok(c);
     let before = tree_hash(dir.path());
     let r = report(&replay(
         dir.path(),

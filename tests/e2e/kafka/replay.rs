@@ -3,7 +3,8 @@
 //! moved by it.
 
 use super::{Rec, broker, create_topic, produce, unique};
-use crate::testkit::{guest, run_ok, weir};
+use crate::replay::{replay, report, run_uppercase};
+use crate::testkit::guest;
 
 #[test]
 fn a_kafka_sourced_pipeline_replays_its_committed_batches() {
@@ -21,48 +22,14 @@ fn a_kafka_sourced_pipeline_replays_its_committed_batches() {
         .collect();
     produce(b, &input, &recs);
     let dir = tempfile::tempdir().unwrap();
-    let spec = format!(
-        r#"
-checkpoint = "ckpt"
-[[source]]
-type = "kafka"
-bootstrap-servers = "{b}"
-topics = ["{input}"]
-starting-offsets = "earliest"
-max-offsets-per-trigger = 600
-[transform]
-component = "{}"
-[sink.default]
-type = "files"
-path = "out"
-[trigger]
-type = "available-now"
-"#,
-        guest("uppercase").display()
+    run_uppercase(
+        dir.path(),
+        &format!(
+            "type = \"kafka\"\nbootstrap-servers = \"{b}\"\ntopics = [\"{input}\"]\n\
+             starting-offsets = \"earliest\"\nmax-offsets-per-trigger = 600"
+        ),
     );
-    std::fs::write(dir.path().join("p.toml"), &spec).unwrap();
-    let mut run = weir();
-    run.arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "none"]);
-    run_ok(run);
-
-    let replay = |component: &str, range: &[&str]| {
-        let out = weir()
-            .arg("replay")
-            .arg(dir.path().join("p.toml"))
-            .arg("--component")
-            .arg(guest(component))
-            .args(range)
-            .arg("--json")
-            .output()
-            .unwrap();
-        let r: serde_json::Value = serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
-        (out.status.code(), r)
-    };
-    let (code, r) = replay("uppercase", &["--from", "0"]);
-    assert_eq!(code, Some(0), "{r}");
+    let r = report(&replay(dir.path(), &guest("uppercase"), &["--from", "0"]));
     assert_eq!(r["batches"].as_array().unwrap().len(), 5);
     assert_eq!(r["total-differences"], 0);
     let input_rows: u64 = r["batches"]
@@ -73,7 +40,10 @@ type = "available-now"
         .sum();
     assert_eq!(input_rows, 3000);
     // `record 999`, `record 1999` and `record 2999` change.
-    let (code, r) = replay("uppercase-canary", &["--from", "0"]);
-    assert_eq!(code, Some(1), "{r}");
+    let r = report(&replay(
+        dir.path(),
+        &guest("uppercase-canary"),
+        &["--from", "0"],
+    ));
     assert_eq!(r["total-differences"], 3);
 }

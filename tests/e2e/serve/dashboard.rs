@@ -17,19 +17,7 @@ use serde_json::{Value, json};
 
 use super::Server;
 use super::pipelines::{append_values, put};
-
-const SHOP: &str = r#"
-[[source]]
-type = "log"
-path = "log"
-topic = "in"
-max-records-per-trigger = 1000
-[transform]
-component = "COMPONENT"
-[sink.default]
-type = "files"
-path = "out"
-"#;
+use super::replay::SHOP;
 
 /// Logs a line for each `log` record; `bad` records become dead letters.
 const NOISY: &str = r#"
@@ -263,17 +251,7 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
     assert_eq!(st, 201, "{v}");
     // The first five batches (the 5,000 records) committed, then a trickle
     // of new records keeps the rate above zero.
-    let started = Instant::now();
-    while s.call("GET", "/v1/pipelines/shop", Some(&acme), None).1["checkpoint"]["last-committed"]
-        .as_u64()
-        .is_none_or(|n| n < 4)
-    {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "shop did not run"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    s.wait_committed(&acme, "shop", 4);
     let stop = Arc::new(AtomicBool::new(false));
     let trickle = {
         let (stop, log) = (stop.clone(), data.join("tenants/acme/log"));

@@ -102,6 +102,23 @@ impl Server {
         c["id"].as_str().unwrap().to_string()
     }
 
+    /// Wait (at most a minute) until `token`'s pipeline `name` has
+    /// committed batch (epoch) `n`.
+    pub(crate) fn wait_committed(&self, token: &str, name: &str, n: u64) {
+        let started = std::time::Instant::now();
+        let path = format!("/v1/pipelines/{name}");
+        while self.call("GET", &path, Some(token), None).1["checkpoint"]["last-committed"]
+            .as_u64()
+            .is_none_or(|c| c < n)
+        {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "{name} did not commit {n}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     pub(crate) fn tenant(&self, name: &str) -> String {
         let (s, v) = self.call(
             "POST",

@@ -6,7 +6,8 @@ use serde_json::json;
 use super::pipelines::{append_values, put};
 use super::{Body, Server};
 
-const SHOP: &str = r#"
+/// `record <n>` values uppercased to files, in batches of 1,000.
+pub(crate) const SHOP: &str = r#"
 [[source]]
 type = "log"
 path = "log"
@@ -32,13 +33,7 @@ fn replay_whoami_and_the_admin_acting_for_a_tenant() {
     let canary = s.upload(&acme, "uppercase-canary");
     let (st, v) = put(&s, &acme, "shop", &SHOP.replace("COMPONENT", &upper));
     assert_eq!(st, 201, "{v}");
-    let started = std::time::Instant::now();
-    while s.call("GET", "/v1/pipelines/shop", Some(&acme), None).1["checkpoint"]["last-committed"]
-        != 4
-    {
-        assert!(started.elapsed().as_secs() < 60, "shop did not run");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    s.wait_committed(&acme, "shop", 4);
 
     let replay = |token: &str, body: serde_json::Value| {
         s.call(
