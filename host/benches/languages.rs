@@ -6,7 +6,10 @@
 //! `uppercase` and `json-filter` examples), C, Go, Python and JavaScript by
 //! `weir new` + `weir build` (uppercase: the scaffolds; JSON filter: the
 //! scaffold with `examples/<lang>/json-filter` dropped in). The Python and
-//! JavaScript guests use their SDKs (one function call per record); "raw"
+//! JavaScript guests use their SDKs: one function call per record, except
+//! Python's JSON filter, one call per batch (`@weir.filter_batch`, the
+//! column read by the host); "Python per-record" is that filter written per
+//! record (`examples/python/json-filter/per_record.py`); "raw"
 //! rows are the examples that handle the columnar batch themselves (one
 //! call per batch), built by `scripts/build-polyglot`, which also installs
 //! componentize-py and componentize-js.
@@ -161,6 +164,11 @@ fn main() {
             Box::new(|| sdk_guests(d, "python", "json-filter/app.py")),
         ),
         (
+            "Python per-record",
+            vec!["wasi:sockets".to_string()],
+            Box::new(|| sdk_guests(d, "python", "json-filter/per_record.py")),
+        ),
+        (
             "JS raw",
             vec![],
             Box::new(|| (testkit::polyglot_guest("uppercase-js.wasm"), None)),
@@ -183,7 +191,7 @@ fn main() {
         "languages: batch path, batches of {BATCH}, best of 3; uppercase of {VALUE_LEN}-byte values, JSON filter (amount > 100) of ~100-byte records\n"
     );
     println!(
-        "  {:<11} {:>8} {:>11} {:>8} {:>11} {:>8} {:>11} {:>11}",
+        "  {:<17} {:>8} {:>11} {:>8} {:>11} {:>8} {:>11} {:>11}",
         "guest",
         "records",
         "uppercase",
@@ -194,7 +202,7 @@ fn main() {
         "cached load"
     );
     println!(
-        "  {:<11} {:>8} {:>11} {:>8} {:>11} {:>8} {:>11} {:>11}",
+        "  {:<17} {:>8} {:>11} {:>8} {:>11} {:>8} {:>11} {:>11}",
         "native",
         records,
         fmt_rate(native_upper),
@@ -226,7 +234,7 @@ fn main() {
         let f = filter_guest.map(|(p, config)| run(&p, config, &json, kept).0);
         let n = records;
         println!(
-            "  {:<11} {:>8} {:>11} {:>7.1}% {:>11} {:>8} {:>7} KiB {:>8.1} ms",
+            "  {:<17} {:>8} {:>11} {:>7.1}% {:>11} {:>8} {:>7} KiB {:>8.1} ms",
             name,
             n,
             fmt_rate(u),

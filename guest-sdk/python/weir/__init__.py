@@ -15,19 +15,22 @@ contract, so no transform touches the encoding. Off weir (``pytest``),
 """
 
 from ._batch import Output, Record
+from ._columns import Batch
 from ._errors import BadRecord, Broken
 from ._json import json_field
 from ._host import config, counter_add, gauge_set, log_debug, log_error, log_info, log_warn
-from ._register import filter, flat_map, init, map, on_timer, route, windowed
+from ._register import filter, filter_batch, flat_map, init, map, on_timer, route, windowed
 
 __all__ = [
     "BadRecord",
+    "Batch",
     "Broken",
     "Output",
     "Record",
     "config",
     "counter_add",
     "filter",
+    "filter_batch",
     "flat_map",
     "gauge_set",
     "init",

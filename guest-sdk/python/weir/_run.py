@@ -3,6 +3,7 @@ the component's exports (``weir._entry``) and ``weir.testing``."""
 
 from . import _register
 from ._batch import KEEP, Columns, Output, Record, _as_bytes
+from ._columns import run_filter_batch
 from ._errors import BadRecord, Broken
 
 
@@ -26,6 +27,9 @@ def run_batch(b):
         if _windows is None:
             raise Broken("the @weir.windowed builder did not run: init first")
         _windows.process_batch(b, cols, out)
+        return cols
+    if kind == "filter_batch":
+        run_filter_batch(f, b, cols)
         return cols
     values, ends, present = b.values, b.value_ends, b.has_value
     plain = not b.key_ends and not b.header_ends and not present

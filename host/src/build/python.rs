@@ -32,6 +32,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/_batch.py"),
     ),
     (
+        "_columns.py",
+        include_str!("../../../guest-sdk/python/weir/_columns.py"),
+    ),
+    (
         "_entry.py",
         include_str!("../../../guest-sdk/python/weir/_entry.py"),
     ),

@@ -19,6 +19,7 @@ pub(crate) use generated::exports::weir::transform::transform::GuestIndices;
 pub(crate) use generated::weir::transform::context::{
     Host as ContextHost, OutputMode as WitOutputMode,
 };
+pub(crate) use generated::weir::transform::json::{Host as JsonHost, NumberColumn as JsonNumbers};
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
 pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost};

@@ -15,6 +15,7 @@ use super::bindings::EXPORT_INTERFACE;
 const ALWAYS_GRANTED: &[&str] = &[
     "weir:transform/log",
     "weir:transform/metrics",
+    "weir:transform/json",
     "weir:transform/types",
     "weir:transform/state",
     "weir:transform/timers",

@@ -11,6 +11,7 @@ mod cache;
 mod convert;
 mod inspect;
 mod instance;
+mod json_import;
 mod output_pipe;
 mod sandbox;
 mod state_imports;
