@@ -93,8 +93,10 @@ type Guests = (PathBuf, Option<(PathBuf, Vec<(String, String)>)>);
 /// `lang`'s uppercase guest (the `weir new` scaffold) and its JSON filter
 /// (the scaffold with `examples/<lang>/<filter>`), built by `weir build`.
 fn sdk_guests(dir: &Path, lang: &str, filter: &str) -> Guests {
-    let upper = testkit::scaffold(dir, lang, &format!("{lang}-upper"), None);
-    let json = testkit::scaffold(dir, lang, &format!("{lang}-json"), Some(filter));
+    // Projects named after the filter file: two rows may share a language.
+    let tag = format!("{lang}-{}", filter.replace(['/', '.', '_'], "-"));
+    let upper = testkit::scaffold(dir, lang, &format!("{tag}-upper"), None);
+    let json = testkit::scaffold(dir, lang, &format!("{tag}-json"), Some(filter));
     (upper, Some((json, vec![])))
 }
 

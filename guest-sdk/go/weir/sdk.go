@@ -178,30 +178,53 @@ func (s *sdk) ProcessBatch(in *Batch) (*OutputBatch, error) {
 
 // plain maps or filters a batch without keys, headers or tombstones:
 // outputs need only values (the common case, without the general push's
-// checks).
+// checks). While every output so far is its input record's own bytes, in
+// order (an in-place map, a filter that kept everything), nothing is
+// copied: if that holds to the end, the output columns are the input's.
 func (s *sdk) plain(in *Batch, c *columns) (*OutputBatch, error) {
 	o := &c.out
 	var r Record
+	inPlace := true
+	// The outputs so far were records 0..i-1 as they are: write them out.
+	materialize := func(i int, start uint32) {
+		o.Values = append(o.Values, in.Values[:start]...)
+		o.ValueEnds = append(o.ValueEnds, in.ValueEnds[:i]...)
+		for j := range i {
+			o.Origins = append(o.Origins, uint32(j))
+		}
+		inPlace = false
+	}
 	start := uint32(0)
 	for i, end := range in.ValueEnds {
 		r = Record{Value: in.Values[start:end:end], HasValue: true, Timestamp: in.Timestamps[i],
 			Partition: in.Partition, Offset: in.Offsets[i]}
-		start = end
+		own := r.Value
 		var v []byte
 		var err error
+		skip := false
 		if s.kind == kindMap {
 			v, err = s.mapF(&r)
 		} else {
 			var keep bool
-			if keep, err = s.filterF(&r); err == nil && !keep {
-				continue
-			}
+			keep, err = s.filterF(&r)
+			skip = err == nil && !keep
 			v = r.Value
 		}
-		if err != nil {
-			if broken(err) {
-				return nil, err
+		if err != nil && broken(err) {
+			return nil, err
+		}
+		if inPlace {
+			if err == nil && !skip && sameBytes(v, own) {
+				start = end
+				continue
 			}
+			materialize(i, start)
+		}
+		start = end
+		if skip {
+			continue
+		}
+		if err != nil {
 			// Later outputs' origins differ from their positions: finish
 			// keeps the origin column.
 			o.Rejected = append(o.Rejected, BadRecord{Index: uint32(i), Reason: err.Error()})
@@ -211,7 +234,15 @@ func (s *sdk) plain(in *Batch, c *columns) (*OutputBatch, error) {
 		o.ValueEnds = append(o.ValueEnds, uint32(len(o.Values)))
 		o.Origins = append(o.Origins, uint32(i))
 	}
+	if inPlace {
+		o.Values, o.ValueEnds = in.Values, in.ValueEnds
+	}
 	return c.finish(in.Timestamps), nil
+}
+
+// sameBytes: v is exactly the memory of own (an output made in place).
+func sameBytes(v, own []byte) bool {
+	return len(v) == len(own) && (len(v) == 0 || &v[0] == &own[0])
 }
 
 func (s *sdk) ProcessRecord(in *Record) ([]OutputRecord, *RecordError) {

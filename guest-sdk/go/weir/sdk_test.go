@@ -138,3 +138,56 @@ func TestPerRecordCallGivesTheSameAnswer(t *testing.T) {
 		t.Fatalf("%+v %v", recs, rerr)
 	}
 }
+
+// A map that writes in place hands its input columns back uncopied until
+// the first output that is not its record's own bytes; the outputs are the
+// same either way.
+func TestAnInPlaceMapMixedWithCopiesAndRefusals(t *testing.T) {
+	upper := func(v []byte) []byte {
+		for i, c := range v {
+			if c-'a' < 26 {
+				v[i] = c - 32
+			}
+		}
+		return v
+	}
+	Reset()
+	Map(func(r *Record) ([]byte, error) {
+		switch string(r.Value) {
+		case "copy":
+			return []byte("COPIED"), nil
+		case "bad":
+			return nil, errors.New("bad")
+		case "short":
+			return r.Value[:2], nil
+		}
+		return upper(r.Value), nil
+	})
+	vals := func(outs []Out) (got []string) {
+		for _, o := range outs {
+			got = append(got, o.Value)
+		}
+		return got
+	}
+	outs, rejected, err := Run([]In{{Value: "a"}, {Value: "b"}, {Value: ""}})
+	if err != nil || !reflect.DeepEqual(vals(outs), []string{"A", "B", ""}) || len(rejected) != 0 {
+		t.Fatalf("all in place: %+v %+v %v", outs, rejected, err)
+	}
+	outs, rejected, err = Run([]In{{Value: "a"}, {Value: "copy"}, {Value: "c"}, {Value: "bad"}, {Value: "short"}})
+	if err != nil || !reflect.DeepEqual(vals(outs), []string{"A", "COPIED", "C", "sh"}) {
+		t.Fatalf("mixed: %+v %v", outs, err)
+	}
+	if outs[3].Origin != 4 || !reflect.DeepEqual(rejected, []BadRecord{{Index: 3, Reason: "bad"}}) {
+		t.Fatalf("origins and refusals: %+v %+v", outs, rejected)
+	}
+	Reset()
+	Filter(func(r *Record) (bool, error) { return string(r.Value) != "drop", nil })
+	outs, _, _ = Run([]In{{Value: "a"}, {Value: "b"}})
+	if !reflect.DeepEqual(vals(outs), []string{"a", "b"}) {
+		t.Fatalf("filter keeping all: %+v", outs)
+	}
+	outs, _, _ = Run([]In{{Value: "a"}, {Value: "drop"}, {Value: "c"}})
+	if !reflect.DeepEqual(vals(outs), []string{"a", "c"}) || outs[1].Origin != 2 {
+		t.Fatalf("filter dropping one: %+v", outs)
+	}
+}

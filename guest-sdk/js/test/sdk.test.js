@@ -114,3 +114,14 @@ test("metrics natively", () => {
   testing.run(["a", "b"]);
   assert.ok(testing.metrics().counters.seen >= 2);
 });
+
+test("record.ascii: every record of an ASCII batch, each record of a mixed one", () => {
+  const seen = [];
+  weir.map((r) => {
+    seen.push(r.ascii);
+    return r.value ?? "";
+  });
+  testing.run([{ value: "ab" }, { value: "cd" }]);
+  testing.run([{ value: "ab" }, { value: "wörld" }, { value: undefined }]);
+  assert.deepEqual(seen, [true, true, true, false]);
+});

@@ -13,6 +13,9 @@ export declare class Record {
   readonly index: number;
   /** The value as UTF-8 text; a value that is not refuses the record. */
   readonly text: string;
+  /** True when the value is ASCII (checked once per batch); false for a
+   * record without a value. */
+  readonly ascii: boolean;
   readonly key: Uint8Array | undefined;
   readonly headers: Header[];
   header(name: string): Uint8Array | undefined;

@@ -29,6 +29,15 @@ export class Record {
     }
   }
 
+  /** True when the value is ASCII (so `text.toUpperCase()` and friends
+   * touch ASCII letters only). Checked once per batch: every record of an
+   * all-ASCII batch is. A record without a value is not. */
+  get ascii() {
+    if (this.value === undefined) return false;
+    if (asciiText(this.batch) !== null) return true;
+    return this.value.every((b) => b < 0x80);
+  }
+
   /** Uint8Array, or undefined for a record without a key. */
   get key() {
     const b = this.batch;
