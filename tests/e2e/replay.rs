@@ -258,6 +258,15 @@ fn refusals_say_what_is_wrong() {
     assert!(e.contains("from = 3 is after to = 2"), "{e}");
     let e = stderr(replay(dir.path(), &guest("not-a-transform"), &[]));
     assert!(e.contains("the candidate"), "{e}");
+    // Batches pruned from the checkpoint's logs (as after 100 batches).
+    for d in ["offsets/0", "commits/0"] {
+        std::fs::remove_file(dir.path().join("ckpt").join(d)).unwrap();
+    }
+    let e = stderr(replay(dir.path(), &guest("uppercase"), &["--from", "0"]));
+    assert!(
+        e.contains("batch 0 is no longer recorded in the checkpoint: it keeps batch 1 to 4"),
+        "{e}"
+    );
     // Input gone: the topic's segments removed under it.
     for p in ["0", "1"] {
         for f in std::fs::read_dir(dir.path().join("log/in").join(p)).unwrap() {
@@ -265,7 +274,7 @@ fn refusals_say_what_is_wrong() {
         }
     }
     let e = stderr(replay(dir.path(), &guest("uppercase"), &[]));
-    assert!(e.contains("replaying batch 0 (input offsets"), "{e}");
+    assert!(e.contains("replaying batch 1 (input offsets"), "{e}");
     assert!(e.contains("those offsets are gone"), "{e}");
 }
 

@@ -194,7 +194,7 @@ fn range(
     for n in from..=to {
         if !commits.contains(&n) || !offsets.contains(&n) {
             return Err(ReplayError::Refused(format!(
-                "{unit} {n} is no longer recorded in the checkpoint: it keeps {unit}es {first}..={last} (keep-batches)",
+                "{unit} {n} is no longer recorded in the checkpoint: it keeps {unit} {first} to {last}",
             )));
         }
     }
