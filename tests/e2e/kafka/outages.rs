@@ -9,9 +9,14 @@ use super::exactly_once::Pipeline;
 use super::{produce_numbers, start_broker, stop_broker};
 
 fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &std::path::Path) {
+    // weir's log, and the broker's beside it (the outages are the broker's).
     let tail = || {
-        let s = std::fs::read_to_string(log).unwrap_or_default();
-        s[s.len().saturating_sub(3000)..].to_string()
+        let end = |f: &std::path::Path| {
+            let s = std::fs::read_to_string(f).unwrap_or_default();
+            s[s.floor_char_boundary(s.len().saturating_sub(3000))..].to_string()
+        };
+        let broker = log.with_file_name("broker.log");
+        format!("{}\n--- broker.log ---\n{}", end(log), end(&broker))
     };
     let started = Instant::now();
     loop {
