@@ -60,10 +60,7 @@ pub(crate) struct DiskMap {
 
 impl DiskMap {
     fn open() -> Result<DiskMap, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("weir-state-")
-            .tempdir()
-            .map_err(|e| format!("creating the disk state directory: {e}"))?;
+        let dir = scratch_dir().map_err(|e| format!("creating the disk state directory: {e}"))?;
         let path = dir.path().join("state.redb");
         let db = redb::Builder::new()
             .set_cache_size(CACHE_BYTES)
@@ -277,5 +274,68 @@ impl Map {
             Map::Memory(_) => None,
             Map::Disk(d) => d.error.borrow().clone(),
         }
+    }
+}
+
+/// A disk map's directory, named after this process (`weir-state-<pid>-`)
+/// so that the first disk map of a later process removes those of
+/// processes that died without removing their own (a SIGKILL leaves a
+/// state-sized directory behind).
+fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep_dead(&std::env::temp_dir()));
+    tempfile::Builder::new()
+        .prefix(&format!("weir-state-{}-", std::process::id()))
+        .tempdir()
+}
+
+/// Remove the disk map directories under `dir` whose process is gone.
+/// Only where `/proc` tells which processes live.
+fn sweep_dead(dir: &std::path::Path) {
+    if !std::path::Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("weir-state-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid
+            && pid != std::process::id()
+            && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        {
+            match std::fs::remove_dir_all(e.path()) {
+                Ok(()) => tracing::info!(
+                    "removed {}, the disk state of a process that is gone",
+                    e.path().display()
+                ),
+                Err(err) => tracing::warn!("removing {}: {err}", e.path().display()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    #[test]
+    fn the_disk_state_of_dead_processes_is_removed_and_live_ones_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(format!("weir-state-{}-abc", u32::MAX));
+        let mine = tmp
+            .path()
+            .join(format!("weir-state-{}-def", std::process::id()));
+        let unnamed = tmp.path().join("weir-state-Xy12ab");
+        for d in [&dead, &mine, &unnamed] {
+            std::fs::create_dir_all(d.join("inner")).unwrap();
+        }
+        super::sweep_dead(tmp.path());
+        assert!(!dead.exists());
+        assert!(mine.exists());
+        assert!(unnamed.exists(), "no pid in the name: not ours to judge");
     }
 }
