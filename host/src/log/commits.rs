@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 
 use super::LogError;
 
+/// What one commit made visible: the start and end offset of each
+/// partition.
+pub type CommitRange = (Vec<u64>, Vec<u64>);
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CommitEntry {
     pub writer: [u8; 16],
@@ -134,7 +138,7 @@ impl CommitFile {
         &self,
         writer: &[u8; 16],
         sequence: u64,
-    ) -> Result<Option<super::CommitRange>, LogError> {
+    ) -> Result<Option<CommitRange>, LogError> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),

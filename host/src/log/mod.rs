@@ -22,10 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::batch::RecordBatch;
-/// What one commit made visible: the start and end offset of each
-/// partition.
-pub type CommitRange = (Vec<u64>, Vec<u64>);
-
+pub use commits::CommitRange;
 use commits::{CommitEntry, CommitFile, CommitState};
 use cuts::CutLog;
 pub use epoch_writer::EpochWriter;

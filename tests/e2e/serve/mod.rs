@@ -2,6 +2,7 @@
 //! The harness: start or restart a server on a free port, call it, read
 //! the JSON answer.
 
+mod browser;
 mod client;
 mod components;
 mod dashboard;
