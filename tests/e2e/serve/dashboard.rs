@@ -241,6 +241,9 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         p.until("the differences shown", "document.querySelectorAll('#replay-result .diff').length >= 5").await;
         let shown = p.js("document.querySelector('#replay-result').textContent").await;
         assert!(shown.as_str().unwrap().contains("RECORD 999!"), "{shown}");
+        // Each difference says where it is in both outputs.
+        let at = p.js("document.querySelector('#replay-result .diff .idx').textContent").await;
+        assert!(at.as_str().unwrap().contains('#'), "{at}");
         p.js("document.querySelector('#replay').scrollIntoView()").await;
         p.shot("3-replay").await;
 

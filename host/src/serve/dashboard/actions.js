@@ -210,13 +210,16 @@
         output: null, 'candidate-rows': b['output-rows'], 'live-rows': b['live-output-rows'],
         differing: diffs, 'first-differences': [],
       }];
-      const rows = outputs.map((o) => `<tr><td>${esc(o.output == null ? '(main)' : o.output)}</td>`
+      const rows = outputs.map((o) => `<tr><td>${esc(o.output == null ? 'default' : o.output)}</td>`
         + `<td class="num">${esc(fmtNum(o['candidate-rows']))}</td><td class="num">${esc(fmtNum(o['live-rows']))}</td>`
         + `<td class="num">${esc(o.differing == null ? '–' : o.differing)}</td></tr>`).join('');
       const firsts = outputs.flatMap((o) => (o['first-differences'] || []).map((d) => Object.assign({ output: o.output }, d)));
-      const diffTable = firsts.length ? `<table class="grid diffs"><thead><tr><th class="num">#</th>`
+      // Where each record is in the live and the candidate's output.
+      const pos = (i) => (i == null ? '–' : `#${i}`);
+      const diffTable = firsts.length ? `<table class="grid diffs"><thead><tr><th class="num" title="position in the live output / in the candidate's">at</th>`
         + `<th>live</th><th>candidate</th></tr></thead><tbody>${firsts.map((d) => `<tr class="diff">`
-          + `<td class="idx">${esc(d.output != null ? d.output + ' ' : '')}${esc(d.index)}</td>`
+          + `<td class="idx">${esc(d.output != null ? d.output + ' ' : '')}${esc(pos(d['live-index']))}`
+          + ` / ${esc(pos(d['candidate-index']))}</td>`
           + `<td class="live">${marked(d.live, d.candidate)}</td>`
           + `<td class="cand">${marked(d.candidate, d.live)}</td></tr>`).join('')}</tbody></table>` : '';
       return `<section class="replay-batch"><h4>${esc(unit)} ${esc(b.id)} ${pill}
