@@ -6,7 +6,9 @@ the JSON field read by the host (``weir:transform/json``), does not."""
 
 from itertools import accumulate
 
+from ._batch import Output, Record
 from ._errors import BadRecord, Broken
+from ._json import json_field
 
 try:  # inside a component built by `weir build`
     from wit_world.imports import json as _json_import
@@ -73,8 +75,6 @@ class Batch:
         return "not a JSON object"
 
     def _numbers_natively(self, name):
-        from ._json import json_field
-
         out = []
         for i, v in enumerate(self.values()):
             try:
@@ -98,8 +98,6 @@ def run_filter_batch(f, b, cols):
     cols.rejected.extend(sorted(rejected.items()))
     kept = [i for i, k in enumerate(keep) if k and i not in rejected]
     if b.key_ends or b.header_ends or b.has_value:
-        from ._batch import Output, Record
-
         out = Output(cols, None)
         for i in kept:
             out.record = Record(view.value(i), i, b)

@@ -41,6 +41,27 @@ impl CommitState {
     }
 }
 
+/// What the topic's readers learn from its commit file.
+impl super::Topic {
+    /// The committed end offset of every partition (what readers may see).
+    pub fn committed_ends(&self) -> Result<Vec<u64>, LogError> {
+        Ok(self
+            .commits
+            .last()?
+            .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends))
+    }
+
+    /// The offsets `[start, end)` per partition of what `writer` committed
+    /// as each sequence (a sink's batch or epoch) in `sequences`.
+    pub fn committed_ranges(
+        &self,
+        writer: &[u8; 16],
+        sequences: std::ops::RangeInclusive<u64>,
+    ) -> Result<std::collections::BTreeMap<u64, CommitRange>, LogError> {
+        self.commits.ranges_of(writer, sequences)
+    }
+}
+
 pub(crate) struct CommitFile {
     path: PathBuf,
     partitions: usize,
@@ -132,27 +153,29 @@ impl CommitFile {
         Ok(None)
     }
 
-    /// What the entry `writer` committed as `sequence` made visible: the
-    /// ends before it and its own. `None` if the file has no such entry.
-    pub(crate) fn range_of(
+    /// What the entries `writer` committed as sequences in `sequences`
+    /// made visible, by sequence: the ends before each and its own. One
+    /// read of the file however many are asked for.
+    pub(crate) fn ranges_of(
         &self,
         writer: &[u8; 16],
-        sequence: u64,
-    ) -> Result<Option<CommitRange>, LogError> {
+        sequences: std::ops::RangeInclusive<u64>,
+    ) -> Result<std::collections::BTreeMap<u64, CommitRange>, LogError> {
+        let mut found = std::collections::BTreeMap::new();
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
             Err(e) => return Err(self.io(e)),
         };
         let mut before = vec![0; self.partitions];
         for chunk in bytes.chunks_exact(self.entry_size()) {
             let Some(e) = self.decode(chunk) else { break };
-            if &e.writer == writer && e.sequence == sequence {
-                return Ok(Some((before, e.ends)));
+            if &e.writer == writer && sequences.contains(&e.sequence) {
+                found.insert(e.sequence, (before, e.ends.clone()));
             }
             before = e.ends;
         }
-        Ok(None)
+        Ok(found)
     }
 
     /// Durably append `entry` after the valid entries of `state` (cutting a

@@ -206,24 +206,6 @@ impl Topic {
         Ok(Some(bytes.div_ceil(records).max(1)))
     }
 
-    /// The committed end offset of every partition (what readers may see).
-    pub fn committed_ends(&self) -> Result<Vec<u64>, LogError> {
-        Ok(self
-            .commits
-            .last()?
-            .map_or_else(|| vec![0; self.partitions.len()], |e| e.ends))
-    }
-
-    /// The offsets `[start, end)` per partition of what `writer` committed
-    /// as `sequence` (a sink's batch or epoch), if it committed it.
-    pub fn committed_range(
-        &self,
-        writer: &[u8; 16],
-        sequence: u64,
-    ) -> Result<Option<CommitRange>, LogError> {
-        self.commits.range_of(writer, sequence)
-    }
-
     /// Read committed records `[from, to)` of `partition` into `out`.
     pub fn read(
         &mut self,

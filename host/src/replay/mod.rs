@@ -28,7 +28,7 @@ use crate::engine::{CheckpointStore, LocalCheckpointStore, Progress};
 use crate::pipeline::{Query, build_query};
 use crate::runtime::Runtime;
 use crate::runtime::tenant::Tenant;
-use crate::spec::Pipeline;
+use crate::spec::{Pipeline, SinkSpec};
 
 /// How many batches a replay without a range takes: the newest committed.
 pub const DEFAULT_BATCHES: u64 = 5;
@@ -141,9 +141,16 @@ pub fn replay(
         .tempdir_in(&opts.scratch_in)
         .map_err(|e| io(format!("{}: {e}", opts.scratch_in.display())))?;
     let candidate = scratch::spec(spec, dir.path(), &opts.candidate);
-    scratch::checkpoint(&spec.checkpoint, &candidate.checkpoint, from, continuous)?;
+    scratch::checkpoint(&spec.checkpoint, &candidate.checkpoint, &meta, from)?;
     let reports = run(runtime, &candidate, tenant, entries, unit)?;
 
+    // Each output read once for the whole range, on both sides.
+    let mut outputs = Vec::new();
+    for ((route, live_sink), (_, scratch_sink)) in spec.sinks.iter().zip(&candidate.sinks) {
+        let made = output::read(scratch_sink, &meta.id, route, from..=to)?.unwrap_or_default();
+        let committed = output::read(live_sink, &meta.id, route, from..=to)?;
+        outputs.push((route, live_sink, made, committed));
+    }
     let mut batches = Vec::new();
     for n in from..=to {
         let p = reports.get(&n).ok_or_else(|| {
@@ -151,7 +158,7 @@ pub fn replay(
                 "{unit} {n} did not run (the engine stopped before it)"
             ))
         })?;
-        batches.push(compare(spec, &candidate, &meta.id, n, p, opts.shown)?);
+        batches.push(compare(&mut outputs, n, p, opts.shown));
     }
     let total = batches
         .iter()
@@ -192,7 +199,7 @@ fn range(
         )));
     }
     for n in from..=to {
-        if !commits.contains(&n) || !offsets.contains(&n) {
+        if commits.binary_search(&n).is_err() || offsets.binary_search(&n).is_err() {
             return Err(ReplayError::Refused(format!(
                 "{unit} {n} is no longer recorded in the checkpoint: it keeps {unit} {first} to {last}",
             )));
@@ -216,26 +223,19 @@ fn run(
     let Query::MicroBatch(q) = &mut query else {
         return Err(ReplayError::Run("replay runs as micro-batches".into()));
     };
-    let ranges: Vec<(u64, String)> = entries
-        .iter()
-        .map(|e| {
-            (
-                e.batch_id,
-                serde_json::to_string(&e.sources).unwrap_or_default(),
-            )
-        })
-        .collect();
-    q.replay(entries);
+    q.replay(entries.clone());
     let mut reports = BTreeMap::new();
     let result = q.run(&mut |p: &Progress| {
         reports.insert(p.batch_id, p.clone());
     });
     if let Err(e) = result {
-        let (n, offsets) = ranges
+        let failed = entries
             .iter()
-            .find(|(n, _)| !reports.contains_key(n))
-            .cloned()
-            .unwrap_or_default();
+            .find(|en| !reports.contains_key(&en.batch_id));
+        let (n, offsets) = failed.map_or((0, String::new()), |en| {
+            let offsets = serde_json::to_string(&en.sources).unwrap_or_default();
+            (en.batch_id, offsets)
+        });
         return Err(ReplayError::Run(format!(
             "replaying {unit} {n} (input offsets {offsets}): {e}; if the input is no longer retained there, those offsets are gone"
         )));
@@ -243,20 +243,23 @@ fn run(
     Ok(reports)
 }
 
-/// Batch `n`'s report: the candidate's progress and each output compared.
-fn compare(
-    live: &Pipeline,
-    candidate: &Pipeline,
-    query_id: &str,
-    n: u64,
-    p: &Progress,
-    shown: usize,
-) -> Result<BatchReport, ReplayError> {
-    let mut outputs = Vec::new();
+/// One output's route, live sink, and records by batch: the candidate's
+/// and, when the sink can be read back, the live ones.
+type Outputs<'a> = (
+    &'a Option<String>,
+    &'a SinkSpec,
+    BTreeMap<u64, Vec<String>>,
+    Option<BTreeMap<u64, Vec<String>>>,
+);
+
+/// Batch `n`'s report: the candidate's progress and each output compared
+/// (its records taken out of `sinks`).
+fn compare(sinks: &mut [Outputs<'_>], n: u64, p: &Progress, shown: usize) -> BatchReport {
     let mut notes = Vec::new();
-    for ((route, live_sink), (_, scratch_sink)) in live.sinks.iter().zip(&candidate.sinks) {
-        let made = output::read(scratch_sink, query_id, route, n)?.unwrap_or_default();
-        let committed = output::read(live_sink, query_id, route, n)?;
+    let mut outputs = Vec::new();
+    for (route, live_sink, made, committed) in sinks.iter_mut() {
+        let made = made.remove(&n).unwrap_or_default();
+        let committed = committed.as_mut().map(|c| c.remove(&n).unwrap_or_default());
         if committed.is_none() {
             notes.push(output::unreadable(route, live_sink));
         }
@@ -271,7 +274,7 @@ fn compare(
             Some(compared.iter().map(|o| o.differing).sum()),
         )
     };
-    Ok(BatchReport {
+    BatchReport {
         id: n,
         input_rows: p.num_input_rows,
         output_rows: p.sink.num_output_rows,
@@ -281,5 +284,5 @@ fn compare(
         differences,
         outputs,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
-    })
+    }
 }

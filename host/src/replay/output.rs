@@ -1,7 +1,8 @@
 //! One batch's output of one sink, read back (live or scratch), and the
 //! comparison of the two.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
 
 use serde::Serialize;
 
@@ -39,47 +40,43 @@ pub struct Difference {
     pub candidate: Option<String>,
 }
 
-/// Batch `n`'s committed records of `sink` (the query `query_id`'s output
-/// `route`) as text: a file sink's lines, a log record as JSON with its
-/// key, value and headers. `None` when the sink cannot be read back; an
-/// empty list when it committed nothing for `n`.
+/// The committed records of `sink` (the query `query_id`'s output
+/// `route`) of each batch in `batches`, as text: a file sink's lines, a
+/// log record as JSON with its key, value and headers; a batch that
+/// committed nothing has none. `None` when the sink cannot be read back.
 pub(super) fn read(
     sink: &SinkSpec,
     query_id: &str,
     route: &Option<String>,
-    n: u64,
-) -> Result<Option<Vec<String>>, ReplayError> {
+    batches: RangeInclusive<u64>,
+) -> Result<Option<BTreeMap<u64, Vec<String>>>, ReplayError> {
+    let mut out: BTreeMap<u64, Vec<String>> = batches.clone().map(|n| (n, vec![])).collect();
     match sink {
         SinkSpec::Files { dir, .. } => {
-            let lines = file_sink::read_batch(dir, n)
-                .map_err(io)?
-                .unwrap_or_default();
-            Ok(Some(
-                lines
-                    .iter()
-                    .map(|l| String::from_utf8_lossy(l).into_owned())
-                    .collect(),
-            ))
+            for (n, lines) in out.iter_mut() {
+                let read = file_sink::read_batch(dir, *n).map_err(io)?;
+                let text = |l: Vec<u8>| String::from_utf8_lossy(&l).into_owned();
+                *lines = read.unwrap_or_default().into_iter().map(text).collect();
+            }
         }
         SinkSpec::Log { root, topic, .. } => {
             if !root.join(topic).exists() {
-                return Ok(Some(vec![]));
+                return Ok(Some(out));
             }
             let mut t = crate::log::Topic::open(root, topic).map_err(io)?;
             let writer = log_sink::writer_id(query_id, route.as_deref().unwrap_or("default"));
-            let Some((start, end)) = t.committed_range(&writer, n).map_err(io)? else {
-                return Ok(Some(vec![]));
-            };
-            let mut out = Vec::new();
-            for (p, (s, e)) in start.iter().zip(&end).enumerate() {
-                let mut b = RecordBatch::new(p as u32);
-                t.read(p as u32, *s, *e, &mut b).map_err(io)?;
-                out.extend((0..b.len()).map(|i| render(&b, i)));
+            for (n, (start, end)) in t.committed_ranges(&writer, batches).map_err(io)? {
+                let records = out.entry(n).or_default();
+                for (p, (s, e)) in start.iter().zip(&end).enumerate() {
+                    let mut b = RecordBatch::new(p as u32);
+                    t.read(p as u32, *s, *e, &mut b).map_err(io)?;
+                    records.extend((0..b.len()).map(|i| render(&b, i)));
+                }
             }
-            Ok(Some(out))
         }
-        SinkSpec::Console | SinkSpec::Kafka(_) => Ok(None),
+        SinkSpec::Console | SinkSpec::Kafka(_) => return Ok(None),
     }
+    Ok(Some(out))
 }
 
 /// Why an output was not compared.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{ReplayError, io};
-use crate::engine::checkpoint::{encode_entry, read_entry};
+use crate::engine::checkpoint::encode_entry;
 use crate::engine::wal::Metadata;
 use crate::engine::{CheckpointStore, LocalCheckpointStore};
 use crate::spec::{FileFormat, Mode, Pipeline, SinkSpec};
@@ -54,23 +54,18 @@ pub(super) fn spec(live: &Pipeline, dir: &Path, candidate: &Path) -> Pipeline {
 }
 
 /// Copy what a query resuming at batch `from` reads from `live` into
-/// `scratch`: the metadata (as a micro-batch query's), the sources' own
+/// `scratch`: the metadata `meta` (as a micro-batch query's), the sources' own
 /// logs and initial offsets, and every state file of a version at or below
 /// `from` (version `from` is the state batch `from` starts with).
 pub(super) fn checkpoint(
     live: &Path,
     scratch: &Path,
+    meta: &Metadata,
     from: u64,
-    continuous: bool,
 ) -> Result<(), ReplayError> {
     let store = LocalCheckpointStore::open(scratch).map_err(io)?;
-    let live_store = LocalCheckpointStore::open(live).map_err(io)?;
-    let mut meta: Metadata = read_entry(&live_store, "metadata")
-        .map_err(io)?
-        .ok_or_else(|| io(format!("{}: no metadata", live.display())))?;
-    if continuous {
-        meta.mode = "micro-batch".into();
-    }
+    let mut meta = meta.clone();
+    meta.mode = "micro-batch".into();
     store.write("metadata", &encode_entry(&meta)).map_err(io)?;
     for dir in ["sources", "initial-offsets"] {
         copy_tree(&live.join(dir), &scratch.join(dir), &|_| true)?;

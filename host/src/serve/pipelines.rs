@@ -17,7 +17,7 @@ use super::error::{ApiError, ApiResult};
 use super::store::{PipelineRow, TenantRow};
 use crate::spec::Pipeline;
 
-fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
+pub(super) fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
     state
         .store
         .tenant(tenant)?

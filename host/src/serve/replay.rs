@@ -32,10 +32,7 @@ pub async fn replay(
 ) -> ApiResult<Json<Report>> {
     let tenant = caller.tenant()?.to_string();
     let p = super::pipelines::find(&state, &tenant, &name)?;
-    let t = state
-        .store
-        .tenant(&tenant)?
-        .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))?;
+    let t = super::pipelines::tenant_row(&state, &tenant)?;
     let id = req.component.trim_start_matches("sha256:").to_string();
     if state.store.component(&tenant, &id)?.is_none() {
         return Err(ApiError::bad_request(format!(

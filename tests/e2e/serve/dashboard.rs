@@ -16,7 +16,7 @@ use fantoccini::Locator;
 
 use super::Server;
 use super::browser::{Page, browser, chromedriver};
-use super::pipelines::{append_values, put};
+use super::pipelines::{append_values, append_values_at, put};
 use super::replay::SHOP;
 
 /// Logs a line for each `log` record; `bad` records become dead letters.
@@ -64,18 +64,10 @@ type = "files"
 path = "out-TOPIC"
 "#;
 
-/// Append `values` to topic `in` stamped with the time now, as a producer
-/// would (continuous latency is measured from it).
+/// Append `values` stamped with the time now, as a producer would
+/// (continuous latency is measured from it).
 fn append_now(log: &Path, values: &[String]) {
-    let mut t = weir::log::Topic::open(log, "in").unwrap();
-    let mut parts: Vec<_> = (0..t.partition_count())
-        .map(weir::engine::RecordBatch::new)
-        .collect();
-    let now = weir::engine::progress::now_ms();
-    for v in values {
-        parts[0].push(None, v.as_bytes(), now, 0);
-    }
-    t.append(None, &parts, || {}).unwrap();
+    append_values_at(log, values, weir::engine::progress::now_ms());
 }
 
 fn metric(s: &Server, token: &str, series: &str) -> Option<f64> {
@@ -111,7 +103,6 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
     let (st, v) = put(&s, &acme, "shop", &SHOP.replace("COMPONENT", &upper));
     assert_eq!(st, 201, "{v}");
     let beta_log = data.join("tenants/beta/log");
-    weir::log::Topic::create(&beta_log, "in", 2).unwrap();
     append_now(&beta_log, &["first".to_string()]);
     for (t, token) in &tenants {
         let id = if *t == "acme" {

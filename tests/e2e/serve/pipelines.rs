@@ -15,6 +15,11 @@ fn append(log: &Path, values: std::ops::Range<u32>) {
 
 /// Append `values` to the tenant's 2-partition topic `in`, alternating.
 pub(crate) fn append_values(log: &Path, values: &[impl AsRef<str>]) {
+    append_values_at(log, values, 0);
+}
+
+/// [`append_values`] with event time `timestamp` (ms) on every record.
+pub(crate) fn append_values_at(log: &Path, values: &[impl AsRef<str>], timestamp: i64) {
     let mut t = weir::log::Topic::open(log, "in")
         .or_else(|_| weir::log::Topic::create(log, "in", 2))
         .unwrap();
@@ -23,7 +28,7 @@ pub(crate) fn append_values(log: &Path, values: &[impl AsRef<str>]) {
         weir::engine::RecordBatch::new(1),
     ];
     for (i, v) in values.iter().enumerate() {
-        parts[i % 2].push(None, v.as_ref().as_bytes(), 0, 0);
+        parts[i % 2].push(None, v.as_ref().as_bytes(), timestamp, 0);
     }
     t.append(None, &parts, || {}).unwrap();
 }

@@ -276,14 +276,7 @@ pub fn read_committed(dir: &Path) -> Result<Vec<Vec<u8>>, ConnectorError> {
     ids.sort_unstable();
     let mut lines = Vec::new();
     for id in ids {
-        let path = mdir.join(id.to_string());
-        let bytes =
-            std::fs::read(&path).map_err(|e| ConnectorError(format!("{}: {e}", path.display())))?;
-        let m: Manifest = serde_json::from_slice(&bytes)
-            .map_err(|e| ConnectorError(format!("{}: corrupt manifest: {e}", path.display())))?;
-        for f in m.files {
-            lines.extend(manifest_file_lines(dir, &f, id)?);
-        }
+        lines.extend(read_batch(dir, id)?.unwrap_or_default());
     }
     Ok(lines)
 }
