@@ -17,6 +17,7 @@
 
 pub mod allocator;
 pub mod build;
+pub mod checkpoints;
 pub mod connectors;
 pub mod engine;
 pub mod log;

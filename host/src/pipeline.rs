@@ -15,9 +15,8 @@ use crate::engine::connector::ContinuousSource;
 use crate::engine::state::{OutputMode, StatefulOptions};
 use crate::engine::{
     CheckpointError, ConnectorError, ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy,
-    FnTransform, Guarded, LocalCheckpointStore, MicroBatchQuery, OutputBatch, Progress,
-    QueryOptions, RecordBatch, RunSummary, Sink, Source, Transform, TransformError,
-    TransformFactory, Trigger,
+    FnTransform, Guarded, MicroBatchQuery, OutputBatch, Progress, QueryOptions, RecordBatch,
+    RunSummary, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
 use crate::runtime::tenant::Tenant;
 use crate::runtime::{CallMode, LoadError, RECORD_INTERFACE, Runtime, WasmTransform};
@@ -284,7 +283,7 @@ pub fn build_query(
         stateful,
         ..spec.state.clone()
     };
-    let store = Arc::new(LocalCheckpointStore::open(&spec.checkpoint)?);
+    let store = spec.checkpoint.open()?;
     let query = match spec.mode {
         Mode::MicroBatch => {
             let sources = spec

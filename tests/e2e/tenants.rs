@@ -197,6 +197,12 @@ fn the_example_host_file_is_valid() {
     assert_eq!(spec.tenants.len(), 2);
     assert_eq!(spec.pipelines.len(), 3);
     for (t, p) in &spec.pipelines {
-        assert!(p.checkpoint.starts_with(&spec.tenants[*t].dir), "{p:?}");
+        assert!(
+            p.checkpoint
+                .dir()
+                .unwrap()
+                .starts_with(&spec.tenants[*t].dir),
+            "{p:?}"
+        );
     }
 }

@@ -18,6 +18,11 @@ pub enum CheckpointError {
     Corrupt { path: String, problem: String },
     #[error("{0}")]
     Mismatch(String),
+    /// A write-once file is already there with other bytes: another
+    /// process wrote it (two queries on one checkpoint, or a member of a
+    /// group that lost its partitions). Never overwritten.
+    #[error("{path}: already written by another process (write conflict); not overwritten")]
+    Conflict { path: String },
 }
 
 /// Durable, atomic storage of small files under relative paths such as
@@ -27,6 +32,12 @@ pub trait CheckpointStore: Send + Sync {
     fn read(&self, path: &str) -> Result<Option<Vec<u8>>, CheckpointError>;
     /// Replace the file atomically and durably.
     fn write(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError>;
+    /// Write a file that must never change once written (`offsets/N`,
+    /// `commits/N`, state snapshots in group mode): if it exists already
+    /// with other bytes, [`CheckpointError::Conflict`]. The same bytes
+    /// again are accepted, so a retried write of one's own is not a
+    /// conflict.
+    fn create(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError>;
     /// Numeric entries of a directory (`offsets` -> [0, 1, 2...]), ascending.
     fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError>;
     fn delete(&self, path: &str) -> Result<(), CheckpointError>;
@@ -41,6 +52,13 @@ pub trait CheckpointStore: Send + Sync {
 
 /// Keeps a checkpoint locked while alive (see [`CheckpointStore::lock`]).
 pub struct CheckpointLock(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
+
+impl CheckpointLock {
+    /// A lock held until `guard` drops.
+    pub fn new(guard: impl std::any::Any + Send + Sync) -> Self {
+        CheckpointLock(Box::new(guard))
+    }
+}
 
 impl std::fmt::Debug for CheckpointLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -114,6 +132,37 @@ impl CheckpointStore for LocalCheckpointStore {
     fn write(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
         let full = self.root.join(path);
         write_atomic(&full, bytes).map_err(|e| io(&full, e))
+    }
+
+    /// A temp file hard-linked to its name: `link` fails if the name
+    /// exists, so of two writers exactly one creates the file.
+    fn create(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
+        let full = self.root.join(path);
+        let dir = full.parent().unwrap_or(Path::new("."));
+        let attempt = || -> std::io::Result<bool> {
+            std::fs::create_dir_all(dir)?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+            tmp.write_all(bytes)?;
+            tmp.as_file().sync_all()?;
+            match std::fs::hard_link(tmp.path(), &full) {
+                Ok(()) => {
+                    sync_dir(dir)?;
+                    Ok(true)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e),
+            }
+        };
+        if attempt().map_err(|e| io(&full, e))? {
+            return Ok(());
+        }
+        match std::fs::read(&full) {
+            Ok(existing) if existing == bytes => Ok(()),
+            Ok(_) => Err(CheckpointError::Conflict {
+                path: full.display().to_string(),
+            }),
+            Err(e) => Err(io(&full, e)),
+        }
     }
 
     fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError> {
@@ -251,6 +300,40 @@ mod tests {
         );
         drop(held);
         store.lock().unwrap();
+    }
+
+    #[test]
+    fn a_write_once_file_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalCheckpointStore::open(dir.path()).unwrap();
+        store.create("commits/7", b"first").unwrap();
+        // The same bytes again: a retry of one's own write.
+        store.create("commits/7", b"first").unwrap();
+        let err = store.create("commits/7", b"second").unwrap_err();
+        assert!(matches!(err, CheckpointError::Conflict { .. }), "{err}");
+        assert!(err.to_string().contains("write conflict"), "{err}");
+        assert_eq!(store.read("commits/7").unwrap().unwrap(), b"first");
+        // Of many racing writers exactly one wins.
+        let wins: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|i| {
+                    let store = &store;
+                    s.spawn(move || store.create("offsets/1", format!("{i}").as_bytes()).is_ok())
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap() as usize)
+                .sum()
+        });
+        assert_eq!(wins, 1);
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("offsets"))
+                .unwrap()
+                .count(),
+            1,
+            "no temp files left"
+        );
     }
 
     #[test]

@@ -110,13 +110,19 @@ pub fn replay(
             spec.name
         )));
     }
-    if !spec.checkpoint.join("metadata").exists() {
+    let Some(live_dir) = spec.checkpoint.dir() else {
+        return Err(ReplayError::Refused(format!(
+            "{}: replay reads a checkpoint in a local directory (copy the objects to one first)",
+            spec.checkpoint
+        )));
+    };
+    if !live_dir.join("metadata").exists() {
         return Err(ReplayError::Refused(format!(
             "{}: no checkpoint there yet: the pipeline has not run",
-            spec.checkpoint.display()
+            live_dir.display()
         )));
     }
-    let live = LocalCheckpointStore::open(&spec.checkpoint).map_err(io)?;
+    let live = LocalCheckpointStore::open(live_dir).map_err(io)?;
     let meta: Metadata = read_entry(&live, "metadata")
         .map_err(io)?
         .ok_or_else(|| io("the checkpoint has no metadata"))?;
@@ -141,7 +147,11 @@ pub fn replay(
         .tempdir_in(&opts.scratch_in)
         .map_err(|e| io(format!("{}: {e}", opts.scratch_in.display())))?;
     let candidate = scratch::spec(spec, dir.path(), &opts.candidate);
-    scratch::checkpoint(&spec.checkpoint, &candidate.checkpoint, &meta, from)?;
+    let scratch_dir = candidate
+        .checkpoint
+        .dir()
+        .expect("the scratch checkpoint is a directory");
+    scratch::checkpoint(live_dir, scratch_dir, &meta, from)?;
     let reports = run(runtime, &candidate, tenant, entries, unit)?;
 
     // Each output read once for the whole range, on both sides.

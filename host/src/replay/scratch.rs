@@ -21,7 +21,7 @@ pub(super) fn spec(live: &Pipeline, dir: &Path, candidate: &Path) -> Pipeline {
     if let Some(t) = spec.transform.as_mut() {
         t.component = candidate.to_path_buf();
     }
-    spec.checkpoint = dir.join("checkpoint");
+    spec.checkpoint = crate::checkpoints::CheckpointLocation::Dir(dir.join("checkpoint"));
     spec.mode = Mode::MicroBatch;
     spec.sinks = live
         .sinks

@@ -35,7 +35,14 @@ pub fn inside(path: &Path, root: &Path, what: &str) -> Result<(), String> {
 /// Every path of `p`, checked against `root`; every Kafka client against
 /// `brokers`.
 pub fn pipeline(p: &Pipeline, root: &Path, brokers: &[String]) -> Result<(), String> {
-    inside(&p.checkpoint, root, "checkpoint")?;
+    // The service's credentials must not reach a bucket a tenant names.
+    let Some(checkpoint) = p.checkpoint.dir() else {
+        return Err(format!(
+            "checkpoint {}: the service keeps checkpoints under its data directory; an object store URL is for `weir run`",
+            p.checkpoint
+        ));
+    };
+    inside(checkpoint, root, "checkpoint")?;
     for s in &p.sources {
         match s {
             SourceSpec::Log { root: r, .. } => inside(r, root, "source path")?,

@@ -224,9 +224,10 @@ pub async fn delete(
     if opts.purge {
         let root = confine::tenant_root(&state.data, &tenant);
         if let Ok(spec) = stored_spec(&state, &p)
-            && confine::inside(&spec.checkpoint, &root, "checkpoint").is_ok()
+            && let Some(dir) = spec.checkpoint.dir()
+            && confine::inside(dir, &root, "checkpoint").is_ok()
         {
-            let _ = std::fs::remove_dir_all(&spec.checkpoint);
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
     state.store.event(Some(&tenant), &name, "deleted", "");

@@ -45,7 +45,10 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
     if detail {
         v["spec"] = shown_spec(&p.spec, &p.component).into();
         v["checkpoint"] = match super::pipelines::stored_spec(state, p) {
-            Ok(spec) => checkpoint(&spec.checkpoint),
+            Ok(spec) => match spec.checkpoint.dir() {
+                Some(dir) => checkpoint(dir),
+                None => json!({"location": spec.checkpoint.to_string()}),
+            },
             Err(e) => json!({"error": e}),
         };
     }

@@ -14,6 +14,7 @@
 //! A pipeline's own `checkpoint` is replaced by its tenant's root, so no
 //! tenant can point at another's checkpoints.
 
+use crate::checkpoints::CheckpointLocation;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -163,7 +164,8 @@ fn validate(raw: RawHost, base: &Path) -> Result<HostSpec, String> {
                 pipeline.name, t.name, tr.limits.max_memory, t.max_memory
             ));
         }
-        pipeline.checkpoint = t.dir.join("checkpoints").join(&pipeline.name);
+        pipeline.checkpoint =
+            CheckpointLocation::Dir(t.dir.join("checkpoints").join(&pipeline.name));
         pipelines.push((ti, pipeline));
     }
     for (i, t) in tenants.iter().enumerate() {

@@ -11,6 +11,7 @@ mod transform;
 mod trigger;
 mod units;
 
+use crate::checkpoints::CheckpointLocation;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -132,7 +133,8 @@ pub enum Mode {
 pub struct Pipeline {
     pub name: String,
     pub mode: Mode,
-    pub checkpoint: PathBuf,
+    /// A directory, or an object store URL (`s3://bucket/prefix`).
+    pub checkpoint: CheckpointLocation,
     pub sources: Vec<SourceSpec>,
     /// `None`: records pass through unchanged.
     pub transform: Option<TransformSpec>,
@@ -193,7 +195,6 @@ impl Pipeline {
 }
 
 fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
-    let path = |p: &str| base.join(p);
     let mode = match (raw.mode.as_str(), raw.checkpoint_interval.as_deref()) {
         ("micro-batch", None) => Mode::MicroBatch,
         ("micro-batch", Some(_)) => {
@@ -318,7 +319,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     Ok(Pipeline {
         name: raw.name.unwrap_or_else(|| "pipeline".into()),
         mode,
-        checkpoint: path(&raw.checkpoint),
+        checkpoint: CheckpointLocation::parse(&raw.checkpoint, base),
         sources,
         transform,
         sinks,

@@ -46,7 +46,7 @@ fn parse(text: &str) -> Result<Pipeline, String> {
 #[test]
 fn a_full_pipeline_validates() {
     let p = parse(GOOD).unwrap();
-    assert_eq!(p.checkpoint, Path::new("/base/ckpt"));
+    assert_eq!(p.checkpoint.dir(), Some(Path::new("/base/ckpt")));
     assert_eq!(p.trigger, Trigger::ProcessingTime(Duration::from_secs(1)));
     let t = p.transform.unwrap();
     assert_eq!(t.call, CallMode::PerRecord);

@@ -7,6 +7,7 @@ pub(crate) mod examples;
 mod failures;
 mod identity;
 mod layout;
+mod object_store;
 mod pipelines;
 
 use std::path::Path;
@@ -28,6 +29,8 @@ pub(crate) type Input = (u32, String, i64);
 pub(crate) struct Fixture {
     dir: tempfile::TempDir,
     continuous: bool,
+    /// Environment of every `weir run` (an object store's settings).
+    env: Vec<(String, String)>,
 }
 
 pub(crate) struct Spec<'a> {
@@ -123,7 +126,32 @@ topic = "out"
         Fixture {
             dir,
             continuous: spec.continuous,
+            env: Vec::new(),
         }
+    }
+
+    /// As `new`, with the checkpoint at `url` (an object store, whose
+    /// settings `env` gives each run).
+    pub(crate) fn with_checkpoint(
+        spec: &Spec<'_>,
+        inputs: &[Input],
+        url: &str,
+        env: Vec<(String, String)>,
+    ) -> Fixture {
+        let mut f = Fixture::new(spec, inputs);
+        let p = f.path().join("p.toml");
+        let text = std::fs::read_to_string(&p).unwrap();
+        // Epochs of 20 ms would be a stream of requests the test server
+        // (single-threaded Python) cannot keep up with.
+        let text = text
+            .replace("checkpoint = \"ckpt\"", &format!("checkpoint = \"{url}\""))
+            .replace(
+                "checkpoint-interval = \"20ms\"",
+                "checkpoint-interval = \"300ms\"",
+            );
+        std::fs::write(p, text).unwrap();
+        f.env = env;
+        f
     }
 
     /// Append more input (as in `new`).
@@ -141,7 +169,9 @@ topic = "out"
     }
 
     pub(crate) fn command(&self) -> std::process::Command {
-        run_command(self.path(), self.continuous.then_some("400ms"))
+        let mut c = run_command(self.path(), self.continuous.then_some("400ms"));
+        c.envs(self.env.iter().map(|(k, v)| (k, v)));
+        c
     }
 
     /// Run to completion; panics unless it exits 0.
@@ -181,15 +211,26 @@ topic = "out"
 /// each of `faults` in turn (restarting after each), and compare both
 /// outputs with `expected`.
 pub(crate) fn golden(spec: &Spec<'_>, inputs: &[Input], expected: &[String], faults: &[String]) {
+    golden_with(spec, inputs, expected, faults, &Fixture::new);
+}
+
+/// `golden` over fixtures made by `fixture` (a checkpoint elsewhere).
+pub(crate) fn golden_with(
+    spec: &Spec<'_>,
+    inputs: &[Input],
+    expected: &[String],
+    faults: &[String],
+    fixture: &dyn Fn(&Spec<'_>, &[Input]) -> Fixture,
+) {
     assert!(!expected.is_empty(), "a golden test needs expected output");
-    let straight = Fixture::new(spec, inputs);
+    let straight = fixture(spec, inputs);
     straight.run_to_end();
     assert_eq!(straight.output(), expected, "straight through");
     // A second run finds nothing new and writes nothing.
     straight.run_to_end();
     assert_eq!(straight.output(), expected, "second run");
 
-    let crashed = Fixture::new(spec, inputs);
+    let crashed = fixture(spec, inputs);
     let mut kills = 0;
     for f in faults {
         if crashed.run_with_fault(f) {

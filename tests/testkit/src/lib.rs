@@ -12,8 +12,10 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 mod engine;
+mod s3;
 mod serve;
 pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_query, values};
+pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_options};
 pub use serve::Serve;
 
 use weir::engine::RecordBatch;

@@ -48,7 +48,8 @@ impl ContinuousQuery {
         };
         // A re-run epoch keeps its recorded entry; a new one is written ahead.
         if !rerun {
-            self.store.write(&offsets_path(id), &encode_entry(&entry))?;
+            self.store
+                .create(&offsets_path(id), &encode_entry(&entry))?;
         }
         faults::point("after-offsets-write", id);
         let wal = commit_started.elapsed();
@@ -58,7 +59,7 @@ impl ContinuousQuery {
         let add_batch = sink_started.elapsed();
         let c = Instant::now();
         let (state_operators, event_time_progress) = self.advance_watermark(&stats);
-        self.store.write(
+        self.store.create(
             &commits_path(id),
             &encode_entry(&CommitEntry {
                 batch_id: id,

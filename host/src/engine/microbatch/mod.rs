@@ -257,7 +257,7 @@ impl MicroBatchQuery {
             // A re-run batch keeps its recorded entry; a new one is written ahead.
             if !rerun {
                 self.store
-                    .write(&offsets_path(batch_id), &encode_entry(&entry))?;
+                    .create(&offsets_path(batch_id), &encode_entry(&entry))?;
             }
             faults::point("after-offsets-write", batch_id);
             let wal_commit = wal_started.elapsed();
@@ -287,7 +287,7 @@ impl MicroBatchQuery {
                     .then(|| self.watermark.clone()),
             };
             self.store
-                .write(&commits_path(batch_id), &encode_entry(&commit))?;
+                .create(&commits_path(batch_id), &encode_entry(&commit))?;
             faults::point("after-commit-write", batch_id);
             if self.replay.is_none() {
                 for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
