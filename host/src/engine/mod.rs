@@ -10,6 +10,7 @@ pub mod connector;
 pub mod continuous;
 pub mod exchange;
 pub(crate) mod faults;
+pub mod group;
 pub mod guard;
 pub mod identity;
 pub mod log_budget;

@@ -29,6 +29,10 @@ pub struct StateFileOptions {
     /// Versions that must stay loadable (the checkpoint log's retention).
     pub keep_versions: u64,
     pub backend: StateBackend,
+    /// Every file is written once and never replaced (group mode, where
+    /// each owner of a partition writes under a directory of its own and a
+    /// second writer of a name is a fault to report, never to overwrite).
+    pub write_once: bool,
 }
 
 impl Default for StateFileOptions {
@@ -37,6 +41,7 @@ impl Default for StateFileOptions {
             snapshot_interval: 10,
             keep_versions: 100,
             backend: StateBackend::Memory,
+            write_once: false,
         }
     }
 }
@@ -128,6 +133,14 @@ impl StatePartition {
         })
     }
 
+    /// Keep the state and version, but write later versions under `dir`
+    /// (which has no files yet), starting with a snapshot: a partition that
+    /// changed owner never writes into its last owner's directory.
+    pub fn moved_to(&mut self, dir: String) {
+        self.dir = dir;
+        self.snapshots.clear();
+    }
+
     /// Make the current state durable as `version + 1` and move to it.
     pub fn commit(
         &mut self,
@@ -147,9 +160,13 @@ impl StatePartition {
             let mut enc = Encoder::new(SNAPSHOT, v);
             self.state.for_each_raw(|k, v| enc.push(k, Some(v)));
             let bytes = enc.finish();
-            store.write(&path(&self.dir, SNAPSHOT, v), &bytes)?;
-            // A delta of this version left by a crashed run is stale.
-            store.delete(&path(&self.dir, DELTA, v))?;
+            if options.write_once {
+                store.create(&path(&self.dir, SNAPSHOT, v), &bytes)?;
+            } else {
+                store.write(&path(&self.dir, SNAPSHOT, v), &bytes)?;
+                // A delta of this version left by a crashed run is stale.
+                store.delete(&path(&self.dir, DELTA, v))?;
+            }
             self.snapshots.push(v);
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
@@ -158,9 +175,13 @@ impl StatePartition {
                 enc.push(&k, v.as_deref());
             }
             let bytes = enc.finish();
-            store.write(&path(&self.dir, DELTA, v), &bytes)?;
-            // So must be a snapshot of this version: loading prefers snapshots.
-            store.delete(&path(&self.dir, SNAPSHOT, v))?;
+            if options.write_once {
+                store.create(&path(&self.dir, DELTA, v), &bytes)?;
+            } else {
+                store.write(&path(&self.dir, DELTA, v), &bytes)?;
+                // So must be a snapshot of this version: loading prefers snapshots.
+                store.delete(&path(&self.dir, SNAPSHOT, v))?;
+            }
         }
         self.state.checkpointed(due);
         self.version = v;

@@ -11,6 +11,7 @@ fn opts(interval: u64, keep: u64) -> StateFileOptions {
         snapshot_interval: interval,
         keep_versions: keep,
         backend: B,
+        write_once: false,
     }
 }
 
@@ -149,6 +150,7 @@ fn disk_backend_behaves_the_same() {
         snapshot_interval: 4,
         keep_versions: 100,
         backend: StateBackend::Disk,
+        write_once: false,
     };
     let mut p = StatePartition::load(&store, "state/0/0", 0, StateBackend::Disk).unwrap();
     for v in 1..=9u64 {
