@@ -176,10 +176,7 @@ impl Objects {
     }
 
     /// The object's bytes and etag, `None` if absent.
-    pub(super) fn get(
-        &self,
-        path: &str,
-    ) -> Result<Option<Tagged>, object_store::Error> {
+    pub(super) fn get(&self, path: &str) -> Result<Option<Tagged>, object_store::Error> {
         let (store, key) = (self.store.clone(), self.key(path));
         self.run(async move {
             match store.get(&key).await {

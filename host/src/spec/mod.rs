@@ -3,6 +3,7 @@
 //! `FILE:LINE:COLUMN: what is wrong`.
 
 mod connectors;
+mod group;
 mod host;
 mod kafka;
 mod raw;
@@ -12,6 +13,7 @@ mod trigger;
 mod units;
 
 use crate::checkpoints::CheckpointLocation;
+pub use group::GroupSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -150,6 +152,8 @@ pub struct Pipeline {
     pub state: crate::engine::state::StatefulOptions,
     /// How state is keyed, when `[state]` says (a stateful transform needs it).
     pub state_key: Option<crate::engine::exchange::Partitioning>,
+    /// `[group]`: one member of a consumer group sharing the partitions.
+    pub group: Option<GroupSpec>,
 }
 
 impl Pipeline {
@@ -303,6 +307,10 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     {
         return Err("state.exchange = false applies to a pipeline with one source".into());
     }
+    let group = raw
+        .group
+        .map(|g| g.validate(&sources, &sinks, trigger))
+        .transpose()?;
     let files = |s: &SourceSpec| matches!(s, SourceSpec::Files { .. });
     if let Some(et) = &state.event_time
         && et.rule == crate::engine::state::WatermarkRule::SlowestPartition
@@ -328,6 +336,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         backpressure,
         state,
         state_key,
+        group,
     })
 }
 

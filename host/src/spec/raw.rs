@@ -24,6 +24,7 @@ pub struct RawPipeline {
     pub output_mode: Option<String>,
     pub event_time: Option<RawEventTime>,
     pub state: Option<RawState>,
+    pub group: Option<super::group::RawGroup>,
 }
 
 /// Where event time comes from and how late data is treated.

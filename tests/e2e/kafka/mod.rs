@@ -5,6 +5,7 @@
 //! exits; the outage test starts and stops a private one.
 
 mod exactly_once;
+mod group;
 mod mixed;
 mod outages;
 mod replay;

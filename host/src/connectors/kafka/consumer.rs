@@ -306,7 +306,7 @@ impl PartitionConsumer {
 }
 
 /// Encode `m`'s headers into `headers` (cleared first); its timestamp.
-fn meta(headers: &mut Vec<u8>, m: &impl Message) -> i64 {
+pub(super) fn meta(headers: &mut Vec<u8>, m: &impl Message) -> i64 {
     headers.clear();
     if let Some(h) = m.headers() {
         for h in h.iter() {

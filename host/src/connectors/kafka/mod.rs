@@ -9,6 +9,7 @@
 
 mod consumer;
 mod continuous;
+mod group;
 mod offsets;
 mod record_size;
 mod sink;
@@ -28,6 +29,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::DeliveryResult;
 use rdkafka::producer::ProducerContext;
 
+pub use group::KafkaGroupMember;
 pub use offsets::KafkaOffsets;
 pub use sink::KafkaSink;
 pub use source::KafkaSource;

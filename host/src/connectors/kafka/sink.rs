@@ -18,7 +18,7 @@ use rdkafka::producer::{BaseRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Consumer, Producer, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry};
-use crate::engine::{ConnectorError, Sink, SinkBatch, faults};
+use crate::engine::{ConnectorError, OutputRef, Sink, SinkBatch, faults};
 use crate::spec::KafkaSinkSpec;
 
 /// Each transactional step waits at most this long before it is retried
@@ -60,46 +60,11 @@ impl KafkaSink {
 
     /// Queue every record, serving delivery reports when the queue is full.
     fn produce(&self, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
-        let producer = self.producer();
         let mut rows = 0;
         for o in batch.records() {
-            let mut record = BaseRecord::<[u8], [u8]>::to(&self.spec.topic);
-            // No value: a null payload (a tombstone, which compaction honours).
-            if let Some(v) = o.value_opt() {
-                record = record.payload(v);
-            }
-            // Most records have no headers: no header list to allocate.
-            if !o.headers.is_empty() {
-                let mut headers = OwnedHeaders::new();
-                for (name, value) in o.headers() {
-                    headers = headers.insert(Header {
-                        key: name,
-                        value: Some(value),
-                    });
-                }
-                record = record.headers(headers);
-            }
-            if let Some(k) = o.key {
-                record = record.key(k);
-            }
-            if o.timestamp > 0 {
-                record = record.timestamp(o.timestamp);
-            }
-            loop {
-                match producer.send(record) {
-                    Ok(()) => break,
-                    Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                        record = r;
-                        producer.poll(Duration::from_millis(5));
-                    }
-                    Err((e, _)) => {
-                        return Err(ConnectorError(format!(
-                            "{}: producing a record: {e}",
-                            self.description()
-                        )));
-                    }
-                }
-            }
+            send(self.producer(), &self.spec.topic, &o).map_err(|e| {
+                ConnectorError(format!("{}: producing a record: {e}", self.description()))
+            })?;
             rows += 1;
         }
         Ok(rows)
@@ -144,6 +109,43 @@ impl KafkaSink {
                 }
                 Err(e) => return Err(e.into()),
             }
+        }
+    }
+}
+
+/// Queue one output record for `topic`, serving delivery reports while
+/// the producer's queue is full.
+pub(super) fn send(producer: &Producer, topic: &str, o: &OutputRef<'_>) -> Result<(), KafkaError> {
+    let mut record = BaseRecord::<[u8], [u8]>::to(topic);
+    // No value: a null payload (a tombstone, which compaction honours).
+    if let Some(v) = o.value_opt() {
+        record = record.payload(v);
+    }
+    // Most records have no headers: no header list to allocate.
+    if !o.headers.is_empty() {
+        let mut headers = OwnedHeaders::new();
+        for (name, value) in o.headers() {
+            headers = headers.insert(Header {
+                key: name,
+                value: Some(value),
+            });
+        }
+        record = record.headers(headers);
+    }
+    if let Some(k) = o.key {
+        record = record.key(k);
+    }
+    if o.timestamp > 0 {
+        record = record.timestamp(o.timestamp);
+    }
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
+                record = r;
+                producer.poll(Duration::from_millis(5));
+            }
+            Err((e, _)) => return Err(e),
         }
     }
 }

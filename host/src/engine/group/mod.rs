@@ -105,10 +105,13 @@ impl GroupQuery {
                 .saturating_sub(started.elapsed())
                 .clamp(Duration::from_millis(1), Duration::from_millis(100));
             let room = self.options.max_records.saturating_sub(taken).max(1);
-            let polled = self.member.poll(room, wait).map_err(|err| EngineError::Source {
-                name: self.member.description(),
-                err,
-            })?;
+            let polled = self
+                .member
+                .poll(room, wait)
+                .map_err(|err| EngineError::Source {
+                    name: self.member.description(),
+                    err,
+                })?;
             taken += self.apply(polled)?;
             let full = !self.options.continuous && taken >= self.options.max_records;
             if full || started.elapsed() >= interval {

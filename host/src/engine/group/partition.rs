@@ -84,7 +84,9 @@ impl Owned {
         let state = if options.stateful {
             let own = format!("group/state/{p}/{}", uuid::Uuid::new_v4().simple());
             let mut s = match &pointer.state_dir {
-                Some(dir) => StatePartition::load(store, dir, pointer.version, options.files.backend)?,
+                Some(dir) => {
+                    StatePartition::load(store, dir, pointer.version, options.files.backend)?
+                }
                 None => StatePartition::load(store, &own, 0, options.files.backend)?,
             };
             tracing::info!(
@@ -92,7 +94,10 @@ impl Owned {
                 "restored state version {} ({} keys) from {}; resuming at offset {}",
                 s.version,
                 s.state.rows(),
-                pointer.state_dir.as_deref().unwrap_or("nothing (new partition)"),
+                pointer
+                    .state_dir
+                    .as_deref()
+                    .unwrap_or("nothing (new partition)"),
                 a.position.map_or("the start".into(), |o| o.to_string())
             );
             s.moved_to(own);

@@ -67,8 +67,12 @@ impl GroupQuery {
             .values()
             .filter_map(|o| o.watermark_for(&self.options.state))
             .min();
-        let (state_operators, event_time) =
-            progress_fields(&self.options.state, &stats, self.owned.len() as u64, watermark);
+        let (state_operators, event_time) = progress_fields(
+            &self.options.state,
+            &stats,
+            self.owned.len() as u64,
+            watermark,
+        );
         Progress {
             id: self.member.description(),
             run_id: self.run_id.clone(),

@@ -4,6 +4,8 @@
 //! `weir serve` all start pipelines through [`build_query`], so a pipeline
 //! means the same thing whichever way it is started.
 
+mod group;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -232,6 +234,8 @@ struct Guest {
 pub enum Query {
     MicroBatch(Box<MicroBatchQuery>),
     Continuous(Box<ContinuousQuery>),
+    /// One member of a consumer group (`[group]`), in either mode.
+    Group(Box<crate::engine::group::GroupQuery>),
 }
 
 impl Query {
@@ -239,6 +243,7 @@ impl Query {
         match self {
             Query::MicroBatch(q) => q.stop_handle(),
             Query::Continuous(q) => q.stop_handle(),
+            Query::Group(q) => q.stop_handle(),
         }
     }
 
@@ -255,6 +260,7 @@ impl Query {
         match self {
             Query::MicroBatch(q) => q.run(report),
             Query::Continuous(q) => q.run(report),
+            Query::Group(q) => q.run(report),
         }
     }
 }
@@ -284,6 +290,9 @@ pub fn build_query(
         ..spec.state.clone()
     };
     let store = spec.checkpoint.open()?;
+    if let Some(group) = &spec.group {
+        return group::build(spec, group, store, factory, error_policy, state);
+    }
     let query = match spec.mode {
         Mode::MicroBatch => {
             let sources = spec

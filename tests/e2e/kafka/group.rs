@@ -1,0 +1,282 @@
+//! Group mode on the real broker: several `weir run` processes of one
+//! pipeline share a 12-partition topic through a consumer group. Output is
+//! read with `read_committed` and must hold every input exactly once,
+//! through a SIGKILLed member, a member started late, and a member stopped
+//! (SIGSTOP) past its session timeout and then resumed (its late commit is
+//! fenced). The windowed count's output equals a reference computed here.
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+
+use super::{broker, create_topic, sorted_values, unique};
+use crate::testkit::{guest, weir};
+
+/// One pipeline and the `weir run` processes running it.
+struct Group {
+    dir: tempfile::TempDir,
+    members: Vec<Child>,
+}
+
+impl Group {
+    fn new(input: &str, output: &str, component: &str, extra: &str) -> Group {
+        let bootstrap = broker().to_string();
+        let group = unique("group");
+        let spec = format!(
+            r#"
+name = "grouped"
+checkpoint = "ckpt"
+[group]
+id = "{group}"
+session-timeout = "6s"
+[[source]]
+type = "kafka"
+bootstrap-servers = "{bootstrap}"
+topics = ["{input}"]
+starting-offsets = "earliest"
+max-offsets-per-trigger = 20000
+[transform]
+component = "{component}"
+on-error = "fail"
+[sink.default]
+type = "kafka"
+bootstrap-servers = "{bootstrap}"
+topic = "{output}"
+transaction-timeout = "10s"
+[trigger]
+type = "processing-time"
+interval = "200ms"
+{extra}
+"#,
+            component = guest(component).display()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.toml"), spec).unwrap();
+        Group {
+            dir,
+            members: Vec::new(),
+        }
+    }
+
+    /// Start one more member; its log goes to `member-<n>.log`.
+    fn start(&mut self) {
+        let n = self.members.len();
+        let log = std::fs::File::create(self.dir.path().join(format!("member-{n}.log"))).unwrap();
+        let child = weir()
+            .arg("run")
+            .arg(self.dir.path().join("p.toml"))
+            .args(["--progress", "none"])
+            .env("WEIR_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.members.push(child);
+    }
+
+    fn signal(&self, member: usize, sig: i32) {
+        // SAFETY: a signal to a child this test started.
+        unsafe { libc::kill(self.members[member].id() as i32, sig) };
+    }
+
+    fn log_of(&self, n: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("member-{n}.log"))).unwrap_or_default()
+    }
+
+    fn logs(&self) -> String {
+        (0..self.members.len())
+            .map(|n| {
+                let text = std::fs::read_to_string(self.dir.path().join(format!("member-{n}.log")))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(30).collect();
+                format!(
+                    "--- member {n} ---\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Stop every member still running (SIGTERM, then wait).
+    fn stop_all(&mut self) {
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if m.try_wait().unwrap().is_none() {
+                // SAFETY: as in `signal`.
+                unsafe { libc::kill(m.id() as i32, libc::SIGCONT) };
+                unsafe { libc::kill(m.id() as i32, libc::SIGTERM) };
+                let status = m.wait().unwrap();
+                assert!(status.success(), "member {i} ended with {status}");
+            }
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            let _ = m.kill();
+            let _ = m.wait();
+        }
+    }
+}
+
+/// Records produced with Kafka's default (Java) partitioner, murmur2 of
+/// the key, as weir's state partitioning expects.
+fn produce(bootstrap: &str, topic: &str, records: &[(String, String, i64)]) {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("partitioner", "murmur2_random")
+        .set("linger.ms", "20")
+        .set("queue.buffering.max.messages", "1000000")
+        .create()
+        .unwrap();
+    for (k, v, ts) in records {
+        let mut rec = BaseRecord::<str, str>::to(topic)
+            .key(k)
+            .payload(v)
+            .timestamp(*ts);
+        loop {
+            match p.send(rec) {
+                Ok(()) => break,
+                Err((_, back)) => {
+                    rec = back;
+                    p.poll(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+    p.flush(Duration::from_secs(60)).unwrap();
+}
+
+/// Counts a topic's committed records as they appear.
+struct Tail {
+    consumer: BaseConsumer,
+    seen: usize,
+}
+
+impl Tail {
+    fn new(bootstrap: &str, topic: &str, partitions: i32) -> Tail {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", bootstrap)
+            .set("isolation.level", "read_committed")
+            .set("group.id", "weir-test-tail")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition_offset(topic, p, Offset::Beginning)
+                .unwrap();
+        }
+        consumer.assign(&tpl).unwrap();
+        Tail { consumer, seen: 0 }
+    }
+
+    /// Wait until at least `n` records are committed (or panic with `why`).
+    fn wait_for(&mut self, n: usize, timeout: Duration, why: &dyn Fn() -> String) {
+        let deadline = Instant::now() + timeout;
+        while self.seen < n {
+            assert!(
+                Instant::now() < deadline,
+                "only {} of {n} records committed after {timeout:?}\n{}",
+                self.seen,
+                why()
+            );
+            if let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(100)) {
+                let _ = m.payload();
+                self.seen += 1;
+            }
+        }
+    }
+}
+
+/// Event times near now: the test broker deletes segments whose records
+/// are older than its retention within a second.
+fn base() -> i64 {
+    static BASE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *BASE.get_or_init(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    })
+}
+
+fn values(from: usize, n: usize) -> Vec<(String, String, i64)> {
+    (from..from + n)
+        .map(|i| {
+            (
+                format!("k{}", i % 101),
+                format!(r#"{{"id":{i},"name":"record {i}"}}"#),
+                base() + i as i64,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
+    const N: usize = 1_000_000;
+    let bootstrap = broker();
+    let (input, output) = (unique("group-in"), unique("group-out"));
+    create_topic(bootstrap, &input, 12, &[]);
+    create_topic(bootstrap, &output, 4, &[]);
+    let mut g = Group::new(&input, &output, "uppercase", "");
+    let mut tail = Tail::new(bootstrap, &output, 4);
+    produce(bootstrap, &input, &values(0, 400_000));
+    for _ in 0..3 {
+        g.start();
+    }
+    let logs = || g.logs();
+    tail.wait_for(100_000, Duration::from_secs(120), &logs);
+    // One member dies mid-run: its partitions move once its session ends
+    // (and its open transaction, if any, is aborted by the broker).
+    g.signal(0, libc::SIGKILL);
+    produce(bootstrap, &input, &values(400_000, 300_000));
+    let logs = || g.logs();
+    tail.wait_for(450_000, Duration::from_secs(120), &logs);
+    // Another stalls past its session timeout: the group moves on without
+    // it; a member started meanwhile takes a share.
+    g.signal(1, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_secs(9));
+    g.start();
+    produce(bootstrap, &input, &values(700_000, 300_000));
+    std::thread::sleep(Duration::from_secs(3));
+    // Resumed, the stalled member's batch in flight is fenced.
+    g.signal(1, libc::SIGCONT);
+    let logs = || g.logs();
+    tail.wait_for(N, Duration::from_secs(240), &logs);
+    // Nothing more arrives: no duplicates committed late.
+    std::thread::sleep(Duration::from_secs(3));
+    g.stop_all();
+    // The chaos happened as planned: the stalled member found itself
+    // dropped from the group, and the late one was given partitions.
+    let stalled = g.log_of(1);
+    assert!(
+        stalled.contains("lost (this member was dropped from the group)")
+            || stalled.contains("not committed"),
+        "{}",
+        g.logs()
+    );
+    assert!(
+        g.log_of(3).contains("assigned partitions ["),
+        "{}",
+        g.logs()
+    );
+    let got = sorted_values(bootstrap, &output);
+    let mut expected: Vec<String> = values(0, N)
+        .into_iter()
+        .map(|(_, v, _)| v.to_uppercase())
+        .collect();
+    expected.sort();
+    assert_eq!(got.len(), expected.len(), "{}", g.logs());
+    assert!(
+        got == expected,
+        "output differs from the input, uppercased, exactly once"
+    );
+}
