@@ -177,6 +177,16 @@ impl Tail {
         Tail { consumer, seen: 0 }
     }
 
+    /// Wait until at least `n` records are committed or `timeout` passes.
+    fn reach(&mut self, n: usize, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.seen < n && Instant::now() < deadline {
+            if let Some(Ok(_)) = self.consumer.poll(Duration::from_millis(100)) {
+                self.seen += 1;
+            }
+        }
+    }
+
     /// Wait until at least `n` records are committed (or panic with `why`).
     fn wait_for(&mut self, n: usize, timeout: Duration, why: &dyn Fn() -> String) {
         let deadline = Instant::now() + timeout;
@@ -278,5 +288,105 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
     assert!(
         got == expected,
         "output differs from the input, uppercased, exactly once"
+    );
+}
+
+/// The windowed count (tumbling 1 s windows per key, state keyed by the
+/// `key` field) run by members that come and go: every window the final
+/// watermarks close is counted exactly once, as the reference says. Each
+/// partition's watermark is its own; a last record far ahead in every
+/// partition closes all the real windows.
+#[test]
+fn a_windowed_count_over_group_members_equals_the_reference() {
+    use crate::stateful::examples::windows_until;
+    use weir::engine::exchange::{Partitioning, StateKey};
+    const N: usize = 200_000;
+    let bootstrap = broker();
+    let (input, output) = (unique("wgroup-in"), unique("wgroup-out"));
+    create_topic(bootstrap, &input, 12, &[]);
+    create_topic(bootstrap, &output, 4, &[]);
+    let record = |key: &str, ts: i64| {
+        (
+            key.to_string(),
+            format!(r#"{{"key":"{key}","ts":{ts}}}"#),
+            ts,
+        )
+    };
+    let real: Vec<_> = (0..N)
+        .map(|i| record(&format!("k{}", i % 101), base() + 2 * i as i64))
+        .collect();
+    // One record per partition, ten minutes past the others (brokers
+    // refuse timestamps over an hour ahead), under a key of that partition.
+    let keyed = Partitioning {
+        key: StateKey::Field(vec!["key".into()]),
+        partitions: 12,
+        exchange: false,
+    };
+    let flush: Vec<_> = (0..12)
+        .map(|p| {
+            let key = (0..)
+                .map(|j| format!("flush-{j}"))
+                .find(|k| keyed.partition_of(k.as_bytes()) == p)
+                .unwrap();
+            record(&key, base() + 2 * N as i64 + 600_000)
+        })
+        .collect();
+    let extra = r#"
+[transform.config]
+size = "1s"
+[event-time]
+field = "ts"
+delay = "500ms"
+[state]
+key-field = "key"
+"#;
+    let mut g = Group::new(&input, &output, "window_count", extra);
+    let mut tail = Tail::new(bootstrap, &output, 4);
+    produce(bootstrap, &input, &real[..N / 2]);
+    for _ in 0..3 {
+        g.start();
+    }
+    let logs = || g.logs();
+    tail.wait_for(1_000, Duration::from_secs(120), &logs);
+    g.signal(0, libc::SIGKILL);
+    produce(bootstrap, &input, &real[N / 2..]);
+    std::thread::sleep(Duration::from_secs(2));
+    g.start();
+    produce(bootstrap, &input, &flush);
+    let inputs: Vec<(u32, String, i64)> =
+        real.iter().map(|(_, v, ts)| (0, v.clone(), *ts)).collect();
+    let expected = windows_until(&inputs, 1_000, i64::MAX);
+    tail.reach(expected.len(), Duration::from_secs(240));
+    std::thread::sleep(Duration::from_secs(3));
+    g.stop_all();
+    let got = sorted_values(bootstrap, &output);
+    if got.len() != expected.len() {
+        let missing: Vec<&String> = expected
+            .iter()
+            .filter(|e| got.binary_search(e).is_err())
+            .take(20)
+            .collect();
+        let extra: Vec<&String> = got
+            .iter()
+            .filter(|e| expected.binary_search(e).is_err())
+            .take(20)
+            .collect();
+        let keys: std::collections::BTreeSet<u32> = expected
+            .iter()
+            .filter(|e| got.binary_search(e).is_err())
+            .map(|e| keyed.partition_of(e.split('"').nth(3).unwrap().as_bytes()))
+            .collect();
+        panic!(
+            "{} windows, expected {}; missing (partitions {keys:?}) {missing:#?}; extra {extra:#?}\n{}",
+            got.len(),
+            expected.len(),
+            g.logs()
+        );
+    }
+    assert!(got == expected, "windows differ from the reference");
+    assert!(
+        g.log_of(3).contains("restored state version"),
+        "{}",
+        g.logs()
     );
 }
