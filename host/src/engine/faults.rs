@@ -6,7 +6,10 @@
 //!
 //! Points: `after-offsets-write`, `mid-sink`, `after-sink-commit`,
 //! `after-commit-write`, and `after-state-write` (a stateful task wrote its
-//! state version for the batch, before the sinks).
+//! state version for the batch, before the sinks). Group mode adds
+//! `group-before-commit` (output computed, state written, transaction not
+//! begun), `group-mid-transaction` (records produced, offsets not yet sent)
+//! and `group-after-commit`.
 //!
 //! Compiled in only with the `fault-injection` cargo feature (the test
 //! suite turns it on); otherwise every point is an empty function, so a

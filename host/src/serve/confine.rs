@@ -35,6 +35,12 @@ pub fn inside(path: &Path, root: &Path, what: &str) -> Result<(), String> {
 /// Every path of `p`, checked against `root`; every Kafka client against
 /// `brokers`.
 pub fn pipeline(p: &Pipeline, root: &Path, brokers: &[String]) -> Result<(), String> {
+    if p.group.is_some() {
+        return Err(
+            "[group] pipelines run as `weir run` processes (the service does not run group members)"
+                .into(),
+        );
+    }
     // The service's credentials must not reach a bucket a tenant names.
     let Some(checkpoint) = p.checkpoint.dir() else {
         return Err(format!(
@@ -159,6 +165,32 @@ mod tests {
         }
         std::os::unix::fs::symlink(dir.path(), root.join("link")).unwrap();
         assert!(inside(&root.join("link/secret"), &root, "p").is_err());
+    }
+
+    #[test]
+    fn group_pipelines_and_bucket_checkpoints_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path();
+        let text = |extra: &str, checkpoint: &str| {
+            format!(
+                "checkpoint = \"{checkpoint}\"\n[[source]]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopics = [\"in\"]\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopic = \"out\"\n{extra}"
+            )
+        };
+        let brokers = vec!["k:9092".to_string()];
+        let p = Pipeline::parse(&text("", "c"), "p.toml", base).unwrap();
+        pipeline(&p, base, &brokers).unwrap();
+        let p = Pipeline::parse(&text("[group]\nid = \"g\"\n", "c"), "p.toml", base).unwrap();
+        let err = pipeline(&p, base, &brokers).unwrap_err();
+        assert!(
+            err.contains("the service does not run group members"),
+            "{err}"
+        );
+        let p = Pipeline::parse(&text("", "s3://bucket/x"), "p.toml", base).unwrap();
+        let err = pipeline(&p, base, &brokers).unwrap_err();
+        assert!(
+            err.contains("an object store URL is for `weir run`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -155,3 +155,43 @@ fn continuous_mode_takes_a_kafka_source_but_no_backpressure() {
         Mode::Continuous { .. }
     ));
 }
+
+#[test]
+fn a_group_pipeline_validates_and_its_rules_are_named() {
+    let group = format!("{KAFKA}\n[group]\nid = \"orders\"\nsession-timeout = \"6s\"\n");
+    let p = parse(&group).unwrap();
+    let g = p.group.unwrap();
+    assert_eq!(g.id, "orders");
+    assert_eq!(g.session_timeout, Duration::from_secs(6));
+    assert_eq!(g.member, None);
+    let err = parse(&group.replace(
+        "type = \"kafka\"\nbootstrap-servers = \"127.0.0.1:9092\"\ntopic = \"out\"\ntransaction-timeout = \"30s\"",
+        "type = \"console\"",
+    ))
+    .unwrap_err();
+    assert!(
+        err.contains("sink.default: [group] needs Kafka sinks"),
+        "{err}"
+    );
+    let err =
+        parse(&group.replace("topics = [\"in\"]", "topics = [\"in\", \"more\"]")).unwrap_err();
+    assert!(err.contains("[group] reads one Kafka topic"), "{err}");
+    let err = parse(
+        &group
+            .replace(
+                "\"processing-time\"\ninterval = \"500ms\"",
+                "\"available-now\"",
+            )
+            .replace("[backpressure]\nmin-rate = 50\n", ""),
+    )
+    .unwrap_err();
+    assert!(err.contains("members run until stopped"), "{err}");
+    let err = parse(&group.replace(
+        "topic = \"out\"",
+        "topic = \"out\"\ndelivery = \"at-least-once\"",
+    ))
+    .unwrap_err();
+    assert!(err.contains("the sink must be exactly-once"), "{err}");
+    let err = parse(&group.replace("id = \"orders\"", "id = \"orders\"\nmembers = 3")).unwrap_err();
+    assert!(err.contains("unknown field `members`"), "{err}");
+}

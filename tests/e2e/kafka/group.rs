@@ -24,13 +24,25 @@ struct Group {
 }
 
 impl Group {
-    fn new(input: &str, output: &str, component: &str, extra: &str) -> Group {
+    /// Micro-batch every 200 ms; `continuous`: epochs of 200 ms.
+    fn new(input: &str, output: &str, component: &str, extra: &str, continuous: bool) -> Group {
+        let mode = if continuous {
+            "mode = \"continuous\"\ncheckpoint-interval = \"200ms\""
+        } else {
+            ""
+        };
+        let trigger = if continuous {
+            ""
+        } else {
+            "[trigger]\ntype = \"processing-time\"\ninterval = \"200ms\""
+        };
         let bootstrap = broker().to_string();
         let group = unique("group");
         let spec = format!(
             r#"
 name = "grouped"
 checkpoint = "ckpt"
+{mode}
 [group]
 id = "{group}"
 session-timeout = "6s"
@@ -48,9 +60,7 @@ type = "kafka"
 bootstrap-servers = "{bootstrap}"
 topic = "{output}"
 transaction-timeout = "10s"
-[trigger]
-type = "processing-time"
-interval = "200ms"
+{trigger}
 {extra}
 "#,
             component = guest(component).display()
@@ -65,6 +75,11 @@ interval = "200ms"
 
     /// Start one more member; its log goes to `member-<n>.log`.
     fn start(&mut self) {
+        self.start_with(None);
+    }
+
+    /// Start a member that SIGKILLs itself at `fault` (`WEIR_FAULT`).
+    fn start_with(&mut self, fault: Option<&str>) {
         let n = self.members.len();
         let log = std::fs::File::create(self.dir.path().join(format!("member-{n}.log"))).unwrap();
         let child = weir()
@@ -72,6 +87,7 @@ interval = "200ms"
             .arg(self.dir.path().join("p.toml"))
             .args(["--progress", "none"])
             .env("WEIR_LOG", "info")
+            .envs(fault.map(|f| ("WEIR_FAULT", f)))
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -236,7 +252,7 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
     let (input, output) = (unique("group-in"), unique("group-out"));
     create_topic(bootstrap, &input, 12, &[]);
     create_topic(bootstrap, &output, 4, &[]);
-    let mut g = Group::new(&input, &output, "uppercase", "");
+    let mut g = Group::new(&input, &output, "uppercase", "", false);
     let mut tail = Tail::new(bootstrap, &output, 4);
     produce(bootstrap, &input, &values(0, 400_000));
     for _ in 0..3 {
@@ -296,42 +312,8 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
 /// watermarks close is counted exactly once, as the reference says. Each
 /// partition's watermark is its own; a last record far ahead in every
 /// partition closes all the real windows.
-#[test]
-fn a_windowed_count_over_group_members_equals_the_reference() {
-    use crate::stateful::examples::windows_until;
-    use weir::engine::exchange::{Partitioning, StateKey};
-    const N: usize = 200_000;
-    let bootstrap = broker();
-    let (input, output) = (unique("wgroup-in"), unique("wgroup-out"));
-    create_topic(bootstrap, &input, 12, &[]);
-    create_topic(bootstrap, &output, 4, &[]);
-    let record = |key: &str, ts: i64| {
-        (
-            key.to_string(),
-            format!(r#"{{"key":"{key}","ts":{ts}}}"#),
-            ts,
-        )
-    };
-    let real: Vec<_> = (0..N)
-        .map(|i| record(&format!("k{}", i % 101), base() + 2 * i as i64))
-        .collect();
-    // One record per partition, ten minutes past the others (brokers
-    // refuse timestamps over an hour ahead), under a key of that partition.
-    let keyed = Partitioning {
-        key: StateKey::Field(vec!["key".into()]),
-        partitions: 12,
-        exchange: false,
-    };
-    let flush: Vec<_> = (0..12)
-        .map(|p| {
-            let key = (0..)
-                .map(|j| format!("flush-{j}"))
-                .find(|k| keyed.partition_of(k.as_bytes()) == p)
-                .unwrap();
-            record(&key, base() + 2 * N as i64 + 600_000)
-        })
-        .collect();
-    let extra = r#"
+/// The windowed count's pipeline lines (after `[transform]`).
+const WINDOWS: &str = r#"
 [transform.config]
 size = "1s"
 [event-time]
@@ -340,7 +322,59 @@ delay = "500ms"
 [state]
 key-field = "key"
 "#;
-    let mut g = Group::new(&input, &output, "window_count", extra);
+
+fn keyed() -> weir::engine::exchange::Partitioning {
+    use weir::engine::exchange::{Partitioning, StateKey};
+    Partitioning {
+        key: StateKey::Field(vec!["key".into()]),
+        partitions: 12,
+        exchange: false,
+    }
+}
+
+type Records = Vec<(String, String, i64)>;
+
+/// `n` events of 101 keys, 2 ms apart; and one record per partition, ten
+/// minutes past them (brokers refuse timestamps over an hour ahead), under
+/// a key of that partition, which closes every real window.
+fn window_records(n: usize) -> (Records, Records) {
+    let record = |key: &str, ts: i64| {
+        (
+            key.to_string(),
+            format!(r#"{{"key":"{key}","ts":{ts}}}"#),
+            ts,
+        )
+    };
+    let real = (0..n)
+        .map(|i| record(&format!("k{}", i % 101), base() + 2 * i as i64))
+        .collect();
+    let flush = (0..12)
+        .map(|p| {
+            let key = (0..)
+                .map(|j| format!("flush-{j}"))
+                .find(|k| keyed().partition_of(k.as_bytes()) == p)
+                .unwrap();
+            record(&key, base() + 2 * n as i64 + 600_000)
+        })
+        .collect();
+    (real, flush)
+}
+
+fn windows_expected(real: &Records) -> Vec<String> {
+    let inputs: Vec<(u32, String, i64)> =
+        real.iter().map(|(_, v, ts)| (0, v.clone(), *ts)).collect();
+    crate::stateful::examples::windows_until(&inputs, 1_000, i64::MAX)
+}
+
+#[test]
+fn a_windowed_count_over_group_members_equals_the_reference() {
+    const N: usize = 200_000;
+    let bootstrap = broker();
+    let (input, output) = (unique("wgroup-in"), unique("wgroup-out"));
+    create_topic(bootstrap, &input, 12, &[]);
+    create_topic(bootstrap, &output, 4, &[]);
+    let (real, flush) = window_records(N);
+    let mut g = Group::new(&input, &output, "window_count", WINDOWS, false);
     let mut tail = Tail::new(bootstrap, &output, 4);
     produce(bootstrap, &input, &real[..N / 2]);
     for _ in 0..3 {
@@ -353,9 +387,7 @@ key-field = "key"
     std::thread::sleep(Duration::from_secs(2));
     g.start();
     produce(bootstrap, &input, &flush);
-    let inputs: Vec<(u32, String, i64)> =
-        real.iter().map(|(_, v, ts)| (0, v.clone(), *ts)).collect();
-    let expected = windows_until(&inputs, 1_000, i64::MAX);
+    let expected = windows_expected(&real);
     tail.reach(expected.len(), Duration::from_secs(240));
     std::thread::sleep(Duration::from_secs(3));
     g.stop_all();
@@ -374,7 +406,7 @@ key-field = "key"
         let keys: std::collections::BTreeSet<u32> = expected
             .iter()
             .filter(|e| got.binary_search(e).is_err())
-            .map(|e| keyed.partition_of(e.split('"').nth(3).unwrap().as_bytes()))
+            .map(|e| keyed().partition_of(e.split('"').nth(3).unwrap().as_bytes()))
             .collect();
         panic!(
             "{} windows, expected {}; missing (partitions {keys:?}) {missing:#?}; extra {extra:#?}\n{}",
@@ -389,4 +421,55 @@ key-field = "key"
         "{}",
         g.logs()
     );
+}
+
+/// In continuous mode, one member SIGKILLed at each step of a commit in
+/// turn and restarted: the windows equal the reference.
+#[test]
+fn a_group_member_killed_at_every_step_recovers_exactly() {
+    const N: usize = 40_000;
+    let bootstrap = broker();
+    let (input, output) = (unique("fgroup-in"), unique("fgroup-out"));
+    create_topic(bootstrap, &input, 12, &[]);
+    create_topic(bootstrap, &output, 4, &[]);
+    let (real, flush) = window_records(N);
+    let expected = windows_expected(&real);
+    let mut g = Group::new(&input, &output, "window_count", WINDOWS, true);
+    let faults = [
+        "group-before-commit#1",
+        "group-mid-transaction#1",
+        "after-state-write#5",
+        "group-after-commit#1",
+    ];
+    // Each member gets new input, dies at its point, and the next one
+    // restores what was committed.
+    let slice = N / (faults.len() + 1);
+    for (i, f) in faults.iter().enumerate() {
+        produce(bootstrap, &input, &real[i * slice..(i + 1) * slice]);
+        g.start_with(Some(f));
+        let deadline = Instant::now() + Duration::from_secs(90);
+        let status = loop {
+            if let Some(s) = g.members[i].try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{f} not reached:\n{}",
+                g.log_of(i)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9), "{f}: {}", g.log_of(i));
+    }
+    produce(bootstrap, &input, &real[faults.len() * slice..]);
+    produce(bootstrap, &input, &flush);
+    g.start();
+    let mut tail = Tail::new(bootstrap, &output, 4);
+    tail.reach(expected.len(), Duration::from_secs(180));
+    std::thread::sleep(Duration::from_secs(2));
+    g.stop_all();
+    let got = sorted_values(bootstrap, &output);
+    assert_eq!(got.len(), expected.len(), "{}", g.logs());
+    assert!(got == expected, "windows differ from the reference");
 }

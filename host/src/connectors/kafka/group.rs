@@ -338,6 +338,7 @@ impl KafkaGroupMember {
                 rows += 1;
             }
         }
+        crate::engine::faults::point("group-mid-transaction", 0);
         let mut tpl = TopicPartitionList::new();
         for p in positions {
             tpl.add_partition_offset(&self.topic, p.partition as i32, Offset::Offset(p.next))?;

@@ -245,8 +245,10 @@ impl GroupQuery {
         let positions: Vec<Position> = self.owned.values().filter_map(Owned::position).collect();
         let processed = batch_start.elapsed();
         let commit_start = Instant::now();
+        super::faults::point("group-before-commit", self.batch_id);
         match self.member.commit(&parts, &positions) {
             Ok(rows) => {
+                super::faults::point("group-after-commit", self.batch_id);
                 batch.output_rows = rows;
                 let progress = self.progress(&batch, started, processed, commit_start.elapsed());
                 self.summary.batches += 1;
