@@ -12,7 +12,7 @@
 use weir_testkit as testkit;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
@@ -65,7 +65,12 @@ fn fill(bootstrap: &str, topic: &str) {
     p.flush(Duration::from_secs(120)).unwrap();
 }
 
-fn pipeline(dir: &std::path::Path, bootstrap: &str, input: &str, output: &str) -> std::path::PathBuf {
+fn pipeline(
+    dir: &std::path::Path,
+    bootstrap: &str,
+    input: &str,
+    output: &str,
+) -> std::path::PathBuf {
     let spec = format!(
         r#"
 name = "group-bench"
@@ -93,13 +98,16 @@ transaction-timeout = "10s"
     path
 }
 
+/// A member; its log goes to `log`, its progress (JSON lines) to
+/// `log` + `.progress`.
 fn member(spec: &std::path::Path, log: std::path::PathBuf) -> Child {
+    let progress = std::fs::File::create(log.with_extension("progress")).unwrap();
     Command::new(testkit::weir_bin())
         .arg("run")
         .arg(spec)
-        .args(["--progress", "none"])
+        .args(["--progress", "json"])
         .env("WEIR_LOG", "info")
-        .stdout(Stdio::null())
+        .stdout(progress)
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap()
@@ -118,7 +126,8 @@ impl Tail {
             .unwrap();
         let mut tpl = TopicPartitionList::new();
         for p in 0..4 {
-            tpl.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+            tpl.add_partition_offset(topic, p, Offset::Beginning)
+                .unwrap();
         }
         c.assign(&tpl).unwrap();
         Tail(c)
@@ -164,7 +173,10 @@ fn throughput(dir: &std::path::Path, bootstrap: &str, input: &str, n: usize) -> 
         .collect();
     let mut seen = 0;
     while seen < RECORDS {
-        assert!(started.elapsed() < Duration::from_secs(600), "only {seen} records");
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "only {seen} records"
+        );
         if tail.next().is_some() {
             seen += 1;
         }
@@ -181,7 +193,9 @@ fn failover(dir: &std::path::Path, bootstrap: &str, input: &str) -> (f64, f64, V
     create_topic(bootstrap, &output, 4);
     let spec = pipeline(dir, bootstrap, input, &output);
     let tail = Tail::new(bootstrap, &output);
-    let logs: Vec<_> = (0..3).map(|i| dir.join(format!("{output}-{i}.log"))).collect();
+    let logs: Vec<_> = (0..3)
+        .map(|i| dir.join(format!("{output}-{i}.log")))
+        .collect();
     let mut members: Vec<Child> = logs.iter().map(|l| member(&spec, l.clone())).collect();
     let mut seen = 0;
     while seen < 300_000 {
@@ -189,12 +203,25 @@ fn failover(dir: &std::path::Path, bootstrap: &str, input: &str) -> (f64, f64, V
             seen += 1;
         }
     }
-    let log = std::fs::read_to_string(&logs[0]).unwrap();
-    let held: Vec<i32> = log
-        .lines()
-        .filter_map(|l| l.split("assigned partitions [").nth(1))
-        .flat_map(|l| l.split(']').next().unwrap().split(", ").filter_map(|p| p.trim().parse().ok()).collect::<Vec<i32>>())
-        .collect();
+    // What it holds now, as its last progress line says.
+    let held: Vec<i32> = loop {
+        let text = std::fs::read_to_string(logs[0].with_extension("progress")).unwrap();
+        let last: Option<serde_json::Value> = text
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok());
+        let parts = last
+            .as_ref()
+            .and_then(|p| p["sources"][0]["metrics"]["partitions"].as_str())
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|p| p.parse().ok())
+            .collect::<Vec<i32>>();
+        if !parts.is_empty() {
+            break parts;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     members[0].kill().unwrap();
     members[0].wait().unwrap();
     let killed = Instant::now();
@@ -220,8 +247,21 @@ fn failover(dir: &std::path::Path, bootstrap: &str, input: &str) -> (f64, f64, V
     let mut back: BTreeSet<i32> = BTreeSet::new();
     let mut first = None;
     while back.len() < held.len() {
-        assert!(killed.elapsed() < Duration::from_secs(300), "partitions {held:?} never came back");
-        let Some((p, offset)) = tail.next() else { continue };
+        if killed.elapsed() > Duration::from_secs(120) {
+            for l in &logs[1..] {
+                let text = std::fs::read_to_string(l).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(15).collect();
+                eprintln!(
+                    "--- {} ---\n{}",
+                    l.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+            panic!("partitions {held:?} never came back (committed {committed:?}; back {back:?})");
+        }
+        let Some((p, offset)) = tail.next() else {
+            continue;
+        };
         if committed.get(&p).is_some_and(|&c| offset >= c) && back.insert(p) {
             first.get_or_insert(killed.elapsed().as_secs_f64());
         }
@@ -241,13 +281,25 @@ fn main() {
                 .arg(dir.path().join("broker"))
                 .output()
                 .unwrap();
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-            (String::from_utf8(out.stdout).unwrap().trim().to_string(), true)
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            (
+                String::from_utf8(out.stdout).unwrap().trim().to_string(),
+                true,
+            )
         }
     };
     let input = format!("group-bench-{}", uuid::Uuid::new_v4().simple());
     create_topic(&bootstrap, &input, PARTITIONS);
     fill(&bootstrap, &input);
+    if std::env::var("WEIR_BENCH_FAILOVER_ONLY").is_ok() {
+        let (first, all, held) = failover(dir.path(), &bootstrap, &input);
+        println!("failover: {first:.1} s / {all:.1} s ({held:?})");
+        return;
+    }
     let one = throughput(dir.path(), &bootstrap, &input, 1);
     println!("1 process:   {one:.0} rec/s (1 M records, 12 partitions, start to last commit)");
     for n in [2, 3] {
