@@ -18,6 +18,8 @@
 mod member;
 mod partition;
 mod progress;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
