@@ -36,6 +36,10 @@ pub struct Args {
     /// partitions can never change).
     #[arg(long)]
     upgrade: bool,
+    /// Serve this pipeline's Prometheus metrics at http://ADDR/metrics (the
+    /// `weir_*` series `weir serve` documents, with an empty tenant).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -55,9 +59,13 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
+    let metrics = args
+        .metrics
+        .map(|addr| serve_metrics(addr, &spec.name))
+        .transpose()?;
     let tty = std::io::stderr().is_terminal();
     let mut last_print = Instant::now() - Duration::from_secs(10);
-    let mut report = |p: &Progress| match args.progress {
+    let mut show = |p: &Progress| match args.progress {
         ProgressMode::Json => {
             let mut out = std::io::stdout().lock();
             let _ = serde_json::to_writer(&mut out, p);
@@ -72,6 +80,12 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
             }
         }
         ProgressMode::None => {}
+    };
+    let mut report = |p: &Progress| {
+        if let Some((m, labels)) = &metrics {
+            m.record(labels, p);
+        }
+        show(p)
     };
     let summary = query.run(&mut report);
     if tty && matches!(args.progress, ProgressMode::Status) {
@@ -89,4 +103,56 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
         );
     }
     Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// Serve `GET /metrics` on `addr` from a thread of its own; the registry
+/// is fed from the query's progress reports.
+fn serve_metrics(
+    addr: std::net::SocketAddr,
+    pipeline: &str,
+) -> anyhow::Result<(
+    std::sync::Arc<weir::serve::metrics::Metrics>,
+    weir::serve::metrics::PipelineLabels,
+)> {
+    let listener = std::net::TcpListener::bind(addr)
+        .with_context(|| format!("--metrics {addr}: cannot listen there"))?;
+    listener.set_nonblocking(true)?;
+    eprintln!(
+        "weir: serving metrics on http://{}/metrics",
+        listener.local_addr()?
+    );
+    let metrics = std::sync::Arc::new(weir::serve::metrics::Metrics::new());
+    let served = metrics.clone();
+    std::thread::Builder::new()
+        .name("weir-metrics".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the metrics endpoint");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                let app = axum::Router::new().route(
+                    "/metrics",
+                    axum::routing::get(move || {
+                        let text = served.encode(None);
+                        async move {
+                            (
+                                [(
+                                    axum::http::header::CONTENT_TYPE,
+                                    "text/plain; version=0.0.4; charset=utf-8",
+                                )],
+                                text,
+                            )
+                        }
+                    }),
+                );
+                let _ = axum::serve(listener, app).await;
+            });
+        })?;
+    let labels = weir::serve::metrics::PipelineLabels {
+        tenant: String::new(),
+        pipeline: pipeline.to_string(),
+    };
+    Ok((metrics, labels))
 }

@@ -85,7 +85,7 @@ transaction-timeout = "10s"
         let child = weir()
             .arg("run")
             .arg(self.dir.path().join("p.toml"))
-            .args(["--progress", "none"])
+            .args(["--progress", "none", "--metrics", "127.0.0.1:0"])
             .env("WEIR_LOG", "info")
             .envs(fault.map(|f| ("WEIR_FAULT", f)))
             .stdout(Stdio::null())
@@ -98,6 +98,40 @@ transaction-timeout = "10s"
     fn signal(&self, member: usize, sig: i32) {
         // SAFETY: a signal to a child this test started.
         unsafe { libc::kill(self.members[member].id() as i32, sig) };
+    }
+
+    /// The partitions member `n` holds, as its `/metrics` says
+    /// (`weir_group_partition_held` = 1).
+    fn held(&self, n: usize) -> std::collections::BTreeSet<u32> {
+        use std::io::{Read, Write};
+        let log = self.log_of(n);
+        let addr = log
+            .split("serving metrics on http://")
+            .nth(1)
+            .and_then(|r| r.split("/metrics").next())
+            .unwrap_or_else(|| panic!("member {n} serves no metrics:\n{log}"));
+        let mut conn = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            conn,
+            "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut text = String::new();
+        conn.read_to_string(&mut text).unwrap();
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        text.lines()
+            .filter(|l| l.starts_with("weir_group_partition_held{") && l.ends_with(" 1"))
+            .map(|l| {
+                l.split("partition=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
     }
 
     fn log_of(&self, n: usize) -> String {
@@ -390,6 +424,17 @@ fn a_windowed_count_over_group_members_equals_the_reference() {
     let expected = windows_expected(&real);
     tail.reach(expected.len(), Duration::from_secs(240));
     std::thread::sleep(Duration::from_secs(3));
+    // Each live member's /metrics names its partitions: together all 12,
+    // none twice.
+    let held: Vec<_> = (1..4).map(|n| g.held(n)).collect();
+    let all: Vec<u32> = held.iter().flatten().copied().collect();
+    let mut sorted = all.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        (0..12).collect::<Vec<u32>>(),
+        "members hold {held:?}"
+    );
     g.stop_all();
     let got = sorted_values(bootstrap, &output);
     if got.len() != expected.len() {

@@ -59,6 +59,8 @@ pub struct GroupQuery {
     run_id: String,
     batch_id: u64,
     summary: RunSummary,
+    /// Partitions moved since the last progress report.
+    moved: bool,
 }
 
 impl GroupQuery {
@@ -83,6 +85,7 @@ impl GroupQuery {
             run_id: uuid::Uuid::new_v4().to_string(),
             batch_id: 0,
             summary: RunSummary::default(),
+            moved: false,
         }
     }
 
@@ -127,6 +130,7 @@ impl GroupQuery {
 
     /// Rebalances, then records: returns the records taken.
     fn apply(&mut self, polled: Polled) -> Result<usize, EngineError> {
+        self.moved |= !polled.revoked.is_empty() || !polled.assigned.is_empty();
         for p in polled.revoked {
             if let Some(o) = self.owned.remove(&p) {
                 tracing::info!(
@@ -231,6 +235,11 @@ impl GroupQuery {
     ) -> Result<(), EngineError> {
         let batch_start = Instant::now();
         if self.run_tasks(BTreeMap::new(), true)? == 0 {
+            // Nothing to commit, but a rebalance shows in progress at once.
+            if std::mem::take(&mut self.moved) {
+                let none = progress::Batch::default();
+                report(&self.progress(&none, started, Duration::ZERO, Duration::ZERO));
+            }
             return Ok(());
         }
         let mut parts = Vec::new();
@@ -257,6 +266,7 @@ impl GroupQuery {
                 self.summary.input_rows += batch.rows;
                 self.summary.output_rows += rows;
                 self.batch_id += 1;
+                self.moved = false;
                 report(&progress);
                 Ok(())
             }

@@ -56,6 +56,8 @@ struct Seen {
     fuel: u64,
     counters: BTreeMap<String, u64>,
     gauges: Vec<String>,
+    /// Group mode: the partitions the member held at its last report.
+    partitions: std::collections::BTreeSet<String>,
 }
 
 pub struct Metrics {
@@ -77,6 +79,7 @@ pub struct Metrics {
     running: Family<PipelineLabels, Gauge>,
     guest_counters: Family<NameLabels, Counter>,
     guest_gauges: Family<NameLabels, FloatGauge>,
+    group_partitions: Family<group::PartitionLabels, Gauge>,
     seen: Mutex<HashMap<PipelineLabels, Seen>>,
 }
 
@@ -107,6 +110,7 @@ impl Metrics {
             running: Family::default(),
             guest_counters: Family::default(),
             guest_gauges: Family::default(),
+            group_partitions: Family::default(),
             seen: Mutex::new(HashMap::new()),
             registry: Registry::default(),
         };
@@ -188,6 +192,11 @@ impl Metrics {
             "Gauges the guest reports through its metrics import",
             m.guest_gauges.clone(),
         );
+        r.register(
+            "weir_group_partition_held",
+            "Group mode: 1 for each input partition the member holds, 0 for one it held before",
+            m.group_partitions.clone(),
+        );
         Metrics { registry, ..m }
     }
 
@@ -253,6 +262,7 @@ impl Metrics {
                 ..Seen::default()
             };
         }
+        self.record_group(l, p, &mut s.partitions);
         self.fuel
             .get_or_create(l)
             .inc_by(tm.fuel_consumed.saturating_sub(s.fuel));
@@ -354,6 +364,7 @@ impl Metrics {
     }
 }
 
+mod group;
 mod summary;
 
 #[cfg(test)]
