@@ -179,6 +179,21 @@ impl GroupQuery {
         Ok(taken)
     }
 
+    /// After a commit: the state directories of partitions' earlier
+    /// owners are no longer named by any committed pointer.
+    fn remove_previous_state(&mut self) {
+        for o in self.owned.values_mut() {
+            if let Some(dir) = o.previous.take()
+                && let Err(e) = super::state::StatePartition::remove(&*self.store, &dir)
+            {
+                tracing::warn!(
+                    partition = o.partition,
+                    "removing the earlier owner's state {dir}: {e} (left in place)"
+                );
+            }
+        }
+    }
+
     fn restore(&mut self, assigned: Vec<Assigned>) -> Result<(), EngineError> {
         for a in assigned {
             let o = Owned::restore(&a, &*self.store, &self.options.state, &*self.factory)?;
@@ -268,6 +283,7 @@ impl GroupQuery {
                 self.batch_id += 1;
                 self.moved = false;
                 report(&progress);
+                self.remove_previous_state();
                 Ok(())
             }
             Err(e) => {

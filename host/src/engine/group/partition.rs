@@ -50,6 +50,9 @@ pub(super) struct Owned {
     time: Option<BatchTime>,
     /// The watermark the last batch ran with.
     last_watermark: Option<i64>,
+    /// The last owner's state directory, deleted once this owner's first
+    /// commit has moved the pointer off it.
+    pub previous: Option<String>,
 }
 
 fn step_error(partition: u32) -> impl Fn(StepError) -> EngineError {
@@ -118,6 +121,7 @@ impl Owned {
             rows: 0,
             time: None,
             last_watermark: None,
+            previous: pointer.state_dir.filter(|_| options.stateful),
         })
     }
 

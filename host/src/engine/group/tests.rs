@@ -11,7 +11,7 @@ use crate::engine::connector::ConnectorError;
 use crate::engine::exchange::{Partitioning, StateKey};
 use crate::engine::output::TransformOutput;
 use crate::engine::transform::{FnTransform, Transform, TransformError};
-use crate::engine::{LocalCheckpointStore, OutputBatch};
+use crate::engine::{CheckpointStore, LocalCheckpointStore, OutputBatch};
 
 type Commits = Arc<Mutex<Vec<(Vec<String>, Vec<Position>)>>>;
 
@@ -122,6 +122,15 @@ fn run(
 ) -> (Result<RunSummary, EngineError>, Commits) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
+    run_on(store, polls, fenced, options)
+}
+
+fn run_on(
+    store: Arc<dyn CheckpointStore>,
+    polls: Vec<Polled>,
+    fenced: Vec<usize>,
+    options: GroupOptions,
+) -> (Result<RunSummary, EngineError>, Commits) {
     let commits = Commits::default();
     let stop = Arc::new(AtomicBool::new(false));
     let member = Scripted {
@@ -211,5 +220,60 @@ fn a_record_outside_its_keys_partition_stops_a_stateful_group() {
     assert!(
         err.contains(&format!("belongs to state partition {home}")),
         "{err}"
+    );
+}
+
+/// A partition's state moves: the second owner loads the version the
+/// committed pointer names, writes under its own directory, and once its
+/// first commit moved the pointer, the first owner's files are gone.
+#[test]
+fn state_moves_with_the_pointer_and_the_old_owners_files_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn CheckpointStore> = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
+    let keyed = Partitioning {
+        key: StateKey::RecordKey,
+        partitions: 4,
+        exchange: false,
+    };
+    let p = keyed.partition_of(b"k");
+    let mut o = options(Duration::ZERO, 1000);
+    o.state.stateful = true;
+    o.state.partitioning = keyed;
+    let first = vec![polled(vec![], vec![assign(p)], vec![batch(p, 0..3)])];
+    let (r, commits) = run_on(store.clone(), first, vec![], o.clone());
+    r.unwrap();
+    let pointer = commits.lock().unwrap().last().unwrap().1[0].clone();
+    assert_eq!(pointer.next, 3);
+    let dir_of = |meta: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(meta).unwrap();
+        v["state-dir"].as_str().unwrap().to_string()
+    };
+    let old = dir_of(&pointer.metadata);
+    assert_eq!(
+        store.list_numbered(&format!("{old}/snapshots")).unwrap(),
+        vec![1]
+    );
+    let moved = Assigned {
+        partition: p,
+        position: Some(3),
+        metadata: pointer.metadata.clone(),
+    };
+    let second = vec![polled(vec![], vec![moved], vec![batch(p, 3..5)])];
+    let (r, commits) = run_on(store.clone(), second, vec![], o);
+    r.unwrap();
+    let pointer = commits.lock().unwrap().last().unwrap().1[0].clone();
+    assert_eq!(pointer.next, 5);
+    let new = dir_of(&pointer.metadata);
+    assert_ne!(new, old);
+    // Version 2 (the first owner's 1, plus this batch), as a snapshot.
+    assert_eq!(
+        store.list_numbered(&format!("{new}/snapshots")).unwrap(),
+        vec![2]
+    );
+    assert!(
+        store
+            .list_numbered(&format!("{old}/snapshots"))
+            .unwrap()
+            .is_empty()
     );
 }

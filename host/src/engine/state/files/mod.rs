@@ -56,13 +56,17 @@ pub struct StatePartition {
     snapshots: Vec<u64>,
 }
 
-fn path(dir: &str, kind: u8, v: u64) -> String {
+fn kind_dir(dir: &str, kind: u8) -> String {
     let sub = if kind == SNAPSHOT {
         "snapshots"
     } else {
         "deltas"
     };
-    format!("{dir}/{sub}/{v}")
+    format!("{dir}/{sub}")
+}
+
+fn path(dir: &str, kind: u8, v: u64) -> String {
+    format!("{}/{v}", kind_dir(dir, kind))
 }
 
 fn corrupt(store: &dyn CheckpointStore, path: &str, problem: impl Into<String>) -> CheckpointError {
@@ -131,6 +135,17 @@ impl StatePartition {
             version,
             snapshots,
         })
+    }
+
+    /// Delete every version file under `dir` (a partition's directory no
+    /// committed pointer names any more).
+    pub fn remove(store: &dyn CheckpointStore, dir: &str) -> Result<(), CheckpointError> {
+        for kind in [SNAPSHOT, DELTA] {
+            for v in store.list_numbered(&kind_dir(dir, kind))? {
+                store.delete(&path(dir, kind, v))?;
+            }
+        }
+        Ok(())
     }
 
     /// Keep the state and version, but write later versions under `dir`
