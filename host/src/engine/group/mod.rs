@@ -261,7 +261,7 @@ impl GroupQuery {
         let mut batch = progress::Batch::default();
         for o in self.owned.values_mut() {
             let (p, stats, rows, start) = o.take_batch();
-            batch.add(o.partition, start, o.next, rows, &stats, o.state_rows());
+            batch.add(o.partition, start, o.next, rows, &stats);
             parts.extend(p);
         }
         let name = self.member.description();

@@ -164,13 +164,14 @@ impl Owned {
         Some(b)
     }
 
-    /// Run `input` through the transform with the batch's clocks.
-    pub fn process(
+    /// Run `step` with this partition's task run at the batch's clocks
+    /// (fixed when the batch started); statistics carry over between steps.
+    fn with_run(
         &mut self,
-        input: Vec<RecordBatch>,
         options: &StatefulOptions,
         now: i64,
-    ) -> Result<(), EngineError> {
+        step: impl FnOnce(&mut TaskRun<'_>, &mut dyn Transform, &mut Parts) -> Result<(), StepError>,
+    ) -> Result<BatchTime, EngineError> {
         let time = *self.time.get_or_insert(BatchTime {
             watermark: self.watermark(options),
             processing_time: now,
@@ -182,19 +183,30 @@ impl Owned {
             time,
             stats: std::mem::take(&mut self.stats),
         };
-        let mut result = Ok(());
-        for b in input {
-            result = run.process(&mut *self.transform, 0, b, &mut self.parts);
-            if result.is_err() {
-                break;
-            }
-        }
+        let r = step(&mut run, &mut *self.transform, &mut self.parts);
         self.stats = std::mem::take(&mut run.stats);
-        result.map_err(step_error(self.partition))
+        r.map_err(step_error(self.partition))?;
+        Ok(time)
     }
 
-    /// Fire due timers and write the state's next version (write-once,
-    /// under this owner's directory); the event-time high mark moves.
+    /// Run `input` through the transform with the batch's clocks.
+    pub fn process(
+        &mut self,
+        input: Vec<RecordBatch>,
+        options: &StatefulOptions,
+        now: i64,
+    ) -> Result<(), EngineError> {
+        self.with_run(options, now, |run, t, parts| {
+            input
+                .into_iter()
+                .try_for_each(|b| run.process(t, 0, b, parts))
+        })
+        .map(|_| ())
+    }
+
+    /// Process the batch's waiting input, fire due timers and write the
+    /// state's next version (write-once, under this owner's directory);
+    /// the event-time high mark moves.
     pub fn finish(
         &mut self,
         options: &StatefulOptions,
@@ -202,18 +214,12 @@ impl Owned {
         now: i64,
     ) -> Result<(), EngineError> {
         let input = std::mem::take(&mut self.input);
-        self.process(input, options, now)?;
-        let time = self.time.expect("process fixed the clocks");
-        let mut run = TaskRun {
-            partition: self.partition,
-            options,
-            state: self.state.as_mut(),
-            time,
-            stats: std::mem::take(&mut self.stats),
-        };
-        let r = run.finish(&mut *self.transform, store, &mut self.parts);
-        self.stats = std::mem::take(&mut run.stats);
-        r.map_err(step_error(self.partition))?;
+        let time = self.with_run(options, now, |run, t, parts| {
+            for b in input {
+                run.process(t, 0, b, parts)?;
+            }
+            run.finish(t, store, parts)
+        })?;
         if let Some(&m) = self.stats.event_max.values().max() {
             self.event_max = Some(self.event_max.map_or(m, |e| e.max(m)));
         }

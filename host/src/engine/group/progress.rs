@@ -19,7 +19,6 @@ pub(super) struct Batch {
     starts: BTreeMap<String, i64>,
     ends: BTreeMap<String, i64>,
     stats: TaskStats,
-    state_rows: u64,
 }
 
 impl Batch {
@@ -30,7 +29,6 @@ impl Batch {
         end: Option<i64>,
         rows: u64,
         stats: &TaskStats,
-        state_rows: u64,
     ) {
         if let (Some(s), Some(e)) = (start, end) {
             self.starts.insert(partition.to_string(), s);
@@ -38,7 +36,6 @@ impl Batch {
         }
         self.rows += rows;
         self.stats.merge(stats);
-        self.state_rows += state_rows;
     }
 }
 

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -241,19 +240,13 @@ impl Tail {
 
     /// Wait until at least `n` records are committed (or panic with `why`).
     fn wait_for(&mut self, n: usize, timeout: Duration, why: &dyn Fn() -> String) {
-        let deadline = Instant::now() + timeout;
-        while self.seen < n {
-            assert!(
-                Instant::now() < deadline,
-                "only {} of {n} records committed after {timeout:?}\n{}",
-                self.seen,
-                why()
-            );
-            if let Some(Ok(m)) = self.consumer.poll(Duration::from_millis(100)) {
-                let _ = m.payload();
-                self.seen += 1;
-            }
-        }
+        self.reach(n, timeout);
+        assert!(
+            self.seen >= n,
+            "only {} of {n} records committed after {timeout:?}\n{}",
+            self.seen,
+            why()
+        );
     }
 }
 

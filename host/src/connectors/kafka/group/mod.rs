@@ -23,7 +23,6 @@ use rdkafka::producer::Producer as _;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::consumer::{meta, whole_ms};
-use super::sink::send;
 use super::{Context, Producer, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry};
 use crate::engine::group::{Assigned, CommitError, GroupMember, Polled, Position};
 use crate::engine::{ConnectorError, RecordBatch, TransformOutput};
@@ -32,23 +31,11 @@ use crate::spec::{GroupSpec, KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, Kafk
 /// Each transactional step waits at most this long.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A record Kafka refused (the batch cannot commit as it is), or
-/// Kafka's verdict on the transaction.
-enum TxnError {
-    Record(KafkaError),
-    Unrouted(String),
-    Kafka(KafkaError),
-}
-
-impl From<KafkaError> for TxnError {
-    fn from(e: KafkaError) -> Self {
-        TxnError::Kafka(e)
-    }
-}
-
 mod rebalance;
+mod transaction;
 
 use rebalance::{Event, GroupContext};
+use transaction::TxnError;
 
 pub struct KafkaGroupMember {
     source: KafkaSourceSpec,
@@ -201,56 +188,6 @@ impl KafkaGroupMember {
             }
         }
         Ok(())
-    }
-
-    /// One transaction: the records, then the offsets with the group's
-    /// metadata, then the commit (a retriable commit failure is retried
-    /// alone: it may have committed).
-    fn transaction(
-        &self,
-        parts: &[(RecordBatch, TransformOutput)],
-        positions: &[Position],
-    ) -> Result<u64, TxnError> {
-        let producer = &self.producer;
-        producer.context().take_failure();
-        producer.begin_transaction()?;
-        let mut rows = 0;
-        for (input, out) in parts {
-            for o in out.batch.iter(input) {
-                let Some(topic) = self.routes.get(&o.output.map(str::to_string)) else {
-                    return Err(TxnError::Unrouted(
-                        o.output.unwrap_or("default").to_string(),
-                    ));
-                };
-                send(producer, topic, &o).map_err(TxnError::Record)?;
-                rows += 1;
-            }
-        }
-        crate::engine::faults::point("group-mid-transaction", 0);
-        let mut tpl = TopicPartitionList::new();
-        for p in positions {
-            tpl.add_partition_offset(&self.topic, p.partition as i32, Offset::Offset(p.next))?;
-            if let Some(mut e) = tpl.find_partition(&self.topic, p.partition as i32) {
-                e.set_metadata(p.metadata.clone());
-            }
-        }
-        let cgm = self
-            .consumer
-            .group_metadata()
-            .expect("the consumer has a group id");
-        producer.send_offsets_to_transaction(&tpl, &cgm, STEP_TIMEOUT)?;
-        let started = Instant::now();
-        loop {
-            match producer.commit_transaction(STEP_TIMEOUT) {
-                Err(KafkaError::Transaction(t))
-                    if t.is_retriable() && started.elapsed() < self.source.retry_timeout =>
-                {
-                    tracing::warn!("kafka: committing a group transaction: {t}; retrying");
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-                r => return Ok(r.map(|()| rows)?),
-            }
-        }
     }
 }
 
