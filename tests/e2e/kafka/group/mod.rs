@@ -312,9 +312,12 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
     // The chaos happened as planned: the stalled member found itself
     // dropped from the group, and the late one was given partitions.
     let stalled = g.log_of(1);
+    // (librdkafka reports the expiry itself; the partitions then show as
+    // lost, or as revoked when it rejoins first.)
     assert!(
         stalled.contains("lost (this member was dropped from the group)")
-            || stalled.contains("not committed"),
+            || stalled.contains("not committed")
+            || stalled.contains("Consumer group session timed out"),
         "{}",
         g.logs()
     );
