@@ -42,13 +42,17 @@ impl Settings {
         Settings {
             component,
             stateful: s.stateful,
-            state_key: s.stateful.then(|| p.key.describe()),
+            state_key: s.stateful.then(|| p.describe()),
             state_partitions: s.stateful.then_some(p.partitions),
             exchange: s.stateful.then_some(p.exchange),
             event_time: s.event_time.as_ref().map(|e| {
                 format!(
-                    "field {}, delay {}, late {}",
+                    "field {}{}, delay {}, late {}",
                     e.field.as_deref().unwrap_or("(record timestamp)"),
+                    e.source_fields
+                        .iter()
+                        .map(|(i, f)| format!(" (source {i}: {f})"))
+                        .collect::<String>(),
                     humantime::format_duration(e.delay),
                     match e.late {
                         super::state::LatePolicy::Drop => "drop",

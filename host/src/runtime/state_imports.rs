@@ -100,6 +100,10 @@ impl ContextHost for StoreData {
         self.ctx.event_time
     }
 
+    fn source(&mut self) -> Option<String> {
+        self.ctx.source.clone()
+    }
+
     fn query_output_mode(&mut self) -> WitOutputMode {
         match self.ctx.output_mode {
             OutputMode::Append => WitOutputMode::Append,

@@ -7,6 +7,7 @@ mod group;
 mod host;
 mod kafka;
 mod raw;
+mod sources;
 mod state;
 mod transform;
 mod trigger;
@@ -209,7 +210,10 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
                 return Err("[trigger] does not apply in continuous mode (epochs follow checkpoint-interval)".into());
             }
             if raw.source.len() != 1
-                || !matches!(raw.source[0], RawSource::Log { .. } | RawSource::Kafka(_))
+                || !matches!(
+                    raw.source[0].kind,
+                    RawSource::Log { .. } | RawSource::Kafka(_)
+                )
             {
                 return Err(
                     "continuous mode reads exactly one source of type \"log\" or \"kafka\"".into(),
@@ -233,15 +237,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             ));
         }
     };
-    if raw.source.is_empty() {
-        return Err("at least one [[source]] is required".into());
-    }
-    let sources = raw
-        .source
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| connectors::source(i, s, base))
-        .collect::<Result<Vec<_>, _>>()?;
+    let inputs = sources::sources(raw.source, base)?;
     let transform = raw
         .transform
         .map(|t| transform::transform(t, base))
@@ -300,7 +296,9 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
         raw.event_time,
         raw.state,
         matches!(mode, Mode::Continuous { .. }),
+        &inputs,
     )?;
+    let sources = inputs.specs;
     if let Some(p) = &state_key
         && !p.exchange
         && sources.len() != 1

@@ -14,7 +14,7 @@ pub struct RawPipeline {
     pub checkpoint: String,
     /// Epoch length in continuous mode.
     pub checkpoint_interval: Option<String>,
-    pub source: Vec<RawSource>,
+    pub source: Vec<RawSourceEntry>,
     pub transform: Option<RawTransform>,
     pub sink: BTreeMap<String, RawSink>,
     #[serde(default)]
@@ -39,7 +39,7 @@ pub struct RawEventTime {
 }
 
 /// How keyed state is checkpointed.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RawState {
     pub snapshot_interval: Option<u64>,
@@ -64,6 +64,39 @@ pub struct RawBackpressure {
 
 fn default_mode() -> String {
     "micro-batch".into()
+}
+
+/// One `[[source]]`: the keys every source type shares, then its type's own
+/// (which refuse unknown keys, as every table does).
+#[derive(Debug)]
+pub struct RawSourceEntry {
+    pub name: Option<String>,
+    /// This source's state key field, when not the `[state]` key.
+    pub key_field: Option<String>,
+    /// This source's event-time field, when not `[event-time] field`.
+    pub event_time_field: Option<String>,
+    pub kind: RawSource,
+}
+
+impl<'de> Deserialize<'de> for RawSourceEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut table = toml::Table::deserialize(d)?;
+        let mut take = |k: &str| match table.remove(k) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(D::Error::custom(format!(
+                "source {k}: expected a string, found {}",
+                v.type_str()
+            ))),
+        };
+        Ok(RawSourceEntry {
+            name: take("name")?,
+            key_field: take("key-field")?,
+            event_time_field: take("event-time-field")?,
+            kind: RawSource::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]

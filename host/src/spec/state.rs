@@ -19,6 +19,7 @@ pub(super) fn options(
     event_time: Option<RawEventTime>,
     state: Option<RawState>,
     continuous: bool,
+    sources: &super::sources::Sources,
 ) -> Result<(StatefulOptions, Option<Partitioning>), String> {
     // Micro-batch takes Spark's rule: each batch takes every partition's
     // share. Continuous readers run independently and drift apart, so
@@ -45,6 +46,7 @@ pub(super) fn options(
             }
             Ok(EventTimeOptions {
                 field: e.field,
+                source_fields: sources.event_time_fields.clone(),
                 delay: parse_duration(e.delay.as_deref().unwrap_or("0s"))
                     .map_err(|err| format!("event-time.delay: {err}"))?,
                 idle_timeout: e
@@ -74,10 +76,18 @@ pub(super) fn options(
             })
         })
         .transpose()?;
+    if event_time.is_none()
+        && let Some(i) = sources.event_time_fields.keys().next()
+    {
+        return Err(format!(
+            "source `{}`: event-time-field needs an [event-time] section (its delay and late policy apply to every source)",
+            sources.names[*i]
+        ));
+    }
     let mut files = StateFileOptions::default();
     let mut partitioning = None;
-    if let Some(s) = state {
-        partitioning = keying(&s)?;
+    if let Some(s) = &state {
+        partitioning = keying(s, sources)?;
         if let Some(n) = s.snapshot_interval {
             if n == 0 {
                 return Err("state.snapshot-interval must be at least 1".into());
@@ -94,8 +104,12 @@ pub(super) fn options(
             }
         };
     }
+    if state.is_none() && !sources.keys.is_empty() {
+        partitioning = keying(&RawState::default(), sources)?;
+    }
     let options = StatefulOptions {
         stateful: false,
+        source_names: sources.names.clone(),
         event_time,
         output_mode,
         files,
@@ -104,8 +118,9 @@ pub(super) fn options(
     Ok((options, partitioning))
 }
 
-/// `[state] key`, `key-field`, `partitions` and `exchange`.
-fn keying(s: &RawState) -> Result<Option<Partitioning>, String> {
+/// `[state] key`, `key-field`, `partitions` and `exchange`, with the
+/// sources' own `key-field`s.
+fn keying(s: &RawState, sources: &super::sources::Sources) -> Result<Option<Partitioning>, String> {
     let key = match (s.key.as_deref(), s.key_field.as_deref()) {
         (Some(_), Some(_)) => {
             return Err("state: give either key = \"record-key\" or key-field, not both".into());
@@ -117,13 +132,17 @@ fn keying(s: &RawState) -> Result<Option<Partitioning>, String> {
             ));
         }
         (None, Some(f)) => {
-            let path: Vec<String> = f.split('.').map(str::to_string).collect();
-            if path.iter().any(String::is_empty) {
+            super::sources::field_key(f).map_err(|e| format!("state.key-field: {e}"))?
+        }
+        (None, None) if !sources.keys.is_empty() => {
+            // Every source must then name its own.
+            if let Some(i) = (0..sources.names.len()).find(|i| !sources.keys.contains_key(i)) {
                 return Err(format!(
-                    "state.key-field: `{f}` is not a field path (names joined by dots, e.g. \"user.id\")"
+                    "source `{}` has no state key: give it key-field, or give [state] key = \"record-key\" or key-field for the sources without their own",
+                    sources.names[i]
                 ));
             }
-            StateKey::Field(path)
+            sources.keys[&0].clone()
         }
         (None, None) => {
             if s.partitions.is_some() || s.exchange.is_some() {
@@ -143,7 +162,7 @@ fn keying(s: &RawState) -> Result<Option<Partitioning>, String> {
     }
     let exchange = s.exchange.unwrap_or(true);
     if !exchange {
-        if key != StateKey::RecordKey {
+        if key != StateKey::RecordKey || !sources.keys.is_empty() {
             return Err("state.exchange = false needs key = \"record-key\": weir checks that every record's key belongs to its partition".into());
         }
         if s.partitions.is_none() {
@@ -155,6 +174,7 @@ fn keying(s: &RawState) -> Result<Option<Partitioning>, String> {
     }
     Ok(Some(Partitioning {
         key,
+        source_keys: sources.keys.clone(),
         partitions,
         exchange,
     }))

@@ -109,7 +109,7 @@ impl Reader {
             else {
                 continue;
             };
-            let routed = self.partitioning.route_from(&self.source_name, batch)?;
+            let routed = self.partitioning.route_from(0, &self.source_name, batch)?;
             for (q, b) in routed.parts {
                 if self.outs[q as usize].send(Msg::Records(b)).is_err() {
                     return Ok(());

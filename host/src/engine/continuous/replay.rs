@@ -97,7 +97,7 @@ impl ContinuousQuery {
                 continue;
             }
             let batch = self.read_range(p as u32, *s, *e)?;
-            let routed = partitioning.route_from(&name, batch)?;
+            let routed = partitioning.route_from(0, &name, batch)?;
             for (q, b) in routed.parts {
                 inputs[q as usize].push(b);
             }

@@ -54,6 +54,9 @@ impl StateKey {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Partitioning {
     pub key: StateKey,
+    /// Sources keyed otherwise than by `key`, by source index: two streams
+    /// to be joined name their common key in their own fields.
+    pub source_keys: std::collections::BTreeMap<usize, StateKey>,
     /// Fixed for the life of a checkpoint.
     pub partitions: u32,
     /// Route records by key; `false`: the (single) source is already
@@ -66,6 +69,7 @@ impl Default for Partitioning {
     fn default() -> Self {
         Partitioning {
             key: StateKey::RecordKey,
+            source_keys: Default::default(),
             partitions: DEFAULT_STATE_PARTITIONS,
             exchange: true,
         }
@@ -94,19 +98,34 @@ pub struct Misplaced {
 }
 
 impl Partitioning {
+    /// Where source `source`'s records find their state key.
+    pub fn key_of(&self, source: usize) -> &StateKey {
+        self.source_keys.get(&source).unwrap_or(&self.key)
+    }
+
+    /// As recorded in the checkpoint: the key, then each source's own.
+    pub fn describe(&self) -> String {
+        let mut d = self.key.describe();
+        for (i, k) in &self.source_keys {
+            d.push_str(&format!("; source {i}: {}", k.describe()));
+        }
+        d
+    }
+
     /// The state partition of `key`.
     pub fn partition_of(&self, key: &[u8]) -> u32 {
         murmur2::partition_of(key, self.partitions)
     }
 
-    /// [`Partitioning::route`] for a batch of source `source_name`, a
-    /// misplaced record being the query's error.
+    /// [`Partitioning::route`] for a batch of source `source` (named
+    /// `source_name`), a misplaced record being the query's error.
     pub(crate) fn route_from(
         &self,
+        source: usize,
         source_name: &str,
         batch: RecordBatch,
     ) -> Result<Routed, crate::engine::EngineError> {
-        self.route(batch)
+        self.route(source, batch)
             .map_err(|m| crate::engine::EngineError::NotPartitionedByKey {
                 source_name: source_name.to_string(),
                 partition: m.partition,
@@ -116,12 +135,13 @@ impl Partitioning {
             })
     }
 
-    /// Route one batch (see [`Routed`]).
-    pub fn route(&self, batch: RecordBatch) -> Result<Routed, Misplaced> {
+    /// Route one batch of source `source` (see [`Routed`]).
+    pub fn route(&self, source: usize, batch: RecordBatch) -> Result<Routed, Misplaced> {
+        let key = self.key_of(source);
         let mut targets = Vec::with_capacity(batch.len());
         let mut bad: Vec<(usize, String)> = Vec::new();
         for i in 0..batch.len() {
-            match self.key.of(&batch.get(i)) {
+            match key.of(&batch.get(i)) {
                 Ok(k) => targets.push(self.partition_of(&k)),
                 Err(why) => {
                     targets.push(u32::MAX);
@@ -190,11 +210,11 @@ mod tests {
         let p = Partitioning {
             key: StateKey::Field(vec!["k".into()]),
             partitions: 4,
-            exchange: true,
+            ..Partitioning::default()
         };
         let keys: Vec<String> = (0..40).map(|i| format!("user-{}", i % 7)).collect();
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        let r = p.route(batch(3, &keys)).unwrap();
+        let r = p.route(0, batch(3, &keys)).unwrap();
         let mut seen = 0;
         for (q, b) in &r.parts {
             assert_eq!(b.partition, 3, "records keep their source partition");
@@ -209,10 +229,27 @@ mod tests {
         }
         assert_eq!(seen, 40);
         // The same key goes to the same partition from any input batch.
-        let again = p.route(batch(0, &["user-3"])).unwrap();
+        let again = p.route(0, batch(0, &["user-3"])).unwrap();
         let q = again.parts[0].0;
         assert!(r.parts.iter().any(|(x, b)| *x == q
             && (0..b.len()).any(|i| b.get(i).key == Some(&b"user-3"[..]))));
+    }
+
+    #[test]
+    fn each_source_reads_its_own_key_field_into_the_same_partitions() {
+        let p = Partitioning {
+            key: StateKey::Field(vec!["k".into()]),
+            source_keys: [(1, StateKey::Field(vec!["pid".into()]))].into(),
+            partitions: 4,
+            ..Partitioning::default()
+        };
+        let mut pay = RecordBatch::new(0);
+        pay.push(None, br#"{"pid":"user-3","k":"other"}"#, 0, 0);
+        let left = p.route(0, batch(0, &["user-3"])).unwrap();
+        let right = p.route(1, pay).unwrap();
+        assert_eq!(left.parts[0].0, right.parts[0].0);
+        assert_eq!(right.parts[0].0, p.partition_of(b"user-3"));
+        assert_eq!(p.describe(), "field k; source 1: field pid");
     }
 
     #[test]
@@ -220,7 +257,7 @@ mod tests {
         let p = Partitioning::default();
         let mut b = batch(0, &["a"]);
         b.push(None, b"{}", 0, 7);
-        let r = p.route(b).unwrap();
+        let r = p.route(0, b).unwrap();
         let (bad, why) = r.unreadable.unwrap();
         assert_eq!(bad.offsets, vec![7]);
         assert!(why[0].contains("record has no key"), "{}", why[0]);
@@ -235,9 +272,9 @@ mod tests {
             ..Partitioning::default()
         };
         let home = p.partition_of(b"x");
-        let r = p.route(batch(home, &["x", "x"])).unwrap();
+        let r = p.route(0, batch(home, &["x", "x"])).unwrap();
         assert_eq!(r.parts.len(), 1);
-        let err = p.route(batch(1 - home, &["x"])).unwrap_err();
+        let err = p.route(0, batch(1 - home, &["x"])).unwrap_err();
         assert_eq!(
             err,
             Misplaced {

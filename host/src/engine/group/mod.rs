@@ -151,7 +151,7 @@ impl GroupQuery {
             taken += b.len();
             let b = match self.options.state.stateful {
                 true => {
-                    let routed = self.options.state.partitioning.route(b).map_err(|m| {
+                    let routed = self.options.state.partitioning.route(0, b).map_err(|m| {
                         EngineError::NotPartitionedByKey {
                             source_name: self.member.description(),
                             partition: m.partition,

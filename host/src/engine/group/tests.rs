@@ -202,6 +202,7 @@ fn a_revoked_partition_leaves_nothing_in_the_next_commit() {
 fn a_record_outside_its_keys_partition_stops_a_stateful_group() {
     let keyed = Partitioning {
         key: StateKey::RecordKey,
+        source_keys: Default::default(),
         partitions: 4,
         exchange: false,
     };
@@ -232,6 +233,7 @@ fn state_moves_with_the_pointer_and_the_old_owners_files_go() {
     let store: Arc<dyn CheckpointStore> = Arc::new(LocalCheckpointStore::open(dir.path()).unwrap());
     let keyed = Partitioning {
         key: StateKey::RecordKey,
+        source_keys: Default::default(),
         partitions: 4,
         exchange: false,
     };

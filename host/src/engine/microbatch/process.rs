@@ -149,7 +149,7 @@ fn exchange(
 ) -> Result<(Groups, Unkeyed), EngineError> {
     let names: Vec<String> = sources.iter().map(|s| s.description()).collect();
     let routed = crate::engine::parallel::map(inputs, parallelism, |(i, b)| {
-        (i, partitioning.route_from(&names[i], b))
+        (i, partitioning.route_from(i, &names[i], b))
     });
     let mut groups = Groups::new();
     let mut unkeyed = Vec::new();

@@ -103,6 +103,7 @@ fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQ
         stateful: true,
         event_time: Some(EventTimeOptions {
             field: Some("ts".into()),
+            source_fields: Default::default(),
             delay: Duration::from_millis(5),
             late: LatePolicy::Drop,
             idle_timeout: None,
@@ -111,7 +112,7 @@ fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQ
         partitioning: Partitioning {
             key: StateKey::Field(vec!["k".into()]),
             partitions: 3,
-            exchange: true,
+            ..Partitioning::default()
         },
         ..Default::default()
     };

@@ -25,6 +25,9 @@ pub struct EventTimeOptions {
     /// Top-level JSON field of the value holding the event time (epoch ms
     /// or an RFC 3339 string); `None` uses the record's timestamp.
     pub field: Option<String>,
+    /// Sources whose event time is in another field, by source index (a
+    /// join's two streams each carry their own time).
+    pub source_fields: std::collections::BTreeMap<usize, String>,
     /// How far the watermark trails the largest event time seen.
     pub delay: Duration,
     pub late: LatePolicy,
@@ -33,6 +36,17 @@ pub struct EventTimeOptions {
     /// again (Flink's idleness); `None`: every partition always counts.
     pub idle_timeout: Option<Duration>,
     pub rule: super::watermark::WatermarkRule,
+}
+
+impl EventTimeOptions {
+    /// The field source `source`'s event time is read from (`None`: the
+    /// record timestamp).
+    pub fn field_of(&self, source: usize) -> Option<&str> {
+        self.source_fields
+            .get(&source)
+            .or(self.field.as_ref())
+            .map(String::as_str)
+    }
 }
 
 /// Min, max and sum of the event times of a batch, for progress.
@@ -82,12 +96,13 @@ pub struct Split {
     pub stats: EventStats,
 }
 
-/// Set each record's timestamp to its event time and split the batch
-/// against `watermark` (records strictly older are late). The common case,
-/// nothing late or unreadable, moves the batch without copying it.
-pub fn split(mut batch: RecordBatch, options: &EventTimeOptions, watermark: Option<i64>) -> Split {
+/// Set each record's timestamp to its event time, read from `field` (or
+/// the record timestamp), and split the batch against `watermark` (records
+/// strictly older are late). The common case, nothing late or unreadable,
+/// moves the batch without copying it.
+pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>) -> Split {
     let mut bad: Vec<(usize, String)> = Vec::new();
-    match &options.field {
+    match field {
         Some(field) => {
             for i in 0..batch.len() {
                 match extract(batch.get(i).value, field) {
@@ -289,25 +304,26 @@ mod tests {
         }
         let o = EventTimeOptions {
             field: Some("ts".into()),
+            source_fields: [(1, "pay_ts".into())].into(),
             delay: Duration::ZERO,
             late: LatePolicy::Drop,
             idle_timeout: None,
             rule: Default::default(),
         };
-        let s = split(b.clone(), &o, Some(4));
+        assert_eq!((o.field_of(0), o.field_of(1)), (Some("ts"), Some("pay_ts")));
+        let s = split(b.clone(), o.field_of(0), Some(4));
         assert_eq!(s.on_time.offsets, vec![0, 3]);
         assert_eq!(s.on_time.timestamps, vec![5, 9]);
         assert_eq!(s.late.offsets, vec![1]);
         assert_eq!(s.unreadable.offsets, vec![2]);
         assert_eq!((s.stats.min, s.stats.max, s.stats.count), (1, 9, 3));
-        let no_field = EventTimeOptions { field: None, ..o };
-        let s = split(b.clone(), &no_field, None);
+        let s = split(b.clone(), None, None);
         assert_eq!(s.on_time, b);
         // A record without a timestamp is not given event time 0.
         let mut b = RecordBatch::new(0);
         b.push_raw(None, b"x", &[], NO_TIMESTAMP, 5);
         b.push_raw(None, b"y", &[], 7, 6);
-        let s = split(b, &no_field, Some(1));
+        let s = split(b, None, Some(1));
         assert_eq!(s.on_time.offsets, vec![6]);
         assert_eq!(s.unreadable.offsets, vec![5]);
         assert!(s.unreadable_reasons[0].contains("record has no timestamp"));

@@ -57,6 +57,9 @@ pub struct StateContext {
     pub output_mode: OutputMode,
     /// The query has an event-time configuration (a watermark will come).
     pub event_time: bool,
+    /// The name of the source whose records the call processes; `None`
+    /// for fired timers.
+    pub source: Option<String>,
 }
 
 /// Timers that fired, as a batch (key = timer key, timestamp = timer time,

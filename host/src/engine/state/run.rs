@@ -32,6 +32,9 @@ pub struct StatefulOptions {
     pub files: StateFileOptions,
     /// How records are keyed into state partitions (stateful only).
     pub partitioning: crate::engine::exchange::Partitioning,
+    /// Each source's name, by index, as the guest sees it
+    /// (`context.source`); empty names when the pipeline gives none.
+    pub source_names: Vec<String>,
 }
 
 impl StatefulOptions {
@@ -118,8 +121,9 @@ pub(crate) fn reject_all(
 }
 
 impl TaskRun<'_> {
-    fn context(&mut self) -> StateContext {
+    fn context(&mut self, source: Option<usize>) -> StateContext {
         StateContext {
+            source: source.and_then(|i| self.options.source_names.get(i).cloned()),
             state: self
                 .state
                 .as_mut()
@@ -163,7 +167,7 @@ impl TaskRun<'_> {
             return Ok(());
         }
         let out = if self.options.stateful {
-            let mut ctx = self.context();
+            let mut ctx = self.context(Some(source));
             let r = t.process_stateful(&batch, &mut ctx);
             self.restore(ctx)?;
             r?
@@ -182,7 +186,7 @@ impl TaskRun<'_> {
         parts: &mut Parts,
     ) -> RecordBatch {
         let origin = (source, batch.partition);
-        let s = split(batch, et, self.time.watermark);
+        let s = split(batch, et.field_of(source), self.time.watermark);
         self.stats.event.merge(&s.stats);
         if s.stats.count > 0 {
             let e = self.stats.event_max.entry(origin).or_insert(s.stats.max);
@@ -254,7 +258,7 @@ impl TaskRun<'_> {
             }
             self.stats.timers_fired += due.len() as u64;
             let fired = FiredTimers::new(partition, &due);
-            let mut ctx = self.context();
+            let mut ctx = self.context(None);
             let r = t.on_timers(&fired, &mut ctx);
             self.restore(ctx)?;
             parts.push((fired.batch, r?));

@@ -21,6 +21,7 @@ fn keyed() -> weir::engine::exchange::Partitioning {
     use weir::engine::exchange::{Partitioning, StateKey};
     Partitioning {
         key: StateKey::Field(vec!["key".into()]),
+        source_keys: Default::default(),
         partitions: 12,
         exchange: false,
     }
