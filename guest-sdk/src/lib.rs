@@ -22,6 +22,7 @@ pub mod bindings;
 pub mod codec;
 mod emit;
 pub mod host;
+pub mod join;
 #[cfg(feature = "json")]
 pub mod json;
 mod record;

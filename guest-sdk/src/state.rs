@@ -88,6 +88,9 @@ mod imp {
     pub fn event_time() -> bool {
         context::event_time()
     }
+    pub fn source() -> Option<String> {
+        context::source()
+    }
     pub fn output_mode() -> OutputMode {
         match context::query_output_mode() {
             context::OutputMode::Append => OutputMode::Append,
@@ -154,6 +157,9 @@ mod imp {
     }
     pub fn event_time() -> bool {
         NATIVE.with(|n| n.borrow().event_time)
+    }
+    pub fn source() -> Option<String> {
+        NATIVE.with(|n| n.borrow().source.clone())
     }
 }
 
@@ -230,6 +236,13 @@ pub fn processing_time() -> i64 {
 /// can fire).
 pub fn event_time() -> bool {
     imp::event_time()
+}
+
+/// The name of the source whose records the current call holds (its
+/// `[[source]] name`, or `source-<index>`); `None` while timers fire. A
+/// batch never mixes sources, so one call per batch is enough.
+pub fn source() -> Option<String> {
+    imp::source()
 }
 
 /// The pipeline's output mode.

@@ -23,6 +23,7 @@ pub(crate) struct Native {
     pub(crate) processing_time: i64,
     pub(crate) output_mode: OutputMode,
     pub(crate) event_time: bool,
+    pub(crate) source: Option<String>,
 }
 
 impl Default for Native {
@@ -34,6 +35,7 @@ impl Default for Native {
             processing_time: 0,
             output_mode: OutputMode::Append,
             event_time: true,
+            source: None,
         }
     }
 }
@@ -61,6 +63,12 @@ pub fn set_processing_time(ms: i64) {
 /// Whether calls see an `[event-time]` section (default: yes).
 pub fn set_event_time(enabled: bool) {
     NATIVE.with(|n| n.borrow_mut().event_time = enabled);
+}
+
+/// The source name later calls see ([`crate::state::source`]), as the host
+/// sets it per batch.
+pub fn set_source(name: Option<&str>) {
+    NATIVE.with(|n| n.borrow_mut().source = name.map(str::to_string));
 }
 
 pub fn set_output_mode(mode: OutputMode) {
