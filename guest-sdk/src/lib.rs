@@ -25,6 +25,8 @@ pub mod host;
 pub mod join;
 #[cfg(feature = "json")]
 pub mod json;
+#[cfg(feature = "lookup")]
+pub mod lookup;
 mod record;
 #[doc(hidden)]
 pub mod rt;

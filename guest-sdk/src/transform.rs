@@ -84,6 +84,20 @@ impl Config {
         key: &str,
         default: std::time::Duration,
     ) -> Result<std::time::Duration, String> {
+        let d = self.duration_or_zero(key, default)?;
+        if d.is_zero() {
+            return Err(format!("config `{key}` must be longer than zero"));
+        }
+        Ok(d)
+    }
+
+    /// As [`Config::duration`], and "0s" is allowed (a join's range may
+    /// start at the left row's own time).
+    pub fn duration_or_zero(
+        &self,
+        key: &str,
+        default: std::time::Duration,
+    ) -> Result<std::time::Duration, String> {
         let Some(v) = self.get(key) else {
             return Ok(default);
         };
@@ -107,9 +121,6 @@ impl Config {
         let ms = n
             .checked_mul(per)
             .ok_or_else(|| format!("config `{key}`: `{v}` is too long"))?;
-        if ms == 0 {
-            return Err(format!("config `{key}` must be longer than zero"));
-        }
         Ok(std::time::Duration::from_millis(ms))
     }
 }

@@ -221,8 +221,8 @@ impl Join {
             self.check()?;
             self.checked = true;
         }
-        let source = state::source()
-            .ok_or("the host did not say which source this batch came from")?;
+        let source =
+            state::source().ok_or("the host did not say which source this batch came from")?;
         if source == self.sources[0] {
             Ok(Side::Left)
         } else if source == self.sources[1] {
@@ -260,12 +260,24 @@ impl Join {
         batch: &Batch<'_>,
         out: &mut BatchOutput,
     ) -> Result<(), String> {
+        self.with_own_output(|j, f| j.process_batch_with(batch, out, f))
+    }
+
+    /// As [`Join::process_batch`], with outputs built by `f` instead of the
+    /// join's own output function (say, to read a lookup table the
+    /// transform owns).
+    pub fn process_batch_with(
+        &mut self,
+        batch: &Batch<'_>,
+        out: &mut BatchOutput,
+        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
+    ) -> Result<(), String> {
         if batch.is_empty() {
             return Ok(());
         }
         let side = self.side()?;
         for record in batch.records() {
-            out.run(record, |r, o| self.add(side, r, o))?;
+            out.run(record, |r, o| self.add(side, r, o, f))?;
         }
         Ok(())
     }
@@ -276,11 +288,37 @@ impl Join {
         record: &Record<'_>,
         out: &mut Output<'_, '_>,
     ) -> Result<(), RecordError> {
-        let side = self.side().map_err(RecordError::Fatal)?;
-        self.add(side, record, out)
+        self.with_own_output(|j, f| j.process_with(record, out, f))
     }
 
-    fn add(&mut self, side: Side, r: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    /// As [`Join::process`], with outputs built by `f`.
+    pub fn process_with(
+        &mut self,
+        record: &Record<'_>,
+        out: &mut Output<'_, '_>,
+        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
+    ) -> Result<(), RecordError> {
+        let side = self.side().map_err(RecordError::Fatal)?;
+        self.add(side, record, out, f)
+    }
+
+    fn with_own_output<R>(
+        &mut self,
+        run: impl FnOnce(&mut Self, &dyn Fn(&Joined<'_>, &mut Vec<u8>)) -> R,
+    ) -> R {
+        let f = std::mem::replace(&mut self.output, Box::new(default_output));
+        let r = run(self, &*f);
+        self.output = f;
+        r
+    }
+
+    fn add(
+        &mut self,
+        side: Side,
+        r: &Record<'_>,
+        out: &mut Output<'_, '_>,
+        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
+    ) -> Result<(), RecordError> {
         let key = (self.keys[index(side)])(r)?;
         let (before, after) = self.range.expect("checked");
         let ts = r.timestamp();
@@ -288,8 +326,16 @@ impl Join {
         // can still be matched by rows to come (whose times reach at least
         // the watermark).
         let (from, to, last) = match side {
-            Side::Left => (ts.saturating_sub(before), ts.saturating_add(after), ts.saturating_add(after)),
-            Side::Right => (ts.saturating_sub(after), ts.saturating_add(before), ts.saturating_add(before)),
+            Side::Left => (
+                ts.saturating_sub(before),
+                ts.saturating_add(after),
+                ts.saturating_add(after),
+            ),
+            Side::Right => (
+                ts.saturating_sub(after),
+                ts.saturating_add(before),
+                ts.saturating_add(before),
+            ),
         };
         let other = side.other();
         let mark = self.kind.keeps(other);
@@ -300,13 +346,19 @@ impl Join {
             };
             let (was, value) = rows::decode(&v);
             matched = true;
-            let mine = Row { value: r.value(), timestamp: ts };
-            let theirs = Row { value, timestamp: ots };
+            let mine = Row {
+                value: r.value(),
+                timestamp: ts,
+            };
+            let theirs = Row {
+                value,
+                timestamp: ots,
+            };
             let (left, right) = match side {
                 Side::Left => (mine, theirs),
                 Side::Right => (theirs, mine),
             };
-            self.emit(&key, Some(left), Some(right), ts.max(ots), out);
+            self.emit(&key, Some(left), Some(right), ts.max(ots), out, f);
             if mark && !was {
                 state::put(&k, &rows::encode(true, value));
             }
@@ -325,9 +377,10 @@ impl Join {
         right: Option<Row<'_>>,
         ts: i64,
         out: &mut Output<'_, '_>,
+        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
     ) {
         self.buf.clear();
-        (self.output)(&Joined { key, left, right }, &mut self.buf);
+        f(&Joined { key, left, right }, &mut self.buf);
         out.build().key(Some(key)).timestamp(ts).emit(&self.buf);
     }
 
@@ -335,6 +388,16 @@ impl Join {
     /// nothing and its side is kept. Returns `false` for a timer that is
     /// not this join's.
     pub fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> bool {
+        self.with_own_output(|j, f| j.on_timer_with(timer, out, f))
+    }
+
+    /// As [`Join::on_timer`], with outputs built by `f`.
+    pub fn on_timer_with(
+        &mut self,
+        timer: &Timer<'_>,
+        out: &mut Output<'_, '_>,
+        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
+    ) -> bool {
         if timer.domain != TimeDomain::EventTime || timer.key.first() != Some(&rows::TAG) {
             return false;
         }
@@ -346,12 +409,15 @@ impl Join {
         {
             let (matched, value) = rows::decode(&v);
             if !matched {
-                let row = Some(Row { value, timestamp: ts });
+                let row = Some(Row {
+                    value,
+                    timestamp: ts,
+                });
                 let (left, right) = match side {
                     Side::Left => (row, None),
                     Side::Right => (None, row),
                 };
-                self.emit(key, left, right, ts, out);
+                self.emit(key, left, right, ts, out, f);
             }
         }
         state::delete(timer.key);

@@ -29,7 +29,9 @@ fn join(kind: JoinType) -> J {
     J(Join::new(kind, "orders", "payments")
         .within(Duration::from_millis(2), Duration::from_millis(5))
         .output(|j, out| {
-            let v = |r: Option<Row<'_>>| r.map_or("-".to_string(), |r| String::from_utf8_lossy(r.value).into());
+            let v = |r: Option<Row<'_>>| {
+                r.map_or("-".to_string(), |r| String::from_utf8_lossy(r.value).into())
+            };
             out.extend_from_slice(format!("{}|{}", v(j.left), v(j.right)).as_bytes());
         }))
 }
@@ -86,7 +88,11 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
     let mut clock = [0i64, 0];
     let mut n = 0;
     while n < 400 {
-        let side = if rng.below(2) == 0 { Side::Left } else { Side::Right };
+        let side = if rng.below(2) == 0 {
+            Side::Left
+        } else {
+            Side::Right
+        };
         let s = index(side);
         let size = 1 + rng.below(12) as usize;
         let mut batch: Vec<(String, i64, String)> = Vec::new();
@@ -94,12 +100,19 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
             clock[s] += rng.below(3) as i64;
             // Out of order, mostly within the delay.
             let ts = clock[s] - rng.below(8) as i64;
-            batch.push((format!("k{}", rng.below(6)), ts, format!("{}{n}", ["L", "R"][s])));
+            batch.push((
+                format!("k{}", rng.below(6)),
+                ts,
+                format!("{}{n}", ["L", "R"][s]),
+            ));
             n += 1;
         }
         set_watermark(wm);
         set_source(Some(["orders", "payments"][s]));
-        let on_time: Vec<_> = batch.iter().filter(|b| wm.is_none_or(|w| b.1 >= w)).collect();
+        let on_time: Vec<_> = batch
+            .iter()
+            .filter(|b| wm.is_none_or(|w| b.1 >= w))
+            .collect();
         let recs: Vec<Record<'_>> = on_time
             .iter()
             .enumerate()
@@ -110,10 +123,26 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
                     .with_position(0, i as i64 + n as i64 * 100)
             })
             .collect();
-        got.extend(run(&mut t, &recs).unwrap().values().iter().map(|v| v.to_string()));
-        kept.extend(on_time.iter().map(|(k, ts, v)| (side, k.clone(), *ts, v.clone())));
+        got.extend(
+            run(&mut t, &recs)
+                .unwrap()
+                .values()
+                .iter()
+                .map(|v| v.to_string()),
+        );
+        kept.extend(
+            on_time
+                .iter()
+                .map(|(k, ts, v)| (side, k.clone(), *ts, v.clone())),
+        );
         set_source(None);
-        got.extend(fire_timers(&mut t).unwrap().values().iter().map(|v| v.to_string()));
+        got.extend(
+            fire_timers(&mut t)
+                .unwrap()
+                .values()
+                .iter()
+                .map(|v| v.to_string()),
+        );
         if let Some(m) = batch.iter().map(|b| b.1).max() {
             let e = max.entry(s == 0).or_insert(m);
             *e = (*e).max(m);
@@ -122,7 +151,13 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
         wm = wm.max(next);
     }
     set_watermark(Some(i64::MAX - 1));
-    got.extend(fire_timers(&mut t).unwrap().values().iter().map(|v| v.to_string()));
+    got.extend(
+        fire_timers(&mut t)
+            .unwrap()
+            .values()
+            .iter()
+            .map(|v| v.to_string()),
+    );
     assert_eq!(testing::state_len(), 0, "every row left state at the end");
     got.sort();
     (got, reference(kind, &kept))
@@ -172,7 +207,10 @@ fn misuse_is_explained() {
     let rec = [Record::new(b"x").with_key(Some(b"k"))];
     set_source(Some("refunds"));
     let e = run(&mut join(JoinType::Inner), &rec).unwrap_err();
-    assert!(e.contains("source `refunds`, which this join does not read"), "{e}");
+    assert!(
+        e.contains("source `refunds`, which this join does not read"),
+        "{e}"
+    );
     set_source(Some("orders"));
     let mut no_range = J(Join::inner("orders", "payments"));
     let e = run(&mut no_range, &rec).unwrap_err();

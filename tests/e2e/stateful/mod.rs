@@ -6,6 +6,7 @@
 pub(crate) mod examples;
 mod failures;
 mod identity;
+mod joins;
 mod layout;
 mod object_store;
 mod pipelines;
@@ -255,10 +256,19 @@ pub(crate) fn golden_with(
 
 /// Kill a run at random moments until it finishes; returns the kills.
 pub(crate) fn random_kills(f: &Fixture, seed: u64, max_kills: usize) -> usize {
+    random_kills_of(&|| f.command(), seed, max_kills)
+}
+
+/// `random_kills` of the runs `command` makes.
+pub(crate) fn random_kills_of(
+    command: &dyn Fn() -> std::process::Command,
+    seed: u64,
+    max_kills: usize,
+) -> usize {
     let mut next = crate::testkit::xorshift(seed);
     let mut kills = 0;
     loop {
-        let mut child = f.command().spawn().unwrap();
+        let mut child = command().spawn().unwrap();
         std::thread::sleep(Duration::from_millis(30 + next() % 250));
         match child.try_wait().unwrap() {
             Some(status) => {

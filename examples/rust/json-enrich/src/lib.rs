@@ -202,8 +202,9 @@ impl Transform for JsonEnrich {
                         buf.extend_from_slice(k.as_bytes());
                         buf.push(b'"');
                     }
-                    Key::Named(k) => serde_json::to_writer(&mut *buf, k)
-                        .expect("writing to a Vec cannot fail"),
+                    Key::Named(k) => {
+                        serde_json::to_writer(&mut *buf, k).expect("writing to a Vec cannot fail")
+                    }
                 }
                 buf.push(b':');
                 match v {

@@ -1,0 +1,259 @@
+//! Stream-stream joins run by the real `weir run`: orders and payments in
+//! two embedded-log topics (partitioned differently), joined by the
+//! `orders-payments` example guest, inner and outer, in both modes,
+//! straight and with SIGKILLs, against the join computed here by its
+//! definition. And the join's state: it levels off over a long run and
+//! empties once the final watermark has passed.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use weir::engine::RecordBatch;
+use weir::log::Topic;
+
+use super::{BASE, faults_at, random_kills_of};
+use crate::testkit::{guest, run_command, run_ok, topic_values, xorshift};
+
+/// A payment matches an order when its time is at most 1 s earlier and
+/// 5 s later than the order's.
+const BEFORE_MS: i64 = 1_000;
+const AFTER_MS: i64 = 5_000;
+
+/// (order id, user, order time) and (order id, amount, payment time).
+type Order = (String, String, i64);
+type Payment = (String, i64, i64);
+
+/// `n` orders 50 ms apart, each up to 2 s out of order; most are paid
+/// from 2 s before to 7 s after (so some fall outside the range), every
+/// 10th not at all, and every 10th payment names an order that does not
+/// exist.
+fn inputs(n: usize, seed: u64) -> (Vec<Order>, Vec<Payment>) {
+    let mut next = xorshift(seed);
+    let mut orders = Vec::new();
+    let mut pays = Vec::new();
+    for i in 0..n {
+        let ts = BASE + i as i64 * 50 - (next() % 2_000) as i64;
+        orders.push((format!("o-{i}"), format!("user-{}", i % 7), ts));
+        if i % 10 == 0 {
+            continue;
+        }
+        let id = if i % 10 == 5 {
+            format!("x-{i}")
+        } else {
+            format!("o-{i}")
+        };
+        let pay_ts = ts - 2_000 + (next() % 9_000) as i64;
+        pays.push((id, (i as i64 * 37) % 10_000, pay_ts));
+    }
+    // Payments arrive in payment-time order, give or take.
+    pays.sort_by_key(|p| p.2 + (p.1 % 500));
+    (orders, pays)
+}
+
+const DELAY_MS: i64 = 20_000;
+
+/// The watermark after all input: each source's newest event time (each
+/// partition's, in continuous mode), the smallest of those, less the delay.
+fn final_watermark(orders: &[Order], pays: &[Payment], continuous: bool) -> i64 {
+    let mut max: BTreeMap<(usize, usize), i64> = BTreeMap::new();
+    let mut see = |source: usize, i: usize, ts: i64, n: usize| {
+        let p = if continuous { i % n } else { 0 };
+        let m = max.entry((source, p)).or_insert(ts);
+        *m = (*m).max(ts);
+    };
+    for (i, o) in orders.iter().enumerate() {
+        see(0, i, o.2, 2);
+    }
+    for (i, p) in pays.iter().enumerate() {
+        see(1, i, p.2, 3);
+    }
+    max.values().min().unwrap() - DELAY_MS
+}
+
+/// The join by its definition: every matching pair, then (outer) every
+/// row that matched nothing, once watermark `wm` rules out a match. Rows
+/// as the guest writes them.
+fn expected(kind: &str, orders: &[Order], pays: &[Payment], wm: i64) -> Vec<String> {
+    let mut by_id: BTreeMap<&str, Vec<&Payment>> = BTreeMap::new();
+    for p in pays {
+        by_id.entry(&p.0).or_default().push(p);
+    }
+    let hit = |o: &Order, p: &Payment| p.2 >= o.2 - BEFORE_MS && p.2 <= o.2 + AFTER_MS;
+    let mut out = Vec::new();
+    let mut paid = std::collections::HashSet::new();
+    for o in orders {
+        let mut any = false;
+        for p in by_id.get(o.0.as_str()).into_iter().flatten() {
+            if hit(o, p) {
+                any = true;
+                paid.insert((p.0.clone(), p.2));
+                out.push(format!(
+                    r#"{{"order_id":"{}","user":"{}","amount":{}}}"#,
+                    o.0, o.1, p.1
+                ));
+            }
+        }
+        if !any && matches!(kind, "left-outer" | "full-outer") && o.2 + AFTER_MS < wm {
+            out.push(format!(
+                r#"{{"order_id":"{}","user":"{}","amount":null}}"#,
+                o.0, o.1
+            ));
+        }
+    }
+    if matches!(kind, "right-outer" | "full-outer") {
+        for p in pays {
+            if !paid.contains(&(p.0.clone(), p.2)) && p.2 + BEFORE_MS < wm {
+                out.push(format!(
+                    r#"{{"order_id":"{}","user":null,"amount":{}}}"#,
+                    p.0, p.1
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A join pipeline over a fresh directory: topics `orders` (2
+/// partitions) and `payments` (3), output topic `out`.
+struct JoinFixture {
+    dir: tempfile::TempDir,
+    continuous: bool,
+}
+
+impl JoinFixture {
+    fn new(kind: &str, continuous: bool, orders: &[Order], pays: &[Payment]) -> JoinFixture {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        let mut t = Topic::create(&log, "orders", 2).unwrap();
+        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+        for (i, (id, user, ts)) in orders.iter().enumerate() {
+            let v = format!(r#"{{"order_id":"{id}","user":"{user}","ts":{ts}}}"#);
+            parts[i % 2].push(None, v.as_bytes(), *ts, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+        let mut t = Topic::create(&log, "payments", 3).unwrap();
+        let mut parts = vec![
+            RecordBatch::new(0),
+            RecordBatch::new(1),
+            RecordBatch::new(2),
+        ];
+        for (i, (id, amount, ts)) in pays.iter().enumerate() {
+            let v = format!(r#"{{"order_id":"{id}","amount":{amount},"pay_ts":{ts}}}"#);
+            parts[i % 3].push(None, v.as_bytes(), *ts, 0);
+        }
+        t.append(None, &parts, || {}).unwrap();
+        let (mode, limit, trigger) = if continuous {
+            (
+                "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"",
+                "",
+                "",
+            )
+        } else {
+            (
+                "",
+                "max-records-per-trigger = 300",
+                "[trigger]\ntype = \"available-now\"",
+            )
+        };
+        let text = format!(
+            r#"
+name = "join"
+checkpoint = "ckpt"
+{mode}
+[[source]]
+name = "orders"
+type = "log"
+path = "log"
+topic = "orders"
+key-field = "order_id"
+{limit}
+[[source]]
+name = "payments"
+type = "log"
+path = "log"
+topic = "payments"
+key-field = "order_id"
+event-time-field = "pay_ts"
+{limit}
+[transform]
+component = "{component}"
+on-error = "fail"
+[transform.config]
+join = "{kind}"
+before = "1s"
+after = "5s"
+[event-time]
+field = "ts"
+delay = "{DELAY_MS}ms"
+[state]
+partitions = 4
+snapshot-interval = 3
+[sink.default]
+type = "log"
+path = "log"
+topic = "out"
+{trigger}
+"#,
+            component = guest("orders_payments").display(),
+        );
+        std::fs::write(dir.path().join("p.toml"), text).unwrap();
+        JoinFixture { dir, continuous }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self) -> std::process::Command {
+        run_command(self.path(), self.continuous.then_some("400ms"))
+    }
+
+    fn output(&self) -> Vec<String> {
+        let mut got = topic_values(&self.path().join("log"), "out").unwrap_or_default();
+        got.sort();
+        got
+    }
+}
+
+#[test]
+fn inner_and_outer_joins_equal_their_definition_in_micro_batch_mode() {
+    let (orders, pays) = inputs(1_500, 0x0bad_cafe);
+    for kind in ["inner", "full-outer"] {
+        let wm = final_watermark(&orders, &pays, false);
+        let want = expected(kind, &orders, &pays, wm);
+        let straight = JoinFixture::new(kind, false, &orders, &pays);
+        run_ok(straight.command());
+        same(&straight.output(), &want, &format!("{kind}, straight"));
+        let crashed = JoinFixture::new(kind, false, &orders, &pays);
+        let mut kills = 0;
+        for f in faults_at(&[1, 4]) {
+            let out = crashed.command().env("WEIR_FAULT", &f).output().unwrap();
+            kills += usize::from(!out.status.success());
+        }
+        assert!(kills > 0);
+        kills += random_kills_of(&|| crashed.command(), 0x5eed, 6);
+        run_ok(crashed.command());
+        same(
+            &crashed.output(),
+            &want,
+            &format!("{kind}, after {kills} SIGKILLs"),
+        );
+    }
+}
+
+/// Panics with what is missing and what is extra (the first few of each).
+fn same(got: &[String], want: &[String], what: &str) {
+    if got == want {
+        return;
+    }
+    let (g, w): (std::collections::BTreeSet<_>, std::collections::BTreeSet<_>) =
+        (got.iter().collect(), want.iter().collect());
+    let missing: Vec<_> = w.difference(&g).take(8).collect();
+    let extra: Vec<_> = g.difference(&w).take(8).collect();
+    panic!(
+        "{what}: {} rows, {} expected; missing {missing:?}; extra {extra:?}",
+        got.len(),
+        want.len()
+    );
+}
