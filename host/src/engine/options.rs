@@ -156,6 +156,9 @@ pub enum EngineError {
         belongs: u32,
         partitions: u32,
     },
+    /// The pipeline asks for something this mode does not do.
+    #[error("{0}")]
+    Unsupported(String),
     #[error("task thread for {task} stopped: {message}")]
     TaskPanicked { task: String, message: String },
 }

@@ -316,33 +316,26 @@ pub fn build_query(
         Mode::Continuous {
             checkpoint_interval,
         } => {
-            let source: Box<dyn ContinuousSource> = match &spec.sources[0] {
-                SourceSpec::Log {
-                    root,
-                    topic,
-                    starting,
-                    ..
-                } => Box::new(LogSource::open(root.clone(), topic, None, *starting)?),
-                #[cfg(feature = "kafka")]
-                SourceSpec::Kafka(k) => Box::new(
-                    crate::connectors::kafka::KafkaSource::continuous(k.clone())?,
-                ),
-                _ => {
-                    return Err(refused(
-                        "continuous mode reads one source of type \"log\" or \"kafka\"".into(),
-                    ));
-                }
-            };
-            // A source's max-bytes-per-trigger caps each partition's epoch.
-            let max_epoch_bytes = match &spec.sources[0] {
-                SourceSpec::Log {
-                    max_bytes_per_trigger,
-                    ..
-                } => Some(*max_bytes_per_trigger),
-                #[cfg(feature = "kafka")]
-                SourceSpec::Kafka(k) => Some(k.max_bytes_per_trigger),
-                _ => None,
-            };
+            let sources = spec
+                .sources
+                .iter()
+                .map(continuous_source)
+                .collect::<Result<Vec<_>, BuildError>>()?;
+            // A source's max-bytes-per-trigger caps each partition's
+            // epoch; the smallest cap applies to all.
+            let max_epoch_bytes = spec
+                .sources
+                .iter()
+                .filter_map(|s| match s {
+                    SourceSpec::Log {
+                        max_bytes_per_trigger,
+                        ..
+                    } => Some(*max_bytes_per_trigger),
+                    #[cfg(feature = "kafka")]
+                    SourceSpec::Kafka(k) => Some(k.max_bytes_per_trigger),
+                    _ => None,
+                })
+                .min();
             let options = ContinuousOptions {
                 checkpoint_interval,
                 error_policy,
@@ -354,9 +347,30 @@ pub fn build_query(
                 component,
                 ..ContinuousOptions::default()
             };
-            ContinuousQuery::new(store, source, factory, sinks, options)
+            ContinuousQuery::reading(store, sources, factory, sinks, options)
                 .map(|q| Query::Continuous(Box::new(q)))
         }
     }?;
     Ok(query)
+}
+
+/// A continuous-mode reader of source `s` (a log or Kafka topic).
+fn continuous_source(s: &SourceSpec) -> Result<Box<dyn ContinuousSource>, BuildError> {
+    Ok(match s {
+        SourceSpec::Log {
+            root,
+            topic,
+            starting,
+            ..
+        } => Box::new(LogSource::open(root.clone(), topic, None, *starting)?),
+        #[cfg(feature = "kafka")]
+        SourceSpec::Kafka(k) => Box::new(crate::connectors::kafka::KafkaSource::continuous(
+            k.clone(),
+        )?),
+        _ => {
+            return Err(refused(
+                "continuous mode reads sources of type \"log\" or \"kafka\"".into(),
+            ));
+        }
+    })
 }

@@ -209,14 +209,13 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
             if raw.trigger != raw::RawTrigger::default() {
                 return Err("[trigger] does not apply in continuous mode (epochs follow checkpoint-interval)".into());
             }
-            if raw.source.len() != 1
-                || !matches!(
-                    raw.source[0].kind,
-                    RawSource::Log { .. } | RawSource::Kafka(_)
-                )
+            if raw
+                .source
+                .iter()
+                .any(|s| !matches!(s.kind, RawSource::Log { .. } | RawSource::Kafka(_)))
             {
                 return Err(
-                    "continuous mode reads exactly one source of type \"log\" or \"kafka\"".into(),
+                    "continuous mode reads sources of type \"log\" or \"kafka\" (files and rate sources are for micro-batch mode)".into(),
                 );
             }
             if raw.backpressure.is_some() {

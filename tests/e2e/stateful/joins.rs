@@ -11,7 +11,7 @@ use std::path::Path;
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use super::{BASE, faults_at, random_kills_of};
+use super::{BASE, faults_at, faults_nth, random_kills_of};
 use crate::testkit::{guest, run_command, run_ok, topic_values, xorshift};
 
 /// A payment matches an order when its time is at most 1 s earlier and
@@ -216,22 +216,28 @@ topic = "out"
     }
 }
 
-#[test]
-fn inner_and_outer_joins_equal_their_definition_in_micro_batch_mode() {
+/// Both join kinds in one mode: straight, then with SIGKILLs at fault
+/// points and at random, each against the join's definition.
+fn joins_equal_their_definition(continuous: bool) {
     let (orders, pays) = inputs(1_500, 0x0bad_cafe);
+    let wm = final_watermark(&orders, &pays, continuous);
     for kind in ["inner", "full-outer"] {
-        let wm = final_watermark(&orders, &pays, false);
         let want = expected(kind, &orders, &pays, wm);
-        let straight = JoinFixture::new(kind, false, &orders, &pays);
+        let straight = JoinFixture::new(kind, continuous, &orders, &pays);
         run_ok(straight.command());
         same(&straight.output(), &want, &format!("{kind}, straight"));
-        let crashed = JoinFixture::new(kind, false, &orders, &pays);
+        let crashed = JoinFixture::new(kind, continuous, &orders, &pays);
+        let faults = if continuous {
+            faults_nth(&[2, 5])
+        } else {
+            faults_at(&[1, 4])
+        };
         let mut kills = 0;
-        for f in faults_at(&[1, 4]) {
+        for f in faults {
             let out = crashed.command().env("WEIR_FAULT", &f).output().unwrap();
             kills += usize::from(!out.status.success());
         }
-        assert!(kills > 0);
+        assert!(kills > 0, "no fault point was reached");
         kills += random_kills_of(&|| crashed.command(), 0x5eed, 6);
         run_ok(crashed.command());
         same(
@@ -240,6 +246,16 @@ fn inner_and_outer_joins_equal_their_definition_in_micro_batch_mode() {
             &format!("{kind}, after {kills} SIGKILLs"),
         );
     }
+}
+
+#[test]
+fn inner_and_outer_joins_equal_their_definition_in_micro_batch_mode() {
+    joins_equal_their_definition(false);
+}
+
+#[test]
+fn inner_and_outer_joins_equal_their_definition_in_continuous_mode() {
+    joins_equal_their_definition(true);
 }
 
 /// Panics with what is missing and what is extra (the first few of each).

@@ -34,15 +34,18 @@ impl ContinuousQuery {
             stats,
         } = epoch;
         let commit_started = Instant::now();
-        let range = OffsetRange {
-            start: self.source.to_offset(start),
-            end: self.source.to_offset(end),
-        };
+        let ranges: Vec<OffsetRange> = self
+            .inputs
+            .to_offsets(start)
+            .into_iter()
+            .zip(self.inputs.to_offsets(end))
+            .map(|(start, end)| OffsetRange { start, end })
+            .collect();
         let event_time = self.options.state.event_time.is_some();
         let entry = OffsetEntry {
             batch_id: id,
             timestamp_ms: now_ms(),
-            sources: vec![range.clone()],
+            sources: ranges.clone(),
             watermark: event_time.then(|| self.watermark.clone()),
             task_times: times,
         };
@@ -78,7 +81,7 @@ impl ContinuousQuery {
             records().flat_map(|(b, _)| b.timestamps.iter().copied()),
             visible_ms,
         );
-        let lag = self.source.latest_positions().map(|latest| {
+        let lag = self.inputs.latest_positions().map(|latest| {
             latest
                 .iter()
                 .zip(end)
@@ -104,14 +107,26 @@ impl ContinuousQuery {
                 commit: c.elapsed().as_millis() as u64,
                 trigger_execution: commit_started.elapsed().as_millis() as u64,
             },
-            sources: vec![SourceProgress {
-                description: self.source.description(),
-                start_offset: range.start,
-                end_offset: range.end.clone(),
-                latest_offset: range.end,
-                num_input_rows: input,
-                metrics: Default::default(),
-            }],
+            sources: ranges
+                .into_iter()
+                .enumerate()
+                .map(|(s, range)| SourceProgress {
+                    description: self.inputs.description(s),
+                    start_offset: range.start,
+                    end_offset: range.end.clone(),
+                    latest_offset: range.end,
+                    // With several sources: the positions the epoch moved
+                    // over (records, on a log; a Kafka transaction's markers
+                    // count too).
+                    num_input_rows: if self.inputs.len() == 1 {
+                        input
+                    } else {
+                        let (a, b) = (self.inputs.slice(s, start), self.inputs.slice(s, end));
+                        a.iter().zip(b).map(|(a, b)| b.saturating_sub(*a)).sum()
+                    },
+                    metrics: Default::default(),
+                })
+                .collect(),
             sink: SinkProgress {
                 description: sinks_description(&self.sinks),
                 num_output_rows: rows,

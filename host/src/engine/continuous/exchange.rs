@@ -44,6 +44,10 @@ pub(crate) enum Msg {
 
 /// Reads one source partition and routes its records to state partitions.
 pub(crate) struct Reader {
+    /// Its place among the query's readers (see `inputs`).
+    pub index: u32,
+    /// Its source, and partition of that source.
+    pub source: usize,
     pub partition: u32,
     pub position: u64,
     pub epoch: u64,
@@ -85,7 +89,7 @@ impl Reader {
                 written = 0;
                 let report = Report {
                     epoch: self.epoch,
-                    end: Some((self.partition, self.position)),
+                    end: Some((self.index, self.position)),
                     task: None,
                     parts: std::mem::take(&mut parts),
                     rejected: std::mem::take(&mut rejected),
@@ -109,7 +113,9 @@ impl Reader {
             else {
                 continue;
             };
-            let routed = self.partitioning.route_from(0, &self.source_name, batch)?;
+            let routed = self
+                .partitioning
+                .route_from(self.source, &self.source_name, batch)?;
             for (q, b) in routed.parts {
                 if self.outs[q as usize].send(Msg::Records(b)).is_err() {
                     return Ok(());
@@ -131,11 +137,12 @@ pub(crate) struct StateTask {
     pub transform: Box<dyn Transform>,
     /// One channel per reader, in reader order.
     pub ins: Vec<Receiver<Msg>>,
+    /// Each reader's source: index and description.
+    pub sources: Vec<(usize, String)>,
     pub state: TaskState,
     pub halt: Arc<AtomicBool>,
     pub tx: SyncSender<Result<Report, EngineError>>,
     pub policy: ErrorPolicy,
-    pub source_name: String,
     pub early: EarlySinks,
 }
 
@@ -157,7 +164,7 @@ impl StateTask {
                 loop {
                     match self.ins[r].recv_timeout(HALT_POLL) {
                         Ok(Msg::Records(b)) => {
-                            rejected += self.step(time, &mut stats, Some(b), &mut parts)?;
+                            rejected += self.step(time, &mut stats, Some((r, b)), &mut parts)?;
                             self.early.write_new(self.epoch, &parts, &mut written)?;
                         }
                         Ok(Msg::Marker) => break,
@@ -198,19 +205,22 @@ impl StateTask {
         &mut self,
         time: crate::engine::state::BatchTime,
         stats: &mut TaskStats,
-        input: Option<RecordBatch>,
+        input: Option<(usize, RecordBatch)>,
         parts: &mut Parts,
     ) -> Result<Rejections, EngineError> {
+        // Fired timers name the first source in errors (they have none).
+        let reader = input.as_ref().map_or(0, |(r, _)| *r);
+        let (source, name) = &self.sources[reader];
         stateful_step(
             &mut self.state,
             &mut *self.transform,
             self.partition,
             time,
             stats,
-            input,
+            input.map(|(_, b)| (*source, b)),
             parts,
             &self.policy,
-            &self.source_name,
+            name,
         )
     }
 }

@@ -46,7 +46,7 @@ struct Epoch<'a> {
 
 pub struct ContinuousQuery {
     store: Arc<dyn CheckpointStore>,
-    source: Box<dyn ContinuousSource>,
+    inputs: inputs::Inputs,
     factory: Box<dyn TransformFactory>,
     sinks: Vec<(Option<String>, Box<dyn Sink>)>,
     options: ContinuousOptions,
@@ -73,25 +73,43 @@ impl ContinuousQuery {
         store: Arc<dyn CheckpointStore>,
         source: Box<dyn ContinuousSource>,
         factory: Box<dyn TransformFactory>,
+        sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+        options: ContinuousOptions,
+    ) -> Result<Self, EngineError> {
+        Self::reading(store, vec![source], factory, sinks, options)
+    }
+
+    /// A query over several sources: their records meet in the state
+    /// partitions of one stateful transform (a join), so it must be one.
+    pub fn reading(
+        store: Arc<dyn CheckpointStore>,
+        sources: Vec<Box<dyn ContinuousSource>>,
+        factory: Box<dyn TransformFactory>,
         mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
         options: ContinuousOptions,
     ) -> Result<Self, EngineError> {
+        let inputs = inputs::Inputs::new(sources);
+        if inputs.len() > 1 && !options.state.stateful {
+            return Err(EngineError::Unsupported(
+                "continuous mode feeds several sources only to a stateful transform, whose state partitions they share (a join); run this pipeline in micro-batch mode".into(),
+            ));
+        }
         let lock = store.lock()?;
         let settings = Settings::of(options.component.clone(), &options.state);
         let meta = wal::load_or_create_metadata(
             &*store,
             "continuous",
-            vec![source.description()],
+            inputs.descriptions(),
             settings,
             options.upgrade,
         )?;
         let p = &options.state.partitioning;
-        if options.state.stateful && !p.exchange && p.partitions != source.partition_count() {
+        if options.state.stateful && !p.exchange && p.partitions != inputs.readers() {
             return Err(EngineError::Checkpoint(
                 crate::engine::checkpoint::CheckpointError::Mismatch(format!(
                     "state.exchange = false keeps source partition p as state partition p, but `{}` has {} partitions and state.partitions is {}",
-                    source.description(),
-                    source.partition_count(),
+                    inputs.description(0),
+                    inputs.readers(),
                     p.partitions
                 )),
             ));
@@ -104,7 +122,7 @@ impl ContinuousQuery {
         }
         Ok(ContinuousQuery {
             store,
-            source,
+            inputs,
             factory,
             sinks,
             options,
@@ -126,7 +144,7 @@ impl ContinuousQuery {
         self.factory
             .create(0, partition)
             .map_err(|err| EngineError::Transform {
-                source_name: self.source.description(),
+                source_name: self.inputs.name_of(partition),
                 partition,
                 err,
             })
@@ -143,18 +161,20 @@ impl ContinuousQuery {
         &mut self,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunSummary, EngineError> {
-        let name = self.source.description();
         let mut summary = RunSummary::default();
         let early = early::EarlySinks::of(&self.sinks);
         let (mut epoch, mut positions) = match wal::resume(&*self.store)? {
             Resume::Fresh => {
-                let source = &mut self.source;
-                let o = wal::initial_offset(&*self.store, 0, || {
-                    let p = source.initial_positions().map_err(source_err(&name))?;
-                    Ok(source.to_offset(&p))
-                })?;
+                let mut offsets = Vec::new();
+                for i in 0..self.inputs.len() {
+                    let name = self.inputs.description(i);
+                    let inputs = &mut self.inputs;
+                    offsets.push(wal::initial_offset(&*self.store, i, || {
+                        inputs.initial_offset(i).map_err(source_err(&name))
+                    })?);
+                }
                 early.begin(0);
-                (0, self.source.positions(&o).map_err(source_err(&name))?)
+                (0, self.inputs.positions(&offsets)?)
             }
             Resume::Continue {
                 next_batch,
@@ -163,22 +183,16 @@ impl ContinuousQuery {
             } => {
                 self.watermark = watermark;
                 early.begin(next_batch);
-                (
-                    next_batch,
-                    self.source
-                        .positions(&start[0])
-                        .map_err(source_err(&name))?,
-                )
+                (next_batch, self.inputs.positions(&start)?)
             }
             Resume::Rerun(entry) => {
-                let start = self
-                    .source
-                    .positions(&entry.sources[0].start)
-                    .map_err(source_err(&name))?;
-                let end = self
-                    .source
-                    .positions(&entry.sources[0].end)
-                    .map_err(source_err(&name))?;
+                let (starts, ends): (Vec<_>, Vec<_>) = entry
+                    .sources
+                    .iter()
+                    .map(|r| (r.start.clone(), r.end.clone()))
+                    .unzip();
+                let start = self.inputs.positions(&starts)?;
+                let end = self.inputs.positions(&ends)?;
                 self.watermark = entry.watermark.clone().unwrap_or_default();
                 let (parts, rejected, stats) = self.replay(&entry, &start, &end)?;
                 early.begin(entry.batch_id);
@@ -199,12 +213,15 @@ impl ContinuousQuery {
                 (entry.batch_id + 1, end)
             }
         };
-        let partitions = self.source.partition_count();
+        let partitions = self.inputs.readers();
         if let Some(et) = &self.options.state.event_time {
             // Readers progress independently: one that has not read yet
             // must hold the watermark back.
             let now = crate::engine::progress::now_ms();
-            self.watermark.expect_partitions(et.rule, partitions, now);
+            for s in 0..self.inputs.len() {
+                let n = self.inputs.partitions(s);
+                self.watermark.expect_partitions(et.rule, s, n, now);
+            }
         }
         self.publish_watermark();
         let marker = Arc::new(marker::Marker::new(epoch));
@@ -359,7 +376,7 @@ impl ContinuousQuery {
                 // Idle and caught up: a source that can tell its end must
                 // have nothing left (a slow first fetch is not idleness).
                 let caught_up = self
-                    .source
+                    .inputs
                     .latest_positions()
                     .is_none_or(|latest| latest.iter().zip(positions.iter()).all(|(l, p)| l <= p));
                 if caught_up {
@@ -383,6 +400,7 @@ fn all_ran_with(ran_with: &[Option<i64>], watermark: Option<i64>) -> bool {
 mod commit;
 mod early;
 mod exchange;
+mod inputs;
 mod marker;
 mod quiet;
 mod spawn;

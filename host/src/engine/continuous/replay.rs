@@ -34,7 +34,8 @@ impl ContinuousQuery {
         if self.options.state.stateful {
             return self.replay_exchanged(entry, start, end);
         }
-        let name = self.source.description();
+        // One source (see `ContinuousQuery::reading`).
+        let name = self.inputs.description(0);
         let mut parts = Vec::new();
         let mut rejected = Rejections::default();
         let mut stats = Vec::new();
@@ -51,7 +52,7 @@ impl ContinuousQuery {
                 let time = self.recorded_time(entry, p);
                 let mut ts = self.task_state(p, entry.batch_id)?;
                 let mut st = TaskStats::default();
-                let input = (!batch.is_empty()).then_some(batch);
+                let input = (!batch.is_empty()).then_some((0, batch));
                 if input.is_some() {
                     rejected += stateful_step(
                         &mut ts, &mut *t, p, time, &mut st, input, &mut parts, &policy, &name,
@@ -85,21 +86,22 @@ impl ContinuousQuery {
         start: &[u64],
         end: &[u64],
     ) -> Result<Replayed, EngineError> {
-        let name = self.source.description();
         let policy = self.options.error_policy.clone();
         let partitioning = self.options.state.partitioning.clone();
         let mut parts = Vec::new();
         let mut rejected = Rejections::default();
-        let mut inputs: Vec<Vec<RecordBatch>> =
+        let mut inputs: Vec<Vec<(usize, RecordBatch)>> =
             (0..partitioning.partitions).map(|_| Vec::new()).collect();
-        for (p, (s, e)) in start.iter().zip(end).enumerate() {
+        for (r, (s, e)) in start.iter().zip(end).enumerate() {
             if e <= s {
                 continue;
             }
-            let batch = self.read_range(p as u32, *s, *e)?;
-            let routed = partitioning.route_from(0, &name, batch)?;
+            let batch = self.read_range(r as u32, *s, *e)?;
+            let source = self.inputs.locate(r as u32).0;
+            let name = self.inputs.description(source);
+            let routed = partitioning.route_from(source, &name, batch)?;
             for (q, b) in routed.parts {
-                inputs[q as usize].push(b);
+                inputs[q as usize].push((source, b));
             }
             if let Some((b, why)) = routed.unreadable {
                 rejected += reject_unkeyed(&policy, &name, b, &why, &mut parts)?;
@@ -113,6 +115,7 @@ impl ContinuousQuery {
             let mut ts = self.task_state(q, entry.batch_id)?;
             let mut st = TaskStats::default();
             for b in batches.into_iter().map(Some).chain([None]) {
+                let name = self.inputs.description(b.as_ref().map_or(0, |(s, _)| *s));
                 rejected += stateful_step(
                     &mut ts, &mut *t, q, time, &mut st, b, &mut parts, &policy, &name,
                 )?;
@@ -136,10 +139,11 @@ impl ContinuousQuery {
         )
     }
 
-    /// Partition `p`'s records in `[s, e)`, waiting for them if needed.
-    fn read_range(&self, p: u32, s: u64, e: u64) -> Result<RecordBatch, EngineError> {
-        let name = self.source.description();
-        let mut reader = self.source.reader(p).map_err(source_err(&name))?;
+    /// Reader `r`'s records in `[s, e)`, waiting for them if needed.
+    fn read_range(&self, r: u32, s: u64, e: u64) -> Result<RecordBatch, EngineError> {
+        let name = self.inputs.name_of(r);
+        let mut reader = self.inputs.reader(r)?;
+        let p = self.inputs.locate(r).1;
         let mut batch = RecordBatch::new(p);
         let mut pos = s;
         let mut stalled = Instant::now();

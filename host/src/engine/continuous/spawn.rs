@@ -8,7 +8,7 @@ use std::sync::mpsc;
 
 use super::marker::Marker;
 use super::task::{Report, Task};
-use super::{ContinuousQuery, exchange, source_err};
+use super::{ContinuousQuery, exchange};
 use crate::engine::options::EngineError;
 
 /// What every task thread of a running query shares with the coordinator:
@@ -29,14 +29,15 @@ impl ContinuousQuery {
         positions: &[u64],
         control: &Control,
     ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
-        let name = self.source.description();
+        // One source (see `ContinuousQuery::reading`): readers are its partitions.
+        let name = self.inputs.description(0);
         let mut handles = Vec::new();
-        for p in 0..self.source.partition_count() {
+        for p in 0..self.inputs.readers() {
             let task = Task {
                 partition: p,
                 position: positions[p as usize],
                 epoch,
-                reader: self.source.reader(p).map_err(source_err(&name))?,
+                reader: self.inputs.reader(p)?,
                 transform: self.transform(p)?,
                 marker: control.marker.clone(),
                 halt: control.halt.clone(),
@@ -67,8 +68,7 @@ impl ContinuousQuery {
         positions: &[u64],
         control: &Control,
     ) -> Result<Vec<std::thread::JoinHandle<()>>, EngineError> {
-        let name = self.source.description();
-        let readers = self.source.partition_count() as usize;
+        let readers = self.inputs.readers() as usize;
         let states = self.options.state.partitioning.partitions as usize;
         // channels[q][r]: reader r to state partition q.
         let mut outs: Vec<Vec<mpsc::SyncSender<exchange::Msg>>> = vec![Vec::new(); readers];
@@ -90,21 +90,29 @@ impl ContinuousQuery {
                 epoch,
                 transform: self.state_transform(q)?,
                 ins,
+                sources: (0..readers as u32)
+                    .map(|r| {
+                        let s = self.inputs.locate(r).0;
+                        (s, self.inputs.description(s))
+                    })
+                    .collect(),
                 state: self.task_state(q, epoch)?,
                 halt: control.halt.clone(),
                 tx: control.tx.clone(),
                 policy: self.options.error_policy.clone(),
-                source_name: name.clone(),
                 early: control.early.clone(),
             });
         }
         let mut readers_ = Vec::with_capacity(readers);
-        for (p, outs) in outs.into_iter().enumerate() {
+        for (r, outs) in outs.into_iter().enumerate() {
+            let (source, partition) = self.inputs.locate(r as u32);
             readers_.push(exchange::Reader {
-                partition: p as u32,
-                position: positions[p],
+                index: r as u32,
+                source,
+                partition,
+                position: positions[r],
                 epoch,
-                reader: self.source.reader(p as u32).map_err(source_err(&name))?,
+                reader: self.inputs.reader(r as u32)?,
                 partitioning: self.options.state.partitioning.clone(),
                 outs,
                 marker: control.marker.clone(),
@@ -112,7 +120,7 @@ impl ContinuousQuery {
                 tx: control.tx.clone(),
                 max_chunk: self.options.max_chunk,
                 policy: self.options.error_policy.clone(),
-                source_name: name.clone(),
+                source_name: self.inputs.description(source),
                 early: control.early.clone(),
             });
         }
@@ -122,8 +130,8 @@ impl ContinuousQuery {
             handles.push(spawn(format!("weir-state-{q}"), move || t.run()));
         }
         for r in readers_ {
-            let p = r.partition;
-            handles.push(spawn(format!("weir-reader-{p}"), move || r.run()));
+            let name = format!("weir-reader-{}-{}", r.source, r.partition);
+            handles.push(spawn(name, move || r.run()));
         }
         Ok(handles)
     }

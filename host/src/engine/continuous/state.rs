@@ -61,7 +61,7 @@ impl ContinuousQuery {
         let partitions = if self.options.state.stateful {
             self.options.state.partitioning.partitions as u64
         } else {
-            self.source.partition_count() as u64
+            self.inputs.readers() as u64
         };
         progress_fields(&self.options.state, &total, partitions, before)
     }

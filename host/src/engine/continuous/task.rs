@@ -53,7 +53,7 @@ pub(crate) fn stateful_step(
     partition: u32,
     time: BatchTime,
     stats: &mut TaskStats,
-    input: Option<RecordBatch>,
+    input: Option<(usize, RecordBatch)>,
     parts: &mut Parts,
     policy: &ErrorPolicy,
     source_name: &str,
@@ -67,7 +67,7 @@ pub(crate) fn stateful_step(
         stats: std::mem::take(stats),
     };
     let r = match input {
-        Some(b) => run.process(t, 0, b, parts),
+        Some((source, b)) => run.process(t, source, b, parts),
         None => run.finish(t, &*ts.store, parts),
     };
     *stats = run.stats;
@@ -232,7 +232,7 @@ impl Task {
                     self.partition,
                     t,
                     &mut stats,
-                    Some(batch),
+                    Some((0, batch)),
                     &mut buffer,
                     &self.policy,
                     &self.source_name,

@@ -75,17 +75,23 @@ impl Watermark {
         }
     }
 
-    /// Under `slowest-partition`, make each of source 0's `partitions` an
+    /// Under `slowest-partition`, make each of source `source`'s `partitions` an
     /// input before its first event time (processing time `now`): one
     /// whose reader has not read yet must hold the watermark back, or the
     /// other partitions would make its records late. `idle_timeout` counts
     /// from here for it.
-    pub fn expect_partitions(&mut self, rule: WatermarkRule, partitions: u32, now: i64) {
+    pub fn expect_partitions(
+        &mut self,
+        rule: WatermarkRule,
+        source: usize,
+        partitions: u32,
+        now: i64,
+    ) {
         if rule != WatermarkRule::SlowestPartition {
             return;
         }
         for p in 0..partitions {
-            let input = rule.input(0, p);
+            let input = rule.input(source, p);
             if !self.max_event_ms.contains_key(&input) {
                 self.max_event_ms.insert(input.clone(), i64::MIN);
                 self.moved_at_ms.insert(input, now);
@@ -188,7 +194,7 @@ mod tests {
     fn a_partition_not_read_yet_holds_the_watermark_back_until_idle() {
         let (s, idle) = (Duration::from_secs(1), Some(Duration::from_secs(30)));
         let mut w = Watermark::default();
-        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 0);
+        w.expect_partitions(WatermarkRule::SlowestPartition, 0, 2, 0);
         // Partition 1's reader runs ahead; partition 0's has read nothing.
         w.observe_all(
             WatermarkRule::SlowestPartition,
@@ -201,18 +207,18 @@ mod tests {
         w.advance(s, idle, 2_000);
         assert_eq!(w.watermark_ms, Some(9_000));
         // Expecting again (a restart) keeps what was seen.
-        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 3_000);
+        w.expect_partitions(WatermarkRule::SlowestPartition, 0, 2, 3_000);
         w.advance(s, idle, 3_000);
         assert_eq!(w.watermark_ms, Some(9_000));
         // A partition that never gets data stops holding back once idle.
         let mut w = Watermark::default();
-        w.expect_partitions(WatermarkRule::SlowestPartition, 2, 0);
+        w.expect_partitions(WatermarkRule::SlowestPartition, 0, 2, 0);
         w.observe("0/1".into(), 50_000, 31_000);
         w.advance(s, idle, 31_000);
         assert_eq!(w.watermark_ms, Some(49_000));
         // Spark's rule has no partitions to expect.
         let mut w = Watermark::default();
-        w.expect_partitions(WatermarkRule::MaxEventTime, 2, 0);
+        w.expect_partitions(WatermarkRule::MaxEventTime, 0, 2, 0);
         assert!(w.max_event_ms.is_empty());
     }
 
