@@ -143,9 +143,12 @@ impl JoinFixture {
             parts[i % 3].push(None, v.as_bytes(), *ts, 0);
         }
         t.append(None, &parts, || {}).unwrap();
-        let (mode, limit, trigger) = if continuous {
+        // Batches of both sources cover about the same event time (there
+        // are 9 payments to 10 orders), so neither runs ahead of the other.
+        let (mode, orders_limit, pays_limit, trigger) = if continuous {
             (
                 "mode = \"continuous\"\ncheckpoint-interval = \"20ms\"",
+                "",
                 "",
                 "",
             )
@@ -153,6 +156,7 @@ impl JoinFixture {
             (
                 "",
                 "max-records-per-trigger = 300",
+                "max-records-per-trigger = 270",
                 "[trigger]\ntype = \"available-now\"",
             )
         };
@@ -167,7 +171,7 @@ type = "log"
 path = "log"
 topic = "orders"
 key-field = "order_id"
-{limit}
+{orders_limit}
 [[source]]
 name = "payments"
 type = "log"
@@ -175,7 +179,7 @@ path = "log"
 topic = "payments"
 key-field = "order_id"
 event-time-field = "pay_ts"
-{limit}
+{pays_limit}
 [transform]
 component = "{component}"
 on-error = "fail"
@@ -272,4 +276,132 @@ fn same(got: &[String], want: &[String], what: &str) {
         got.len(),
         want.len()
     );
+}
+
+/// `examples/data/shop/<dir>/part-0.jsonl`, parsed.
+fn shop(dir: &str) -> Vec<serde_json::Value> {
+    let path = crate::testkit::repo_root()
+        .join("examples/data/shop")
+        .join(dir)
+        .join("part-0.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_orders_payments_example_runs_as_documented() {
+    let got = super::pipelines::run_example("orders-payments", "orders_payments", "shop");
+    let orders: Vec<Order> = shop("orders")
+        .iter()
+        .map(|o| {
+            let s = |k: &str| o[k].as_str().unwrap().to_string();
+            (s("order_id"), s("user"), o["ts"].as_i64().unwrap())
+        })
+        .collect();
+    let pays: Vec<Payment> = shop("payments")
+        .iter()
+        .map(|p| {
+            let n = |k: &str| p[k].as_i64().unwrap();
+            (
+                p["order_id"].as_str().unwrap().to_string(),
+                n("amount"),
+                n("pay_ts"),
+            )
+        })
+        .collect();
+    let users = std::fs::read_to_string(
+        crate::testkit::repo_root().join("examples/data/shop/ref/users.csv"),
+    )
+    .unwrap();
+    let country: BTreeMap<&str, &str> = users
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_once(','))
+        .collect();
+    // The pipeline's range and delay: 0 s before, 1 min after, 10 s.
+    let wm = orders
+        .iter()
+        .map(|o| o.2)
+        .max()
+        .unwrap()
+        .min(pays.iter().map(|p| p.2).max().unwrap())
+        - 10_000;
+    let mut want = Vec::new();
+    for o in &orders {
+        let hits: Vec<&Payment> = pays
+            .iter()
+            .filter(|p| p.0 == o.0 && p.2 >= o.2 && p.2 <= o.2 + 60_000)
+            .collect();
+        let c = country
+            .get(o.1.as_str())
+            .map_or("null".to_string(), |c| format!("\"{c}\""));
+        for p in &hits {
+            want.push(format!(
+                r#"{{"order_id":"{}","user":"{}","amount":{},"country":{c}}}"#,
+                o.0, o.1, p.1
+            ));
+        }
+        if hits.is_empty() && o.2 + 60_000 < wm {
+            want.push(format!(
+                r#"{{"order_id":"{}","user":"{}","amount":null,"country":{c}}}"#,
+                o.0, o.1
+            ));
+        }
+    }
+    want.sort();
+    assert!(
+        want.iter().any(|w| w.contains("null,\"country\"")),
+        "an unpaid order"
+    );
+    assert!(
+        want.iter().any(|w| w.ends_with("\"country\":null}")),
+        "a user not in the table"
+    );
+    same(&got, &want, "orders-payments example");
+}
+
+#[test]
+fn join_state_levels_off_and_empties_after_the_final_watermark() {
+    let (mut orders, mut pays) = inputs(12_000, 0x1e7e1);
+    // One order and its payment an hour later move the final watermark
+    // past every other row.
+    let end = orders.iter().map(|o| o.2).max().unwrap() + 3_600_000;
+    orders.push(("o-end".into(), "user-0".into(), end));
+    pays.push(("o-end".into(), 1, end));
+    let f = JoinFixture::new("full-outer", false, &orders, &pays);
+    let out = crate::testkit::weir()
+        .arg("run")
+        .arg(f.path().join("p.toml"))
+        .args(["--progress", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|p| p["stateOperators"][0]["numRowsTotal"].as_u64())
+        .collect();
+    assert!(rows.len() > 40, "{} batches", rows.len());
+    // 24 k rows went through; about 25 s of event time (delay and range)
+    // of them, some 1,000 rows, are in state at any time.
+    let (first, second) = rows[..rows.len() - 1].split_at(rows.len() / 2);
+    let (peak1, peak2) = (first.iter().max().unwrap(), second.iter().max().unwrap());
+    assert!(
+        *peak2 <= peak1 + peak1 / 4 && *peak2 < 2_500,
+        "state keeps growing: {peak1} then {peak2} rows ({rows:?})"
+    );
+    assert_eq!(
+        rows.last(),
+        Some(&2),
+        "only the last order and payment stay ({rows:?})"
+    );
+    let want = expected("full-outer", &orders, &pays, end - DELAY_MS);
+    same(&f.output(), &want, "full-outer, long run");
 }

@@ -22,7 +22,7 @@ fn inputs(data: &str) -> Vec<Input> {
         .collect()
 }
 
-fn run_example(name: &str, component: &str, data: &str) -> Vec<String> {
+pub(crate) fn run_example(name: &str, component: &str, data: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let example = repo_root()
         .join("examples/pipelines")

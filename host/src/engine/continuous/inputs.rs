@@ -147,7 +147,10 @@ mod tests {
         let located: Vec<_> = (0..5).map(|r| i.locate(r)).collect();
         assert_eq!(located, [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]);
         let offsets = i.to_offsets(&[1, 2, 3, 4, 5]);
-        assert_eq!(offsets, [serde_json::json!([1, 2]), serde_json::json!([3, 4, 5])]);
+        assert_eq!(
+            offsets,
+            [serde_json::json!([1, 2]), serde_json::json!([3, 4, 5])]
+        );
         assert_eq!(i.positions(&offsets).unwrap(), [1, 2, 3, 4, 5]);
         assert!(i.positions(&offsets[..1]).is_err());
         assert_eq!(i.name_of(3), "parts 3");
