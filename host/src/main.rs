@@ -4,6 +4,9 @@ mod cli;
 
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     weir::allocator::keep_batch_buffers();
     match cli::run() {

@@ -3,7 +3,7 @@
 // plugs weir's state, timers and clock imports into weir/state.js and adds
 // the timer handler to entry.js's exports.
 
-import { eventTime, processingTime, queryOutputMode, watermark } from "weir:transform/context@0.2.0";
+import { eventTime, processingTime, queryOutputMode, source, watermark } from "weir:transform/context@0.2.0";
 import * as wstate from "weir:transform/state@0.2.0";
 import * as wtimers from "weir:transform/timers@0.2.0";
 
@@ -25,6 +25,17 @@ setStateBackend({
       after = entries[entries.length - 1].key;
     }
   },
+  scan: (start, end) => {
+    const out = [];
+    for (;;) {
+      const entries = wstate.scan(start, end, 256);
+      for (const e of entries) out.push([e.key, e.value]);
+      if (entries.length < 256) return out;
+      const last = entries[entries.length - 1].key;
+      start = new Uint8Array(last.length + 1);
+      start.set(last);
+    }
+  },
   registerTimer: (d, k, at) => wtimers.register(d, k, BigInt(at)),
   deleteTimer: (d, k, at) => wtimers.delete(d, k, BigInt(at)),
   watermark: () => {
@@ -34,6 +45,7 @@ setStateBackend({
   processingTime: () => Number(processingTime()),
   outputMode: () => queryOutputMode(),
   eventTime: () => eventTime(),
+  source: () => source(),
 });
 
 export { recordTransform, transform };

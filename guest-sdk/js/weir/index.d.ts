@@ -84,3 +84,8 @@ export function gaugeSet(name: string, value: number): void;
 export interface Windowed {}
 /** `f(config)` returns the windowed aggregation the transform is. */
 export function windowed(f: (config: Config) => Windowed): typeof f;
+
+/** A stream-stream join (weir/joins.js). */
+export interface Joined {}
+/** `f(config)` returns the join the transform is. */
+export function joined(f: (config: Config) => Joined): typeof f;

@@ -11,4 +11,4 @@
 export { BadRecord, Broken } from "./errors.js";
 export { Config, counterAdd, gaugeSet, logDebug, logError, logInfo, logWarn } from "./host.js";
 export { Output, Record } from "./record.js";
-export { filter, flatMap, init, map, onTimer, route, windowed } from "./register.js";
+export { filter, flatMap, init, joined, map, onTimer, route, windowed } from "./register.js";

@@ -30,6 +30,9 @@ export const route = (f) => register("route", f);
 /** `f(config) -> Windowed` (weir/windows.js): the transform is that
  * windowed aggregation, built at init from the config. */
 export const windowed = (f) => register("windowed", f);
+/** `f(config) -> Join` (weir/joins.js): the transform is that stream-stream
+ * join, built at init from the config. */
+export const joined = (f) => register("joined", f);
 /** `f(config)`, called once before any record with the pipeline's
  * `[transform.config]`; throw to refuse it (say which key and why). */
 export function init(f) {

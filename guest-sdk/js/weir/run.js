@@ -9,13 +9,14 @@ const encoder = new TextEncoder();
 import { Config } from "./host.js";
 import { registered, registeredInit, registeredOnTimer } from "./register.js";
 
-// The windowed aggregation a weir.windowed builder made at init.
+// The windowed aggregation (or join) a weir.windowed (weir.joined) builder
+// made at init.
 let windows;
 
 /** Init the registered transform with `config` pairs; throws why not. */
 export function runInit(config) {
   const [kind, f] = registered();
-  if (kind === "windowed") {
+  if (kind === "windowed" || kind === "joined") {
     windows = f(new Config(config));
     return;
   }
@@ -40,8 +41,8 @@ export function runBatch(b) {
   const { values, valueEnds, hasValue } = b;
   // No keys, headers or tombstones: a map's output needs only values.
   const plain = b.keyEnds.length === 0 && b.headerEnds.length === 0 && hasValue.length === 0;
-  if (kind === "windowed") {
-    if (!windows) throw new Broken("the weir.windowed builder did not run: init first");
+  if (kind === "windowed" || kind === "joined") {
+    if (!windows) throw new Broken(`the weir.${kind} builder did not run: init first`);
     windows.processBatch(b, cols, out);
     return cols;
   }

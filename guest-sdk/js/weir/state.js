@@ -24,6 +24,7 @@ export const native = {
   processingTime: 0,
   outputMode: "append",
   eventTime: true,
+  source: undefined,
 };
 
 function domainOf(d) {
@@ -40,12 +41,18 @@ const nativeBackend = {
       .filter(([k]) => k.startsWith(str(p)))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([k, v]) => [unstr(k), v]),
+  scan: (start, end) =>
+    [...native.state.entries()]
+      .filter(([k]) => k >= str(start) && (end === undefined || k < str(end)))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => [unstr(k), v]),
   registerTimer: (d, k, at) => native.timers.set(`${d}|${at}|${str(k)}`, { domain: d, key: Uint8Array.from(k), time: at }),
   deleteTimer: (d, k, at) => native.timers.delete(`${d}|${at}|${str(k)}`),
   watermark: () => native.watermark,
   processingTime: () => native.processingTime,
   outputMode: () => native.outputMode,
   eventTime: () => native.eventTime,
+  source: () => native.source,
 };
 
 let backend = nativeBackend;
@@ -61,6 +68,9 @@ export const put = (key, value) => backend.put(bytes(key), bytes(value));
 export const del = (key) => backend.delete(bytes(key));
 /** `[key, value]` pairs whose key starts with `prefix`, in key order. */
 export const prefix = (p) => backend.prefix(bytes(p));
+/** `[key, value]` pairs with `start <= key < end` (no upper bound when
+ * `end` is undefined), in key order. */
+export const scan = (start, end) => backend.scan(bytes(start), end === undefined ? undefined : bytes(end));
 /** Call the weir.onTimer function with `key` once `domain`'s clock reaches
  * `at` (ms); registering the same timer twice keeps one. */
 export const registerTimer = (domain, key, at) => backend.registerTimer(domainOf(domain), bytes(key), Number(at));
@@ -73,3 +83,6 @@ export const processingTime = () => backend.processingTime();
 export const outputMode = () => backend.outputMode();
 /** Whether the pipeline has an [event-time] section. */
 export const eventTime = () => backend.eventTime();
+/** The name of the source whose records the current call holds (its
+ * [[source]] name, or source-<index>); undefined while timers fire. */
+export const source = () => backend.source();

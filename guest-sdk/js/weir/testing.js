@@ -15,7 +15,7 @@ const bytes = (v) => (typeof v === "string" ? enc.encode(v) : v);
 
 /** A batch in the contract's fields from `{value, key, headers, timestamp}`
  * records (or plain values); `value: undefined` is a tombstone. */
-export function batch(records) {
+export function batch(records, firstOffset = 0) {
   const rs = records.map((r) => (typeof r === "string" || r instanceof Uint8Array || r === undefined ? { value: r } : r));
   const chunks = rs.map((r) => bytes(r.value) ?? new Uint8Array(0));
   const keys = rs.map((r) => bytes(r.key) ?? new Uint8Array(0));
@@ -49,16 +49,23 @@ export function batch(records) {
     headers,
     headerEnds: headers.length ? headerEnds : [],
     timestamps: rs.map((r) => BigInt(r.timestamp ?? 0)),
-    offsets: rs.map((_, i) => BigInt(i)),
+    offsets: rs.map((_, i) => BigInt(firstOffset + i)),
   };
 }
 
 /** `{outputs, rejected}` for a batch of `records`, after init with `config`
- * pairs. Each output: `{value, key, headers, timestamp, output, origin}`. */
-export function run(records, config = []) {
+ * pairs, as the host runs a batch of source `source` (state.source()) at
+ * offsets `firstOffset` on. Each output: `{value, key, headers, timestamp,
+ * output, origin}`. */
+export function run(records, config = [], { source, firstOffset = 0 } = {}) {
   runInit(config);
-  const b = batch(records);
-  return outputs(b, runBatch(b));
+  native.source = source;
+  try {
+    const b = batch(records, firstOffset);
+    return outputs(b, runBatch(b));
+  } finally {
+    native.source = undefined;
+  }
 }
 
 /** Forget native state and timers, reset the clocks, and set the
@@ -70,6 +77,7 @@ export function resetState({ outputMode = "append", eventTime = true } = {}) {
   native.processingTime = 0;
   native.outputMode = outputMode;
   native.eventTime = eventTime;
+  native.source = undefined;
 }
 
 /** Advance the native clocks, then fire the timers they reach, in time

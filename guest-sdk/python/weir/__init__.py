@@ -19,7 +19,7 @@ from ._columns import Batch
 from ._errors import BadRecord, Broken
 from ._json import json_field
 from ._host import config, counter_add, gauge_set, log_debug, log_error, log_info, log_warn
-from ._register import filter, filter_batch, flat_map, init, map, on_timer, route, windowed
+from ._register import filter, filter_batch, flat_map, init, joined, map, on_timer, route, windowed
 
 __all__ = [
     "BadRecord",
@@ -34,6 +34,7 @@ __all__ = [
     "flat_map",
     "gauge_set",
     "init",
+    "joined",
     "json_field",
     "log_debug",
     "log_error",

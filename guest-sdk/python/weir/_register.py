@@ -8,7 +8,7 @@ _transform = None
 _init = None
 _on_timer = None
 
-KINDS = ("map", "filter", "flat_map", "route", "windowed", "filter_batch")
+KINDS = ("map", "filter", "flat_map", "route", "windowed", "joined", "filter_batch")
 
 
 def _register(kind, f):
@@ -67,6 +67,12 @@ def windowed(f):
     """``f(config) -> windows.Windowed``: the transform is that windowed
     aggregation (``weir.windows``), built at init from the config."""
     return _register("windowed", f)
+
+
+def joined(f):
+    """``f(config) -> joins.Join``: the transform is that stream-stream
+    join (``weir.joins``), built at init from the config."""
+    return _register("joined", f)
 
 
 def on_timer(f):

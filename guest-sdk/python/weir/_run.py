@@ -13,8 +13,10 @@ def _reason(e):
     return f"{type(e).__name__}: {e}"
 
 
-# The windowed aggregation a @weir.windowed builder made at init.
+# The windowed aggregation (or join) a @weir.windowed (@weir.joined)
+# builder made at init.
 _windows = None
+BUILT = ("windowed", "joined")
 
 
 def run_batch(b):
@@ -23,9 +25,9 @@ def run_batch(b):
     n = len(b.value_ends)
     cols = Columns(n)
     out = Output(cols, None)
-    if kind == "windowed":
+    if kind in BUILT:
         if _windows is None:
-            raise Broken("the @weir.windowed builder did not run: init first")
+            raise Broken(f"the @weir.{kind} builder did not run: init first")
         _windows.process_batch(b, cols, out)
         return cols
     if kind == "filter_batch":
@@ -144,7 +146,7 @@ def run_init(config):
     global _windows
     kind, f = _register.registered()
     _set_config(config)
-    if kind == "windowed":
+    if kind in BUILT:
         _windows = f(Config(config))
     elif _register._init is not None:
         _register._init(Config(config))

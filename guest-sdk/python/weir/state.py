@@ -27,6 +27,7 @@ native = {
     "processing_time": 0,
     "output_mode": "append",
     "event_time": True,
+    "source": None,
 }
 
 
@@ -76,6 +77,25 @@ def prefix(p, batch=256):
         after = entries[-1].key
 
 
+def scan(start, end=None, batch=256):
+    """(key, value) pairs with ``start <= key < end`` (``end`` None: no
+    upper bound), in key order."""
+    start = bytes(start)
+    end = None if end is None else bytes(end)
+    if _state is None:
+        yield from sorted(
+            (k, v) for k, v in native["state"].items() if k >= start and (end is None or k < end)
+        )
+        return
+    while True:
+        entries = _state.scan(start, end, batch)
+        for e in entries:
+            yield e.key, e.value
+        if len(entries) < batch:
+            return
+        start = entries[-1].key + b"\x00"
+
+
 def register_timer(domain, key, at):
     """Call the ``@weir.on_timer`` function with ``key`` once ``domain``'s
     clock reaches ``at`` (ms); registering the same timer twice keeps one."""
@@ -113,6 +133,12 @@ def output_mode():
 def event_time():
     """Whether the pipeline has an ``[event-time]`` section."""
     return native["event_time"] if _context is None else _context.event_time()
+
+
+def source():
+    """The name of the source whose records the current call holds (its
+    ``[[source]] name``, or ``source-<index>``); None while timers fire."""
+    return native["source"] if _context is None else _context.source()
 
 
 class Timer:

@@ -48,9 +48,10 @@ def _b(v):
 
 
 class Batch:
-    """A batch in the contract's columnar fields, built from ``In``s."""
+    """A batch in the contract's columnar fields, built from ``In``s, at
+    offsets ``first_offset`` on."""
 
-    def __init__(self, records, partition=0):
+    def __init__(self, records, partition=0, first_offset=0):
         self.partition = partition
         self.values, self.value_ends, self.has_value = b"", [], []
         self.keys, self.key_ends, self.has_key = b"", [], []
@@ -69,7 +70,7 @@ class Batch:
             self.headers += [Header(n, _b(v)) for n, v in r.headers]
             self.header_ends.append(len(self.headers))
             self.timestamps.append(r.timestamp)
-            self.offsets.append(i)
+            self.offsets.append(first_offset + i)
         self.values, self.keys = bytes(values), bytes(keys)
         # Optional columns are empty when every record has the default.
         if all(self.has_value):
@@ -80,12 +81,18 @@ class Batch:
             self.header_ends = []
 
 
-def run(records, config=()):
+def run(records, config=(), source=None, first_offset=0):
     """``(outputs, rejected)`` for a batch of ``records`` (``In``s, or
-    plain values), after ``init`` with ``config`` pairs."""
+    plain values), after ``init`` with ``config`` pairs, as the host runs a
+    batch of source ``source`` (``weir.state.source()``) at offsets
+    ``first_offset`` on."""
     run_init(list(config))
-    b = Batch(records)
-    return _outputs(b, run_batch(b))
+    state.native["source"] = source
+    b = Batch(records, first_offset=first_offset)
+    try:
+        return _outputs(b, run_batch(b))
+    finally:
+        state.native["source"] = None
 
 
 def reset_state(output_mode="append", event_time=True):
@@ -98,6 +105,7 @@ def reset_state(output_mode="append", event_time=True):
         processing_time=0,
         output_mode=output_mode,
         event_time=event_time,
+        source=None,
     )
 
 

@@ -54,6 +54,14 @@ pub const SDK: &[(&str, &str)] = &[
         "register.js",
         include_str!("../../../guest-sdk/js/weir/register.js"),
     ),
+    (
+        "joins.d.ts",
+        include_str!("../../../guest-sdk/js/weir/joins.d.ts"),
+    ),
+    (
+        "joins.js",
+        include_str!("../../../guest-sdk/js/weir/joins.js"),
+    ),
     ("run.js", include_str!("../../../guest-sdk/js/weir/run.js")),
     (
         "state.js",
@@ -78,16 +86,20 @@ fn componentize_js() -> String {
     std::env::var("WEIR_COMPONENTIZE_JS").unwrap_or_else(|_| "componentize-js".into())
 }
 
-/// Whether an app uses keyed state: it imports `./weir/state.js` or
-/// `./weir/windows.js` (which keeps windows in state).
+/// Whether an app uses keyed state: it imports `./weir/state.js`,
+/// `./weir/windows.js` or `./weir/joins.js` (which keep windows and rows
+/// in state).
 pub fn stateful(app: &str) -> bool {
     app.lines().map(str::trim_start).any(|l| {
-        l.starts_with("import") && (l.contains("weir/state.js") || l.contains("weir/windows.js"))
+        l.starts_with("import")
+            && ["weir/state.js", "weir/windows.js", "weir/joins.js"]
+                .iter()
+                .any(|m| l.contains(m))
     })
 }
 
 /// Build the project in `dir` (its `app.js` and `weir/`) into a component
-/// at `out`: stateful when `app.js` imports the state or windows module.
+/// at `out`: stateful when `app.js` imports the state, windows or joins module.
 pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
     let app = dir.join("app.js");
     let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;

@@ -72,6 +72,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/python/weir/windows.py"),
     ),
     (
+        "joins.py",
+        include_str!("../../../guest-sdk/python/weir/joins.py"),
+    ),
+    (
         "testing.py",
         include_str!("../../../guest-sdk/python/weir/testing.py"),
     ),
@@ -83,9 +87,9 @@ fn componentize_py() -> String {
 }
 
 /// Whether an app uses keyed state: it imports `weir.state` or
-/// `weir.windows` (which keeps windows in state).
+/// `weir.windows` or `weir.joins` (which keep windows and rows in state).
 pub fn stateful(app: &str) -> bool {
-    const MODULES: [&str; 2] = ["state", "windows"];
+    const MODULES: [&str; 3] = ["state", "windows", "joins"];
     app.lines().map(str::trim_start).any(|l| {
         MODULES.iter().any(|m| {
             l.starts_with(&format!("import weir.{m}")) || l.starts_with(&format!("from weir.{m} "))
@@ -131,6 +135,7 @@ mod tests {
         assert!(super::stateful("from weir.state import get"));
         assert!(super::stateful("from weir import windows"));
         assert!(super::stateful("import weir.windows"));
+        assert!(super::stateful("from weir import json_field, joins"));
         assert!(!super::stateful(
             "import weir\n# weir.state is not used\nstatement = 1"
         ));

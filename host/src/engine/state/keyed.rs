@@ -256,17 +256,14 @@ impl KeyedState {
         self.bytes
     }
 
-    /// The changes since the last version, as (raw key, new value or
-    /// deletion), and forget them.
-    pub(crate) fn take_delta(&mut self) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    /// Call `f` with each change since the last version, as (raw key, new
+    /// value or deletion), in key order, and forget them. The values are
+    /// read in place: a delta is encoded without copying the state.
+    pub(crate) fn drain_delta(&mut self, mut f: impl FnMut(&[u8], Option<&[u8]>)) {
         let dirty = std::mem::take(&mut self.dirty);
-        dirty
-            .into_iter()
-            .map(|k| {
-                let v = self.map.get(&k).map(Cow::into_owned);
-                (k, v)
-            })
-            .collect()
+        for k in &dirty {
+            f(k, self.map.get(k).as_deref());
+        }
     }
 
     /// Call `f` with every raw (namespaced) entry, in key order.
@@ -352,7 +349,7 @@ mod tests {
     fn a_failed_call_is_rolled_back() {
         let mut s = KeyedState::default();
         s.put(b"k", b"1".to_vec());
-        s.take_delta();
+        s.drain_delta(|_, _| {});
         s.begin_call();
         s.put(b"k", b"2".to_vec());
         s.put(b"n", b"3".to_vec());

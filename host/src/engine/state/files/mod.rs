@@ -171,7 +171,7 @@ impl StatePartition {
             return Err(CheckpointError::Mismatch(format!("{}: {e}", self.dir)));
         }
         if due {
-            let _ = self.state.take_delta();
+            self.state.drain_delta(|_, _| {});
             let mut enc = Encoder::new(SNAPSHOT, v);
             self.state.for_each_raw(|k, v| enc.push(k, Some(v)));
             let bytes = enc.finish();
@@ -186,9 +186,7 @@ impl StatePartition {
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
             let mut enc = Encoder::new(DELTA, v);
-            for (k, v) in self.state.take_delta() {
-                enc.push(&k, v.as_deref());
-            }
+            self.state.drain_delta(|k, v| enc.push(k, v));
             let bytes = enc.finish();
             if options.write_once {
                 store.create(&path(&self.dir, DELTA, v), &bytes)?;
