@@ -20,14 +20,14 @@ const BEFORE_MS: i64 = 1_000;
 const AFTER_MS: i64 = 5_000;
 
 /// (order id, user, order time) and (order id, amount, payment time).
-type Order = (String, String, i64);
-type Payment = (String, i64, i64);
+pub(super) type Order = (String, String, i64);
+pub(super) type Payment = (String, i64, i64);
 
 /// `n` orders 50 ms apart, each up to 2 s out of order; most are paid
 /// from 2 s before to 7 s after (so some fall outside the range), every
 /// 10th not at all, and every 10th payment names an order that does not
 /// exist.
-fn inputs(n: usize, seed: u64) -> (Vec<Order>, Vec<Payment>) {
+pub(super) fn inputs(n: usize, seed: u64) -> (Vec<Order>, Vec<Payment>) {
     let mut next = xorshift(seed);
     let mut orders = Vec::new();
     let mut pays = Vec::new();
@@ -116,33 +116,50 @@ fn expected(kind: &str, orders: &[Order], pays: &[Payment], wm: i64) -> Vec<Stri
 
 /// A join pipeline over a fresh directory: topics `orders` (2
 /// partitions) and `payments` (3), output topic `out`.
-struct JoinFixture {
+pub(super) struct JoinFixture {
     dir: tempfile::TempDir,
     continuous: bool,
 }
 
+/// Write orders (over 2 partitions) and payments (over 3) to their topics
+/// under `log`, creating them first when `create`.
+pub(super) fn append(log: &Path, orders: &[Order], pays: &[Payment], create: bool) {
+    let open = |name: &str, n: u32| {
+        if create {
+            Topic::create(log, name, n).unwrap()
+        } else {
+            Topic::open(log, name).unwrap()
+        }
+    };
+    let mut t = open("orders", 2);
+    let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
+    for (i, (id, user, ts)) in orders.iter().enumerate() {
+        let v = format!(r#"{{"order_id":"{id}","user":"{user}","ts":{ts}}}"#);
+        parts[i % 2].push(None, v.as_bytes(), *ts, 0);
+    }
+    t.append(None, &parts, || {}).unwrap();
+    let mut t = open("payments", 3);
+    let mut parts = vec![
+        RecordBatch::new(0),
+        RecordBatch::new(1),
+        RecordBatch::new(2),
+    ];
+    for (i, (id, amount, ts)) in pays.iter().enumerate() {
+        let v = format!(r#"{{"order_id":"{id}","amount":{amount},"pay_ts":{ts}}}"#);
+        parts[i % 3].push(None, v.as_bytes(), *ts, 0);
+    }
+    t.append(None, &parts, || {}).unwrap();
+}
+
 impl JoinFixture {
-    fn new(kind: &str, continuous: bool, orders: &[Order], pays: &[Payment]) -> JoinFixture {
+    pub(super) fn new(
+        kind: &str,
+        continuous: bool,
+        orders: &[Order],
+        pays: &[Payment],
+    ) -> JoinFixture {
         let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("log");
-        let mut t = Topic::create(&log, "orders", 2).unwrap();
-        let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];
-        for (i, (id, user, ts)) in orders.iter().enumerate() {
-            let v = format!(r#"{{"order_id":"{id}","user":"{user}","ts":{ts}}}"#);
-            parts[i % 2].push(None, v.as_bytes(), *ts, 0);
-        }
-        t.append(None, &parts, || {}).unwrap();
-        let mut t = Topic::create(&log, "payments", 3).unwrap();
-        let mut parts = vec![
-            RecordBatch::new(0),
-            RecordBatch::new(1),
-            RecordBatch::new(2),
-        ];
-        for (i, (id, amount, ts)) in pays.iter().enumerate() {
-            let v = format!(r#"{{"order_id":"{id}","amount":{amount},"pay_ts":{ts}}}"#);
-            parts[i % 3].push(None, v.as_bytes(), *ts, 0);
-        }
-        t.append(None, &parts, || {}).unwrap();
+        append(&dir.path().join("log"), orders, pays, true);
         // Batches of both sources cover about the same event time (there
         // are 9 payments to 10 orders), so neither runs ahead of the other.
         let (mode, orders_limit, pays_limit, trigger) = if continuous {
@@ -205,15 +222,15 @@ topic = "out"
         JoinFixture { dir, continuous }
     }
 
-    fn path(&self) -> &Path {
+    pub(super) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn command(&self) -> std::process::Command {
+    pub(super) fn command(&self) -> std::process::Command {
         run_command(self.path(), self.continuous.then_some("400ms"))
     }
 
-    fn output(&self) -> Vec<String> {
+    pub(super) fn output(&self) -> Vec<String> {
         let mut got = topic_values(&self.path().join("log"), "out").unwrap_or_default();
         got.sort();
         got
@@ -263,7 +280,7 @@ fn inner_and_outer_joins_equal_their_definition_in_continuous_mode() {
 }
 
 /// Panics with what is missing and what is extra (the first few of each).
-fn same(got: &[String], want: &[String], what: &str) {
+pub(super) fn same(got: &[String], want: &[String], what: &str) {
     if got == want {
         return;
     }
@@ -276,91 +293,6 @@ fn same(got: &[String], want: &[String], what: &str) {
         got.len(),
         want.len()
     );
-}
-
-/// `examples/data/shop/<dir>/part-0.jsonl`, parsed.
-fn shop(dir: &str) -> Vec<serde_json::Value> {
-    let path = crate::testkit::repo_root()
-        .join("examples/data/shop")
-        .join(dir)
-        .join("part-0.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-#[test]
-fn the_orders_payments_example_runs_as_documented() {
-    let got = super::pipelines::run_example("orders-payments", "orders_payments", "shop");
-    let orders: Vec<Order> = shop("orders")
-        .iter()
-        .map(|o| {
-            let s = |k: &str| o[k].as_str().unwrap().to_string();
-            (s("order_id"), s("user"), o["ts"].as_i64().unwrap())
-        })
-        .collect();
-    let pays: Vec<Payment> = shop("payments")
-        .iter()
-        .map(|p| {
-            let n = |k: &str| p[k].as_i64().unwrap();
-            (
-                p["order_id"].as_str().unwrap().to_string(),
-                n("amount"),
-                n("pay_ts"),
-            )
-        })
-        .collect();
-    let users = std::fs::read_to_string(
-        crate::testkit::repo_root().join("examples/data/shop/ref/users.csv"),
-    )
-    .unwrap();
-    let country: BTreeMap<&str, &str> = users
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split_once(','))
-        .collect();
-    // The pipeline's range and delay: 0 s before, 1 min after, 10 s.
-    let wm = orders
-        .iter()
-        .map(|o| o.2)
-        .max()
-        .unwrap()
-        .min(pays.iter().map(|p| p.2).max().unwrap())
-        - 10_000;
-    let mut want = Vec::new();
-    for o in &orders {
-        let hits: Vec<&Payment> = pays
-            .iter()
-            .filter(|p| p.0 == o.0 && p.2 >= o.2 && p.2 <= o.2 + 60_000)
-            .collect();
-        let c = country
-            .get(o.1.as_str())
-            .map_or("null".to_string(), |c| format!("\"{c}\""));
-        for p in &hits {
-            want.push(format!(
-                r#"{{"order_id":"{}","user":"{}","amount":{},"country":{c}}}"#,
-                o.0, o.1, p.1
-            ));
-        }
-        if hits.is_empty() && o.2 + 60_000 < wm {
-            want.push(format!(
-                r#"{{"order_id":"{}","user":"{}","amount":null,"country":{c}}}"#,
-                o.0, o.1
-            ));
-        }
-    }
-    want.sort();
-    assert!(
-        want.iter().any(|w| w.contains("null,\"country\"")),
-        "an unpaid order"
-    );
-    assert!(
-        want.iter().any(|w| w.ends_with("\"country\":null}")),
-        "a user not in the table"
-    );
-    same(&got, &want, "orders-payments example");
 }
 
 #[test]

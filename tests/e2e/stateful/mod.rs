@@ -8,6 +8,7 @@ mod failures;
 mod identity;
 mod joins;
 mod layout;
+mod lookups;
 mod object_store;
 mod pipelines;
 
