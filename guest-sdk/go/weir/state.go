@@ -58,6 +58,25 @@ func StateScanPrefix(prefix []byte) []Entry {
 	}
 }
 
+// StateScan is every entry with start <= key < end, in ascending key order
+// (fetched from the host a page at a time).
+func StateScan(start, end []byte) []Entry {
+	const page = 256
+	var all []Entry
+	for {
+		got := hostStateScan(start, end, page)
+		all = append(all, got...)
+		if len(got) < page {
+			return all
+		}
+		start = append(append([]byte{}, got[len(got)-1].Key...), 0)
+	}
+}
+
+// Source is the name of the source whose records the current call holds
+// (its [[source]] name, or source-<index>); false while timers fire.
+func Source() (string, bool) { return hostSource() }
+
 // EventTime says whether the pipeline has an [event-time] section (so
 // event-time timers fire and there is a watermark).
 func EventTime() bool { return hostEventTime() }

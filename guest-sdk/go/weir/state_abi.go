@@ -25,6 +25,13 @@ func wasmStateDelete(key unsafe.Pointer, n uint32)
 func wasmStateScanPrefix(prefix unsafe.Pointer, n uint32, hasAfter uint32, after unsafe.Pointer, m uint32,
 	limit uint32, ret unsafe.Pointer)
 
+//go:wasmimport weir:transform/state@0.2.0 scan
+func wasmStateScan(start unsafe.Pointer, n uint32, hasEnd uint32, end unsafe.Pointer, m uint32,
+	limit uint32, ret unsafe.Pointer)
+
+//go:wasmimport weir:transform/context@0.2.0 source
+func wasmSource(ret unsafe.Pointer)
+
 //go:wasmimport weir:transform/context@0.2.0 event-time
 func wasmEventTime() uint32
 
@@ -92,6 +99,36 @@ func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []En
 	return out
 }
 
+func hostStateScan(start, end []byte, limit uint32) []Entry {
+	mark := argUsed
+	wasmStateScan(unsafe.Pointer(unsafe.SliceData(start)), uint32(len(start)), 1,
+		unsafe.Pointer(unsafe.SliceData(end)), uint32(len(end)), limit, unsafe.Pointer(&scanRet))
+	entries := view[entryABI](scanRet)
+	out := make([]Entry, len(entries))
+	for i, e := range entries {
+		out[i] = Entry{append([]byte{}, view[byte](e.Key)...), append([]byte{}, view[byte](e.Value)...)}
+		freeList(e.Key)
+		freeList(e.Value)
+	}
+	freeList(scanRet)
+	argUsed = mark // the entries' room in the arena
+	return out
+}
+
+var sourceRet optListABI
+
+func hostSource() (string, bool) {
+	mark := argUsed
+	wasmSource(unsafe.Pointer(&sourceRet))
+	if sourceRet.IsSome == 0 {
+		return "", false
+	}
+	s := string(view[byte](sourceRet.Val))
+	freeList(sourceRet.Val)
+	argUsed = mark // the name's room in the arena
+	return s, true
+}
+
 func hostEventTime() bool { return wasmEventTime() != 0 }
 
 func hostStatePut(key, value []byte) {
@@ -146,3 +183,6 @@ func exportOnTimers(keysPtr, keysLen, endsPtr, endsLen, timesPtr, timesLen, doma
 
 //go:wasmexport cabi_post_weir:transform/timer-handler@0.2.0#on-timers
 func postOnTimers(r *resultABI[outputBatchABI]) { postProcessBatch(r) }
+
+// firstOffset is where Run numbers its records (RunFrom, natively, moves it).
+func firstOffset() int64 { return 0 }

@@ -23,6 +23,9 @@ var native = struct {
 	processingTime int64
 	outputMode     OutputMode
 	eventTime      bool
+	source         string
+	hasSource      bool
+	firstOffset    int64
 }{state: map[string][]byte{}, timers: map[nativeTimer]bool{}, eventTime: true}
 
 func hostStateGet(key []byte) ([]byte, bool) {
@@ -49,6 +52,35 @@ func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []En
 	}
 	return out
 }
+
+func hostStateScan(start, end []byte, limit uint32) []Entry {
+	var keys []string
+	for k := range native.state {
+		if k >= string(start) && k < string(end) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	keys = keys[:min(len(keys), int(limit))]
+	out := make([]Entry, len(keys))
+	for i, k := range keys {
+		out[i] = Entry{[]byte(k), append([]byte{}, native.state[k]...)}
+	}
+	return out
+}
+
+func hostSource() (string, bool) { return native.source, native.hasSource }
+
+// RunFrom is Run for a batch of source `source` (what Source says during
+// it) at offsets firstOffset on, as the host runs the batches of a join.
+func RunFrom(source string, firstOffset int64, records []In, config ...[2]string) ([]Out, []BadRecord, error) {
+	native.source, native.hasSource, native.firstOffset = source, true, firstOffset
+	defer func() { native.source, native.hasSource, native.firstOffset = "", false, 0 }()
+	return Run(records, config...)
+}
+
+// firstOffset is where Run numbers its records (RunFrom sets it).
+func firstOffset() int64 { return native.firstOffset }
 
 func hostEventTime() bool { return native.eventTime }
 

@@ -49,7 +49,7 @@ func Run(records []In, config ...[2]string) ([]Out, []BadRecord, error) {
 		b.Headers = append(b.Headers, r.Headers...)
 		b.HeaderEnds = append(b.HeaderEnds, uint32(len(b.Headers)))
 		b.Timestamps = append(b.Timestamps, r.Timestamp)
-		b.Offsets = append(b.Offsets, int64(i))
+		b.Offsets = append(b.Offsets, firstOffset()+int64(i))
 	}
 	if !anyTomb {
 		b.HasValue = nil

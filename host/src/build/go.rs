@@ -34,6 +34,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/go/weir/host_native.go"),
     ),
     (
+        "joins.go",
+        include_str!("../../../guest-sdk/go/weir/joins.go"),
+    ),
+    (
         "json.go",
         include_str!("../../../guest-sdk/go/weir/json.go"),
     ),
