@@ -158,6 +158,18 @@ uint8_t *weir_state_get(const void *key, size_t key_len, size_t *value_len) {
   return v.ptr;
 }
 
+char *weir_source(void) {
+  full_transformer_string_t name;
+  if (!weir_transform_context_source(&name)) return NULL;
+  char *s = malloc(name.len + 1);
+  if (s) {
+    memcpy(s, name.ptr, name.len);
+    s[name.len] = 0;
+  }
+  full_transformer_string_free(&name);
+  return s;
+}
+
 void weir_state_put(const void *key, size_t key_len, const void *value, size_t value_len) {
   full_transformer_list_u8_t k = {(uint8_t *)key, key_len}, v = {(uint8_t *)value, value_len};
   weir_transform_state_put(&k, &v);

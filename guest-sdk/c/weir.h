@@ -109,6 +109,10 @@ weir_output_mode weir_query_output_mode(void);
 // Whether the pipeline has an [event-time] section, i.e. whether
 // event-time timers can ever fire.
 bool weir_event_time(void);
+// The name of the source whose records the current call holds (its
+// [[source]] name, or source-<index>), malloc'd and NUL-terminated (free
+// it); NULL while timers fire.
+char *weir_source(void);
 
 typedef struct {
   weir_bytes key;
@@ -190,7 +194,46 @@ weir_windows weir_session(int64_t gap_ms, const weir_aggregate *agg, weir_key_by
 struct weir_windows_impl;
 extern const struct weir_windows_impl weir_windows_impl;
 
-typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE, WEIR_KIND_WINDOWS } weir_kind;
+// Stream-stream joins (weir_joins.c), with the Rust SDK's semantics: two
+// sources joined on a key within an event-time range, Spark's `left.key =
+// right.key AND right.ts BETWEEN left.ts - before AND left.ts + after`.
+// Each row waits in keyed state until the watermark proves no row of the
+// other side can still match it, then leaves it; an outer join emits its
+// unmatched rows then. A pair is emitted once, when its second row
+// arrives. Outputs carry the join key and the later of the two rows'
+// event times (an unmatched row's own). Needs [event-time] and
+// output-mode = "append". Rows are stored in the Rust SDK's layout.
+//
+//   static weir_join orders_payments = {.kind = WEIR_INNER, .left = "orders", .right = "payments",
+//                                       .after_ms = 60000, .left_key = order_id, .right_key = order_id};
+//   WEIR_JOIN(orders_payments)
+typedef enum { WEIR_INNER, WEIR_LEFT_OUTER, WEIR_RIGHT_OUTER, WEIR_FULL_OUTER } weir_join_kind;
+
+typedef struct {
+  weir_bytes value;
+  int64_t timestamp;  // its event time
+} weir_join_row;
+
+// A matched pair, or an outer join's unmatched row (the other side NULL).
+typedef struct {
+  weir_bytes key;
+  const weir_join_row *left, *right;
+} weir_joined;
+
+typedef struct {
+  weir_join_kind kind;
+  const char *left, *right;     // the sources' [[source]] names
+  int64_t before_ms, after_ms;  // a right row at u matches a left row at t when t - before <= u <= t + after
+  weir_key_by left_key, right_key;  // NULL: the record's key
+  // Emit the output value (one weir_emit); the SDK sets its key and
+  // timestamp. NULL: {"left":<value>,"right":<value>}, null for a missing side.
+  void (*output)(const weir_joined *j, weir_output *out);
+} weir_join;
+
+struct weir_join_impl;
+extern const struct weir_join_impl weir_join_impl;
+
+typedef enum { WEIR_KIND_MAP, WEIR_KIND_FLAT_MAP, WEIR_KIND_FILTER, WEIR_KIND_ROUTE, WEIR_KIND_WINDOWS, WEIR_KIND_JOIN } weir_kind;
 
 typedef struct {
   weir_kind kind;
@@ -199,6 +242,8 @@ typedef struct {
   const char *(*route)(const weir_record *, weir_output *);
   weir_windows *windows;
   const struct weir_windows_impl *windows_impl;
+  weir_join *join;
+  const struct weir_join_impl *join_impl;
 } weir_transform;
 
 // The one registration, made by one of the macros below.
@@ -220,5 +265,9 @@ extern const weir_transform weir_registered;
 #define WEIR_WINDOWS(w)                    \
   const weir_transform weir_registered = { \
       .kind = WEIR_KIND_WINDOWS, .windows = &(w), .windows_impl = &weir_windows_impl};
+// weir_join j (a variable, so weir_init may set it from the config): the
+// transform is that join; fired timers end rows (weir_on_timer is not called).
+#define WEIR_JOIN(j) \
+  const weir_transform weir_registered = {.kind = WEIR_KIND_JOIN, .join = &(j), .join_impl = &weir_join_impl};
 
 #endif

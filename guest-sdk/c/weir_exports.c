@@ -61,6 +61,9 @@ static void run(weir_output *out, const weir_record *r) {
     case WEIR_KIND_WINDOWS:
       weir_registered.windows_impl->add(weir_registered.windows, r, out);
       return;
+    case WEIR_KIND_JOIN:
+      weir_registered.join_impl->add(weir_registered.join, r, out);
+      return;
   }
 }
 
@@ -122,6 +125,9 @@ static bool run_batch(weir_output *out, const weir_transform_types_batch_t *b) {
   const struct weir_windows_impl *windows =
       weir_registered.kind == WEIR_KIND_WINDOWS ? weir_registered.windows_impl : NULL;
   if (windows && !windows->begin(weir_registered.windows, out)) return false;
+  if (weir_registered.kind == WEIR_KIND_JOIN && !weir_registered.join_impl->begin(weir_registered.join, out)) {
+    return false;
+  }
   for (size_t i = 0; i < b->value_ends.len; i++) {
     weir_record r = weir_record_of(b, i);
     mark m = mark_of(out);
@@ -206,6 +212,8 @@ bool exports_weir_transform_timer_handler_on_timers(exports_weir_transform_timer
     out.emitted = 0;
     if (weir_registered.kind == WEIR_KIND_WINDOWS) {
       weir_registered.windows_impl->on_timer(weir_registered.windows, &t, &out);
+    } else if (weir_registered.kind == WEIR_KIND_JOIN) {
+      weir_registered.join_impl->on_timer(weir_registered.join, &t, &out);
     } else if (weir_on_timer) {
       weir_on_timer(&t, &out);
     } else {
@@ -325,6 +333,9 @@ bool exports_weir_transform_transform_init(full_transformer_list_tuple2_string_s
   }
   if (!why && weir_registered.kind == WEIR_KIND_WINDOWS) {
     why = weir_registered.windows_impl->check(weir_registered.windows);
+  }
+  if (!why && weir_registered.kind == WEIR_KIND_JOIN) {
+    why = weir_registered.join_impl->check(weir_registered.join);
   }
   if (why) full_transformer_string_dup(err, why);
   full_transformer_list_tuple2_string_string_free(config);

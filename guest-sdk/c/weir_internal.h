@@ -45,6 +45,15 @@ struct weir_windows_impl {
   void (*on_timer)(const weir_windows *w, const weir_timer *t, weir_output *out);
 };
 
+// The join code's hooks (weir_joins.c), called by weir_exports.c.
+struct weir_join_impl {
+  const char *(*check)(const weir_join *j);
+  // Before a batch's records (all of one source); false when broken.
+  bool (*begin)(const weir_join *j, weir_output *out);
+  void (*add)(const weir_join *j, const weir_record *r, weir_output *out);
+  void (*on_timer)(const weir_join *j, const weir_timer *t, weir_output *out);
+};
+
 // Window state (weir_window_state.c), for weir_windows.c: a fixed window
 // lives under 'W' + start + end + key (times big-endian with the sign bit
 // flipped, so keys sort by time) as its raw accumulator; a key's sessions

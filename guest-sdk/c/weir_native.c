@@ -48,6 +48,8 @@ static struct {
   bool has_watermark, no_event_time;
   int64_t watermark, processing_time;
   weir_output_mode mode;
+  const char *source;  // NULL: none
+  int64_t first_offset;
 } clocks;
 
 static int cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
@@ -134,6 +136,10 @@ static void scan(size_t i, const uint8_t *end, size_t end_len, bool prefix, int3
     blob kc = dup(k.ptr, k.len), vc = dup(state.kv[i].value.ptr, state.kv[i].value.len);
     list[n++] = (weir_transform_state_entry_t){{kc.ptr, kc.len}, {vc.ptr, vc.len}};
   }
+  if (!n) {  // an empty list owns no memory: the caller's free skips it
+    free(list);
+    list = NULL;
+  }
   memcpy(ret, &list, sizeof list);
   memcpy(ret + sizeof(void *), &n, sizeof n);
 }
@@ -203,6 +209,21 @@ int32_t __wasm_import_weir_transform_context_query_output_mode(void) {
 }
 
 int32_t __wasm_import_weir_transform_context_event_time(void) { return !clocks.no_event_time; }
+
+void __wasm_import_weir_transform_context_source(uint8_t *ret) {
+  *ret = clocks.source != NULL;
+  if (!clocks.source) return;
+  blob s = dup(clocks.source, strlen(clocks.source));
+  memcpy(ret + sizeof(void *), &s.ptr, sizeof s.ptr);
+  memcpy(ret + 2 * sizeof(void *), &s.len, sizeof s.len);
+}
+
+void weir_test_set_source(const char *name, int64_t first_offset) {
+  clocks.source = name;
+  clocks.first_offset = first_offset;
+}
+
+int64_t weir_test_first_offset(void) { return clocks.first_offset; }
 
 void __wasm_import_weir_transform_log_log(int32_t level, uint8_t *msg, size_t n) {
   static const char *names[] = {"trace", "debug", "info", "warn", "error"};

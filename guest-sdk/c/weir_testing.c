@@ -85,7 +85,7 @@ static weir_transform_types_batch_t batch_of(const weir_test_in *in, size_t n) {
     b.has_value.ptr[i] = in[i].value != NULL;
     b.has_key.ptr[i] = in[i].key != NULL;
     b.timestamps.ptr[i] = in[i].timestamp;
-    b.offsets.ptr[i] = (int64_t)i;
+    b.offsets.ptr[i] = weir_test_first_offset() + (int64_t)i;
   }
   return b;
 }

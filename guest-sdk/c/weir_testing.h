@@ -83,6 +83,11 @@ void weir_test_set_watermark(int64_t ms);
 void weir_test_set_processing_time(int64_t ms);
 void weir_test_set_output_mode(weir_output_mode mode);
 void weir_test_set_event_time(bool on);
+// Run the next batches as the host runs a batch of source name (what
+// weir_source says; NULL: none, as for timers), their records at offsets
+// first_offset on.
+void weir_test_set_source(const char *name, int64_t first_offset);
+int64_t weir_test_first_offset(void);
 
 // What the transform left behind: state entries in key order, timers in
 // (time, key) order; false past the end.

@@ -18,7 +18,7 @@ pub const STEM: &str = "full_transformer";
 /// The SDK (`guest-sdk/c`), written into a project's `weir/` beside the
 /// generated bindings; `weir build` compiles its `.c` files. The native
 /// test harness (`weir_native.c`, `weir_testing.*`) compiles to nothing
-/// for wasm32, and the window code is linked in only by guests that use
+/// for wasm32, and the window and join code is linked in only by guests that use
 /// it, so other guests stay stateless.
 pub const SDK: &[(&str, &str)] = &[
     ("weir.h", include_str!("../../../guest-sdk/c/weir.h")),
@@ -34,6 +34,10 @@ pub const SDK: &[(&str, &str)] = &[
     (
         "weir_windows.c",
         include_str!("../../../guest-sdk/c/weir_windows.c"),
+    ),
+    (
+        "weir_joins.c",
+        include_str!("../../../guest-sdk/c/weir_joins.c"),
     ),
     (
         "weir_window_state.c",
