@@ -15,6 +15,7 @@ mod kafka;
 mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
+mod polyglot_joins;
 mod replay;
 mod scaffolds;
 mod sdk_records;

@@ -20,14 +20,14 @@ const BEFORE_MS: i64 = 1_000;
 const AFTER_MS: i64 = 5_000;
 
 /// (order id, user, order time) and (order id, amount, payment time).
-pub(super) type Order = (String, String, i64);
-pub(super) type Payment = (String, i64, i64);
+pub(crate) type Order = (String, String, i64);
+pub(crate) type Payment = (String, i64, i64);
 
 /// `n` orders 50 ms apart, each up to 2 s out of order; most are paid
 /// from 2 s before to 7 s after (so some fall outside the range), every
 /// 10th not at all, and every 10th payment names an order that does not
 /// exist.
-pub(super) fn inputs(n: usize, seed: u64) -> (Vec<Order>, Vec<Payment>) {
+pub(crate) fn inputs(n: usize, seed: u64) -> (Vec<Order>, Vec<Payment>) {
     let mut next = xorshift(seed);
     let mut orders = Vec::new();
     let mut pays = Vec::new();
@@ -54,7 +54,7 @@ const DELAY_MS: i64 = 20_000;
 
 /// The watermark after all input: each source's newest event time (each
 /// partition's, in continuous mode), the smallest of those, less the delay.
-fn final_watermark(orders: &[Order], pays: &[Payment], continuous: bool) -> i64 {
+pub(crate) fn final_watermark(orders: &[Order], pays: &[Payment], continuous: bool) -> i64 {
     let mut max: BTreeMap<(usize, usize), i64> = BTreeMap::new();
     let mut see = |source: usize, i: usize, ts: i64, n: usize| {
         let p = if continuous { i % n } else { 0 };
@@ -73,7 +73,7 @@ fn final_watermark(orders: &[Order], pays: &[Payment], continuous: bool) -> i64 
 /// The join by its definition: every matching pair, then (outer) every
 /// row that matched nothing, once watermark `wm` rules out a match. Rows
 /// as the guest writes them.
-fn expected(kind: &str, orders: &[Order], pays: &[Payment], wm: i64) -> Vec<String> {
+pub(crate) fn expected(kind: &str, orders: &[Order], pays: &[Payment], wm: i64) -> Vec<String> {
     let mut by_id: BTreeMap<&str, Vec<&Payment>> = BTreeMap::new();
     for p in pays {
         by_id.entry(&p.0).or_default().push(p);
@@ -116,7 +116,7 @@ fn expected(kind: &str, orders: &[Order], pays: &[Payment], wm: i64) -> Vec<Stri
 
 /// A join pipeline over a fresh directory: topics `orders` (2
 /// partitions) and `payments` (3), output topic `out`.
-pub(super) struct JoinFixture {
+pub(crate) struct JoinFixture {
     dir: tempfile::TempDir,
     continuous: bool,
 }
@@ -157,6 +157,20 @@ impl JoinFixture {
         continuous: bool,
         orders: &[Order],
         pays: &[Payment],
+    ) -> JoinFixture {
+        let rust = guest("orders_payments").display().to_string();
+        Self::with_component(kind, continuous, orders, pays, &rust, "")
+    }
+
+    /// As `new`, joined by `component`, with `transform` lines (grants)
+    /// in its `[transform]`.
+    pub(crate) fn with_component(
+        kind: &str,
+        continuous: bool,
+        orders: &[Order],
+        pays: &[Payment],
+        component: &str,
+        transform: &str,
     ) -> JoinFixture {
         let dir = tempfile::tempdir().unwrap();
         append(&dir.path().join("log"), orders, pays, true);
@@ -200,6 +214,7 @@ event-time-field = "pay_ts"
 [transform]
 component = "{component}"
 on-error = "fail"
+{transform}
 [transform.config]
 join = "{kind}"
 before = "1s"
@@ -216,7 +231,6 @@ path = "log"
 topic = "out"
 {trigger}
 "#,
-            component = guest("orders_payments").display(),
         );
         std::fs::write(dir.path().join("p.toml"), text).unwrap();
         JoinFixture { dir, continuous }
@@ -226,11 +240,11 @@ topic = "out"
         self.dir.path()
     }
 
-    pub(super) fn command(&self) -> std::process::Command {
+    pub(crate) fn command(&self) -> std::process::Command {
         run_command(self.path(), self.continuous.then_some("400ms"))
     }
 
-    pub(super) fn output(&self) -> Vec<String> {
+    pub(crate) fn output(&self) -> Vec<String> {
         let mut got = topic_values(&self.path().join("log"), "out").unwrap_or_default();
         got.sort();
         got
@@ -280,7 +294,7 @@ fn inner_and_outer_joins_equal_their_definition_in_continuous_mode() {
 }
 
 /// Panics with what is missing and what is extra (the first few of each).
-pub(super) fn same(got: &[String], want: &[String], what: &str) {
+pub(crate) fn same(got: &[String], want: &[String], what: &str) {
     if got == want {
         return;
     }

@@ -6,7 +6,7 @@
 pub(crate) mod examples;
 mod failures;
 mod identity;
-mod joins;
+pub(crate) mod joins;
 mod layout;
 mod lookups;
 mod object_store;
