@@ -54,6 +54,10 @@ pub struct StatePartition {
     pub version: u64,
     /// Snapshot versions on disk, ascending.
     snapshots: Vec<u64>,
+    /// The last delta's or snapshot's bytes, kept for the next one: a
+    /// batch's delta is about as large as the last, and a fresh buffer of
+    /// that size costs its growth copies and its pages' first touch.
+    buffer: Vec<u8>,
 }
 
 fn kind_dir(dir: &str, kind: u8) -> String {
@@ -134,6 +138,7 @@ impl StatePartition {
             state,
             version,
             snapshots,
+            buffer: Vec::new(),
         })
     }
 
@@ -172,7 +177,7 @@ impl StatePartition {
         }
         if due {
             self.state.drain_delta(|_, _| {});
-            let mut enc = Encoder::new(SNAPSHOT, v);
+            let mut enc = Encoder::new(SNAPSHOT, v, std::mem::take(&mut self.buffer));
             self.state.for_each_raw(|k, v| enc.push(k, Some(v)));
             let bytes = enc.finish();
             if options.write_once {
@@ -182,10 +187,11 @@ impl StatePartition {
                 // A delta of this version left by a crashed run is stale.
                 store.delete(&path(&self.dir, DELTA, v))?;
             }
+            self.buffer = bytes;
             self.snapshots.push(v);
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
-            let mut enc = Encoder::new(DELTA, v);
+            let mut enc = Encoder::new(DELTA, v, std::mem::take(&mut self.buffer));
             self.state.drain_delta(|k, v| enc.push(k, v));
             let bytes = enc.finish();
             if options.write_once {
@@ -195,6 +201,7 @@ impl StatePartition {
                 // So must be a snapshot of this version: loading prefers snapshots.
                 store.delete(&path(&self.dir, SNAPSHOT, v))?;
             }
+            self.buffer = bytes;
         }
         self.state.checkpointed(due);
         self.version = v;
@@ -231,8 +238,9 @@ struct Encoder {
 const COUNT_AT: usize = 17;
 
 impl Encoder {
-    fn new(kind: u8, version: u64) -> Self {
-        let mut out = Vec::with_capacity(64);
+    /// An encoder writing into `out` (cleared; its capacity is reused).
+    fn new(kind: u8, version: u64, mut out: Vec<u8>) -> Self {
+        out.clear();
         out.extend_from_slice(MAGIC);
         out.push(kind);
         out.extend_from_slice(&version.to_le_bytes());
