@@ -21,6 +21,10 @@
 //!
 //! Run: cargo bench -p weir --bench stateful
 
+/// As the `weir` binary allocates (see `host/src/main.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use weir_testkit as testkit;
 
 use std::sync::Arc;
@@ -80,6 +84,7 @@ fn state_options(stateful: bool, keyed: bool, disk: bool, continuous: bool) -> S
         files,
         event_time: Some(EventTimeOptions {
             field: Some("ts".into()),
+            source_fields: Default::default(),
             delay: Duration::from_secs(1),
             late: LatePolicy::Drop,
             idle_timeout: None,
@@ -93,12 +98,14 @@ fn state_options(stateful: bool, keyed: bool, disk: bool, continuous: bool) -> S
         partitioning: if keyed {
             Partitioning {
                 key: StateKey::RecordKey,
+                source_keys: Default::default(),
                 partitions: PARTITIONS,
                 exchange: false,
             }
         } else {
             Partitioning {
                 key: StateKey::Field(vec!["key".into()]),
+                source_keys: Default::default(),
                 partitions: PARTITIONS,
                 exchange: true,
             }

@@ -11,7 +11,10 @@
 //! the top of the heap.
 
 /// Call once at start-up, before the first batch (`weir` does; so do the
-/// benches, which measure what `weir` runs).
+/// benches, which measure what `weir` runs). The `weir` binary and the
+/// benches allocate with mimalloc, which keeps its own large blocks; this
+/// tunes glibc's malloc, which still serves the C libraries linked in
+/// (librdkafka) and any embedder that keeps the system allocator.
 pub fn keep_batch_buffers() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets allocator parameters; it is called before

@@ -4,6 +4,8 @@ mod cli;
 
 use std::process::ExitCode;
 
+/// mimalloc: the stateful paths make many small keys and values, and
+/// glibc's malloc spent a third of W3's time on them (BENCHMARKS.md, W3).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -147,3 +147,48 @@ impl OrdersPayments {
 }
 
 weir_guest::export!(OrdersPayments);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_guest::testing::{self, fire_timers, init, run};
+
+    fn rec(v: &'static str, ts: i64) -> Record<'static> {
+        Record::new(v.as_bytes()).with_timestamp(ts)
+    }
+
+    #[test]
+    fn orders_meet_their_payments_and_users_their_countries() {
+        testing::reset_state();
+        let dir = std::env::temp_dir().join(format!("orders-payments-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let users = dir.join("users.csv");
+        std::fs::write(&users, "user,country\nu1,FR\n").unwrap();
+        let mut t: OrdersPayments =
+            init(&[("join", "left-outer"), ("users", users.to_str().unwrap())]).unwrap();
+        testing::set_source(Some("orders"));
+        let orders = [
+            rec(r#"{"order_id":"o1","user":"u1","ts":0}"#, 0),
+            rec(r#"{"order_id":"o2","user":"u2","ts":5}"#, 5),
+        ];
+        assert!(run(&mut t, &orders).unwrap().emitted.is_empty());
+        testing::set_source(Some("payments"));
+        let pays = [rec(
+            r#"{"order_id":"o1","amount":7,"pay_ts":30000}"#,
+            30_000,
+        )];
+        let out = run(&mut t, &pays).unwrap();
+        assert_eq!(
+            out.values(),
+            [r#"{"order_id":"o1","user":"u1","amount":7,"country":"FR"}"#]
+        );
+        testing::set_source(None);
+        testing::set_watermark(Some(60_006));
+        let out = fire_timers(&mut t).unwrap();
+        assert_eq!(
+            out.values(),
+            [r#"{"order_id":"o2","user":"u2","amount":null,"country":null}"#]
+        );
+        assert!(init::<OrdersPayments>(&[("join", "cross")]).is_err());
+    }
+}
