@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::coordinate::all_ran_with;
 use super::*;
 use crate::engine::batch::RecordBatch;
 use crate::engine::checkpoint::LocalCheckpointStore;
