@@ -87,6 +87,12 @@ func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []En
 	}
 	wasmStateScanPrefix(unsafe.Pointer(unsafe.SliceData(prefix)), uint32(len(prefix)), some,
 		unsafe.Pointer(unsafe.SliceData(after)), uint32(len(after)), limit, unsafe.Pointer(&scanRet))
+	return scanned(mark)
+}
+
+// scanned copies the entries a scan wrote to scanRet out of the arena
+// and gives their room back (to mark).
+func scanned(mark uintptr) []Entry {
 	entries := view[entryABI](scanRet)
 	out := make([]Entry, len(entries))
 	for i, e := range entries {
@@ -103,16 +109,7 @@ func hostStateScan(start, end []byte, limit uint32) []Entry {
 	mark := argUsed
 	wasmStateScan(unsafe.Pointer(unsafe.SliceData(start)), uint32(len(start)), 1,
 		unsafe.Pointer(unsafe.SliceData(end)), uint32(len(end)), limit, unsafe.Pointer(&scanRet))
-	entries := view[entryABI](scanRet)
-	out := make([]Entry, len(entries))
-	for i, e := range entries {
-		out[i] = Entry{append([]byte{}, view[byte](e.Key)...), append([]byte{}, view[byte](e.Value)...)}
-		freeList(e.Key)
-		freeList(e.Value)
-	}
-	freeList(scanRet)
-	argUsed = mark // the entries' room in the arena
-	return out
+	return scanned(mark)
 }
 
 var sourceRet optListABI

@@ -44,13 +44,7 @@ func hostStateScanPrefix(prefix, after []byte, hasAfter bool, limit uint32) []En
 			keys = append(keys, k)
 		}
 	}
-	sort.Strings(keys)
-	keys = keys[:min(len(keys), int(limit))]
-	out := make([]Entry, len(keys))
-	for i, k := range keys {
-		out[i] = Entry{[]byte(k), append([]byte{}, native.state[k]...)}
-	}
-	return out
+	return nativeEntries(keys, limit)
 }
 
 func hostStateScan(start, end []byte, limit uint32) []Entry {
@@ -60,6 +54,11 @@ func hostStateScan(start, end []byte, limit uint32) []Entry {
 			keys = append(keys, k)
 		}
 	}
+	return nativeEntries(keys, limit)
+}
+
+// nativeEntries is the first limit of keys in order, with their values.
+func nativeEntries(keys []string, limit uint32) []Entry {
 	sort.Strings(keys)
 	keys = keys[:min(len(keys), int(limit))]
 	out := make([]Entry, len(keys))

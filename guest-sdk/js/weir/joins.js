@@ -19,6 +19,7 @@
 // undefined). Rows are stored in the Rust SDK's layout.
 
 import { BadRecord, Broken } from "./errors.js";
+import { concat, timeBytes, untime } from "./keys.js";
 import { Record } from "./record.js";
 import * as state from "./state.js";
 
@@ -32,23 +33,6 @@ const LEFT = 0x6c; // "l"
 const RIGHT = 0x72; // "r"
 const enc = new TextEncoder();
 const dec = new TextDecoder();
-
-function timeBytes(t) {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt.asUintN(64, BigInt(t) + (1n << 63n)));
-  return b;
-}
-const untime = (b, at) => Number(new DataView(b.buffer, b.byteOffset + at, 8).getBigUint64(0) - (1n << 63n));
-
-function concat(...parts) {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 function prefix(side, key) {
   const len = new Uint8Array(4);

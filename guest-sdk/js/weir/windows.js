@@ -17,6 +17,7 @@
 // kept as JSON, so an aggregate's accumulator must be JSON-serializable.
 
 import { BadRecord, Broken } from "./errors.js";
+import { concat, timeBytes, untime } from "./keys.js";
 import { Record } from "./record.js";
 import * as state from "./state.js";
 
@@ -47,23 +48,6 @@ export const count = () => ({
   result: (key, start, end, acc) => `{"key":${jsonString(key)},"start":${start},"end":${end},"count":${acc}}`,
 });
 
-// 8 bytes that sort like the time (big-endian, sign bit flipped).
-function timeBytes(t) {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt.asUintN(64, BigInt(t) + (1n << 63n)));
-  return b;
-}
-const untime = (b, at) => Number(new DataView(b.buffer, b.byteOffset + at, 8).getBigUint64(0) - (1n << 63n));
-
-function concat(...parts) {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
 
 const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 

@@ -28,6 +28,7 @@ import json
 from . import state
 from ._batch import Record
 from ._errors import BadRecord, Broken
+from .windows import _time, _untime  # the same time encoding in keys
 
 INNER, LEFT_OUTER, RIGHT_OUTER, FULL_OUTER = "inner", "left-outer", "right-outer", "full-outer"
 TAG = b"J"
@@ -51,14 +52,6 @@ class Joined:
 
     def __init__(self, key, left, right):
         self.key, self.left, self.right = key, left, right
-
-
-def _time(t):
-    return ((t + (1 << 63)) % (1 << 64)).to_bytes(8, "big")
-
-
-def _untime(b):
-    return int.from_bytes(b, "big") - (1 << 63)
 
 
 def _prefix(side, key):

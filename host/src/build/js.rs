@@ -62,6 +62,10 @@ pub const SDK: &[(&str, &str)] = &[
         "joins.js",
         include_str!("../../../guest-sdk/js/weir/joins.js"),
     ),
+    (
+        "keys.js",
+        include_str!("../../../guest-sdk/js/weir/keys.js"),
+    ),
     ("run.js", include_str!("../../../guest-sdk/js/weir/run.js")),
     (
         "state.js",
