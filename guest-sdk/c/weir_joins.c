@@ -5,6 +5,7 @@
 // a matched flag byte and the record's value: the Rust SDK's layout, so
 // one key's rows of one side in a time range are one state scan.
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,7 +58,14 @@ static int side_of(const weir_join *j, weir_output *out) {
     return 0;
   }
   batch_side = !strcmp(s, j->left) ? LEFT : !strcmp(s, j->right) ? RIGHT : 0;
-  if (!batch_side) weir_broken(out, "a record from a source this join does not read (check the [[source]] names)");
+  if (!batch_side) {
+    char why[320];
+    snprintf(why, sizeof why,
+             "a record from source `%.64s`, which this join does not read: it joins `%.64s` with `%.64s` (check the "
+             "[[source]] names)",
+             s, j->left, j->right);
+    weir_broken(out, why);
+  }
   free(s);
   return batch_side;
 }

@@ -166,7 +166,7 @@ int main(void) {
   weir_test_reset();
   weir_test_set_source("refunds", 0);
   r = weir_test_run(&o, 1, NULL);
-  CHECK(r.broken && strstr(r.broken, "a source this join does not read"), "%s", r.broken);
+  CHECK(r.broken && strstr(r.broken, "source `refunds`, which this join does not read"), "%s", r.broken);
   weir_test_free(&r);
   weir_test_set_source("orders", 0);
   weir_test_in keyless = {.value = "x"};

@@ -178,7 +178,7 @@ fn factory(
         }
         (Some(_), false) => {
             return Err(refused(format!(
-                "[state] key / key-field partition keyed state, and {} imports no keyed state (weir:transform/state); remove them",
+                "[state] key / key-field and the sources' key-field partition keyed state, and {} imports no keyed state (weir:transform/state); remove them",
                 t.component.display()
             )));
         }

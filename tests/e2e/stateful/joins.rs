@@ -351,3 +351,28 @@ fn join_state_levels_off_and_empties_after_the_final_watermark() {
     let want = expected("full-outer", &orders, &pays, end - DELAY_MS);
     same(&f.output(), &want, "full-outer, long run");
 }
+
+#[test]
+fn continuous_mode_feeds_several_sources_only_to_a_stateful_transform() {
+    let (orders, pays) = inputs(10, 1);
+    let f = JoinFixture::new("inner", true, &orders, &pays);
+    let p = f.path().join("p.toml");
+    let text = std::fs::read_to_string(&p).unwrap();
+    // The same two sources into the stateless uppercase guest.
+    let start = text.find("[transform]").unwrap();
+    let end = text.find("[event-time]").unwrap();
+    let stateless = format!(
+        "{}[transform]\ncomponent = \"{}\"\n{}",
+        &text[..start],
+        guest("uppercase").display(),
+        &text[end..text.find("[state]").unwrap()]
+    ) + &text[text.find("[sink.default]").unwrap()..];
+    std::fs::write(&p, stateless.replace("key-field = \"order_id\"\n", "")).unwrap();
+    let out = f.command().output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("continuous mode feeds several sources only to a stateful transform"),
+        "{err}"
+    );
+}
