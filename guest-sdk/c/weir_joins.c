@@ -123,13 +123,12 @@ static void add(const weir_join *j, const weir_record *r, weir_output *out) {
     if (!out->status) weir_bad(out, key_by ? "no key to join on" : "record has no key to join on");
     return;
   }
-  int64_t ts = r->timestamp, lo, hi, last;
+  // The other side's times this row matches; once the watermark passes hi
+  // no row to come can match, and the row leaves state.
+  int64_t ts = r->timestamp;
   int other = side == LEFT ? RIGHT : LEFT;
-  if (side == LEFT) {
-    lo = ts - j->before_ms, hi = ts + j->after_ms, last = ts + j->after_ms;
-  } else {
-    lo = ts - j->after_ms, hi = ts + j->before_ms, last = ts + j->before_ms;
-  }
+  int64_t lo = ts - (side == LEFT ? j->before_ms : j->after_ms);
+  int64_t hi = ts + (side == LEFT ? j->after_ms : j->before_ms);
   size_t plen;
   uint8_t *start = prefix(other, key, 8, &plen), *end = prefix(other, key, 8, &plen);
   size_t own_len;
@@ -192,7 +191,7 @@ static void add(const weir_join *j, const weir_record *r, weir_output *out) {
       v[0] = matched;
       if (r->value.len) memcpy(v + 1, r->value.ptr, r->value.len);
       weir_state_put(own, own_len + 20, v, 1 + r->value.len);
-      weir_timer_register(true, own, own_len + 20, last + 1);
+      weir_timer_register(true, own, own_len + 20, hi + 1);
       free(v);
     }
   }

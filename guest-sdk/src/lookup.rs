@@ -69,7 +69,8 @@ impl Table {
             loaded: None,
             reloads: 0,
         };
-        t.load()?;
+        let stamp = t.stamp()?;
+        t.load(stamp)?;
         Ok(t)
     }
 
@@ -78,10 +79,11 @@ impl Table {
     /// (the file is gone, or a line is bad) the table keeps its previous
     /// contents and the error says why.
     pub fn refresh(&mut self) -> Result<bool, String> {
-        if Some(self.stamp()?) == self.loaded {
+        let stamp = self.stamp()?;
+        if Some(stamp) == self.loaded {
             return Ok(false);
         }
-        self.load()?;
+        self.load(stamp)?;
         self.reloads += 1;
         Ok(true)
     }
@@ -110,8 +112,8 @@ impl Table {
         Ok((m.modified().ok(), m.len()))
     }
 
-    fn load(&mut self) -> Result<(), String> {
-        let stamp = self.stamp()?;
+    /// Read the file, whose status was `stamp`.
+    fn load(&mut self, stamp: (Option<SystemTime>, u64)) -> Result<(), String> {
         let text = std::fs::read_to_string(&self.path)
             .map_err(|e| format!("lookup table {}: {e}", self.path.display()))?;
         let rows = match self.format {

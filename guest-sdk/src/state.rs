@@ -212,6 +212,33 @@ pub fn prefix(prefix: &[u8]) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
     })
 }
 
+/// Every entry with `start <= key < end`, in key order, fetched from the
+/// host a page at a time.
+pub fn range(start: Vec<u8>, end: Vec<u8>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    let mut from = start;
+    let mut page = Vec::new().into_iter();
+    let mut done = false;
+    std::iter::from_fn(move || {
+        loop {
+            if let Some(e) = page.next() {
+                return Some(e);
+            }
+            if done {
+                return None;
+            }
+            let next = imp::scan(&from, Some(&end), PAGE);
+            done = next.len() < PAGE as usize;
+            if let Some((last, _)) = next.last() {
+                // Just after the last key.
+                from.clear();
+                from.extend_from_slice(last);
+                from.push(0);
+            }
+            page = next.into_iter();
+        }
+    })
+}
+
 /// Fire [`crate::Transform::on_timer`] with `key` once `domain`'s clock reaches `at`.
 pub fn register_timer(domain: TimeDomain, key: &[u8], at: i64) {
     imp::register_timer(domain, key, at)

@@ -56,6 +56,10 @@ type Join struct {
 	LeftKey, RightKey func(*Record) ([]byte, error)
 	Output            func(*Joined) []byte
 	checked           bool
+	// The side of the call whose output columns these are: one Source
+	// call per batch, not per record.
+	sideFor  *columns
+	sideSeen byte
 }
 
 const (
@@ -146,10 +150,15 @@ func parseRow(k []byte) (byte, []byte, int64, bool) {
 }
 
 func (j *Join) add(r *Record, out *Output) error {
-	side, err := j.side()
-	if err != nil {
-		return err
+	if out.c != j.sideFor {
+		side, err := j.side()
+		if err != nil {
+			return err
+		}
+		j.sideFor, j.sideSeen = out.c, side
 	}
+	side := j.sideSeen
+	var err error
 	keyOf := j.LeftKey
 	if side == rightSide {
 		keyOf = j.RightKey
@@ -165,10 +174,11 @@ func (j *Join) add(r *Record, out *Output) error {
 	}
 	key = append([]byte{}, key...)
 	ts := r.Timestamp
-	lo, hi, last := ts-j.BeforeMs, ts+j.AfterMs, ts+j.AfterMs
-	other := byte(rightSide)
+	// The other side's times this row matches; once the watermark passes
+	// hi no row to come can match, and the row leaves state.
+	lo, hi, other := ts-j.BeforeMs, ts+j.AfterMs, byte(rightSide)
 	if side == rightSide {
-		lo, hi, last, other = ts-j.AfterMs, ts+j.BeforeMs, ts+j.BeforeMs, leftSide
+		lo, hi, other = ts-j.AfterMs, ts+j.BeforeMs, leftSide
 	}
 	mark := j.keeps(other)
 	p := joinPrefix(other, key)
@@ -197,7 +207,7 @@ func (j *Join) add(r *Record, out *Output) error {
 		flag = 1
 	}
 	StatePut(own, append([]byte{flag}, r.Value...))
-	RegisterTimer(true, own, last+1)
+	RegisterTimer(true, own, hi+1)
 	return nil
 }
 

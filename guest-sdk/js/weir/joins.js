@@ -120,7 +120,9 @@ export class Join {
     const key = typeof k === "string" ? enc.encode(k) : k;
     const ts = r.timestamp;
     const value = r.value ?? new Uint8Array(0);
-    const [lo, hi, last] = side === LEFT ? [ts - this.before, ts + this.after, ts + this.after] : [ts - this.after, ts + this.before, ts + this.before];
+    // The other side's times this row matches; once the watermark passes
+    // hi no row to come can match, and the row leaves state.
+    const [lo, hi] = side === LEFT ? [ts - this.before, ts + this.after] : [ts - this.after, ts + this.before];
     const other = side === LEFT ? RIGHT : LEFT;
     const mark = KEEPS[this.kind].includes(other);
     const p = prefix(other, key);
@@ -139,7 +141,7 @@ export class Join {
     new DataView(pos.buffer).setUint32(0, r.partition ?? 0);
     const own = concat(prefix(side, key), timeBytes(ts), pos, timeBytes(r.offset));
     state.put(own, concat(Uint8Array.of(matched ? 1 : 0), value));
-    state.registerTimer(state.EVENT_TIME, own, last + 1);
+    state.registerTimer(state.EVENT_TIME, own, hi + 1);
   }
 
   emit(out, key, left, right, ts) {

@@ -145,10 +145,12 @@ class Join:
     def _add(self, side, r, out):
         key = self._key(side, r)
         ts, value = r.timestamp, r.value or b""
+        # The other side's times this row matches; once the watermark
+        # passes hi no row to come can match, and the row leaves state.
         if side == LEFT:
-            lo, hi, last = ts - self.before, ts + self.after, ts + self.after
+            lo, hi = ts - self.before, ts + self.after
         else:
-            lo, hi, last = ts - self.after, ts + self.before, ts + self.before
+            lo, hi = ts - self.after, ts + self.before
         other = RIGHT if side == LEFT else LEFT
         mark = other in _KEEPS[self.kind]
         p = _prefix(other, key)
@@ -166,7 +168,7 @@ class Join:
         pos = _time(r.offset)
         own = _prefix(side, key) + _time(ts) + (r.partition or 0).to_bytes(4, "big") + pos
         state.put(own, (b"\x01" if matched else b"\x00") + value)
-        state.register_timer(state.EVENT_TIME, own, last + 1)
+        state.register_timer(state.EVENT_TIME, own, hi + 1)
 
     def _emit(self, out, key, left, right, ts):
         out.emit(self.output(Joined(key, left, right)), key=key, timestamp=ts)

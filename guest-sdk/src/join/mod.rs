@@ -275,20 +275,12 @@ impl Join {
         let key = (self.keys[index(side)])(r)?;
         let (before, after) = self.range.expect("checked");
         let ts = r.timestamp();
-        // The other side's rows this one can match, and how long this one
-        // can still be matched by rows to come (whose times reach at least
-        // the watermark).
-        let (from, to, last) = match side {
-            Side::Left => (
-                ts.saturating_sub(before),
-                ts.saturating_add(after),
-                ts.saturating_add(after),
-            ),
-            Side::Right => (
-                ts.saturating_sub(after),
-                ts.saturating_add(before),
-                ts.saturating_add(before),
-            ),
+        // The other side's times this row matches: [from, to]. Rows still
+        // to come are not older than the watermark, so once it passes `to`
+        // none can match and the row leaves state.
+        let (from, to) = match side {
+            Side::Left => (ts.saturating_sub(before), ts.saturating_add(after)),
+            Side::Right => (ts.saturating_sub(after), ts.saturating_add(before)),
         };
         let other = side.other();
         let mark = self.kind.keeps(other);
@@ -319,7 +311,7 @@ impl Join {
         let pos = r.position();
         let own = rows::row_key(side, &key, ts, pos.partition, pos.offset);
         state::put(&own, &rows::encode(matched, r.value()));
-        state::register_timer(TimeDomain::EventTime, &own, last.saturating_add(1));
+        state::register_timer(TimeDomain::EventTime, &own, to.saturating_add(1));
         Ok(())
     }
 

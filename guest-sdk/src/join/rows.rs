@@ -32,9 +32,6 @@ impl Side {
     }
 }
 
-/// Rows fetched from the host per scan call.
-const PAGE: u32 = 1024;
-
 fn time_bytes(ts: i64) -> [u8; 8] {
     ((ts as u64) ^ (1 << 63)).to_be_bytes()
 }
@@ -92,7 +89,12 @@ pub(crate) fn decode(v: &[u8]) -> (bool, &[u8]) {
 }
 
 /// `side`'s rows of `key` with event times in `[from, to]`, in time order.
-pub(crate) fn range(side: Side, key: &[u8], from: i64, to: i64) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn range(
+    side: Side,
+    key: &[u8],
+    from: i64,
+    to: i64,
+) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
     let p = prefix(side, key);
     let mut start = p.clone();
     start.extend_from_slice(&time_bytes(from));
@@ -102,19 +104,7 @@ pub(crate) fn range(side: Side, key: &[u8], from: i64, to: i64) -> Vec<(Vec<u8>,
         // Up to the end of the prefix: one past its last byte string.
         None => end.push(0xff),
     }
-    let mut rows = Vec::new();
-    loop {
-        let page = state::scan(&start, Some(&end), PAGE);
-        let full = page.len() == PAGE as usize;
-        if let Some((last, _)) = page.last() {
-            start = last.clone();
-            start.push(0);
-        }
-        rows.extend(page);
-        if !full {
-            return rows;
-        }
-    }
+    state::range(start, end)
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ impl Inputs {
         Ok(flat)
     }
 
-    /// Where a new query starts, as flat positions.
+    /// Where a new query starts reading source `s`.
     pub(crate) fn initial_offset(
         &mut self,
         s: usize,
