@@ -135,6 +135,27 @@ transaction-timeout = "10s"
             .collect()
     }
 
+    /// Wait (up to 60 s) until each of `members` holds a share and together
+    /// they hold all 12 partitions, none twice, as their `/metrics` say: a
+    /// rebalance has settled.
+    fn wait_until_held_by(&self, members: &[usize]) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let held: Vec<_> = members.iter().map(|&n| self.held(n)).collect();
+            let mut all: Vec<u32> = held.iter().flatten().copied().collect();
+            all.sort();
+            if all == (0..12).collect::<Vec<u32>>() && held.iter().all(|h| !h.is_empty()) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "members {members:?} hold {held:?}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
     fn log_of(&self, n: usize) -> String {
         std::fs::read_to_string(self.dir.path().join(format!("member-{n}.log"))).unwrap_or_default()
     }
@@ -296,36 +317,21 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
     let logs = || g.logs();
     tail.wait_for(450_000, Duration::from_secs(120), &logs);
     // Another stalls past its session timeout: the group moves on without
-    // it; a member started meanwhile takes a share.
+    // it (the live members, one started meanwhile, hold every partition;
+    // a stopped process cannot answer /metrics, so it is not asked).
     g.signal(1, libc::SIGSTOP);
     std::thread::sleep(Duration::from_secs(9));
     g.start();
     produce(bootstrap, &input, &values(700_000, 300_000));
-    std::thread::sleep(Duration::from_secs(3));
-    // Resumed, the stalled member's batch in flight is fenced.
+    g.wait_until_held_by(&[2, 3]);
+    // Resumed, the stalled member's batch in flight (if any) is fenced:
+    // the output below holds every record once.
     g.signal(1, libc::SIGCONT);
     let logs = || g.logs();
     tail.wait_for(N, Duration::from_secs(240), &logs);
     // Nothing more arrives: no duplicates committed late.
     std::thread::sleep(Duration::from_secs(3));
     g.stop_all();
-    // The chaos happened as planned: the stalled member found itself
-    // dropped from the group, and the late one was given partitions.
-    let stalled = g.log_of(1);
-    // (librdkafka reports the expiry itself; the partitions then show as
-    // lost, or as revoked when it rejoins first.)
-    assert!(
-        stalled.contains("lost (this member was dropped from the group)")
-            || stalled.contains("not committed")
-            || stalled.contains("Consumer group session timed out"),
-        "{}",
-        g.logs()
-    );
-    assert!(
-        g.log_of(3).contains("assigned partitions ["),
-        "{}",
-        g.logs()
-    );
     let got = sorted_values(bootstrap, &output);
     let mut expected: Vec<String> = values(0, N)
         .into_iter()

@@ -92,21 +92,7 @@ fn a_windowed_count_over_group_members_equals_the_reference() {
     std::thread::sleep(Duration::from_secs(3));
     // Each live member's /metrics names its partitions: together all 12,
     // none twice (once a rebalance still under way has settled).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let held: Vec<_> = (1..4).map(|n| g.held(n)).collect();
-        let mut all: Vec<u32> = held.iter().flatten().copied().collect();
-        all.sort();
-        if all == (0..12).collect::<Vec<u32>>() {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "members hold {held:?}\n{}",
-            g.logs()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    g.wait_until_held_by(&[1, 2, 3]);
     g.stop_all();
     let got = sorted_values(bootstrap, &output);
     if got.len() != expected.len() {
