@@ -157,7 +157,11 @@ impl TransformMetrics {
 pub struct StateOperatorProgress {
     pub operator_name: String,
     pub num_rows_total: u64,
+    /// Rows put in the batch (each put counts, as in Spark).
     pub num_rows_updated: u64,
+    /// Rows removed in the batch.
+    #[serde(default)]
+    pub num_rows_removed: u64,
     pub memory_used_bytes: u64,
     pub num_rows_dropped_by_watermark: u64,
     /// Slowest state checkpoint of the batch.

@@ -329,12 +329,25 @@ fn join_state_levels_off_and_empties_after_the_final_watermark() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let rows: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+    let ops: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|p| p["stateOperators"][0]["numRowsTotal"].as_u64())
+        .filter_map(|p| p["stateOperators"].get(0).cloned())
+        .collect();
+    let sum = |field: &str| ops.iter().map(|o| o[field].as_u64().unwrap()).sum::<u64>();
+    let rows: Vec<u64> = ops
+        .iter()
+        .map(|o| o["numRowsTotal"].as_u64().unwrap())
         .collect();
     assert!(rows.len() > 40, "{} batches", rows.len());
+    // Every row that entered state (none late here) left it, but the two
+    // that stay: the removals counted in progress add up.
+    assert_eq!(sum("numRowsDroppedByWatermark"), 0);
+    assert_eq!(
+        sum("numRowsRemoved") + 2,
+        (orders.len() + pays.len()) as u64,
+        "numRowsRemoved"
+    );
     // 24 k rows went through; about 25 s of event time (delay and range)
     // of them, some 1,000 rows, are in state at any time.
     let (first, second) = rows[..rows.len() - 1].split_at(rows.len() / 2);

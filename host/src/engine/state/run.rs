@@ -60,6 +60,7 @@ pub struct TaskStats {
     pub event: EventStats,
     pub rows_total: u64,
     pub rows_updated: u64,
+    pub rows_removed: u64,
     pub memory_bytes: u64,
     pub commit_ms: u64,
     /// Largest event time per (source, source partition) of the input.
@@ -73,6 +74,7 @@ impl TaskStats {
         self.event.merge(&o.event);
         self.rows_total += o.rows_total;
         self.rows_updated += o.rows_updated;
+        self.rows_removed += o.rows_removed;
         self.memory_bytes += o.memory_bytes;
         self.commit_ms = self.commit_ms.max(o.commit_ms);
         for (k, &m) in &o.event_max {
@@ -265,6 +267,7 @@ impl TaskRun<'_> {
         }
         if let Some(p) = self.state.as_mut() {
             self.stats.rows_updated += p.state.rows_updated();
+            self.stats.rows_removed += p.state.rows_removed();
             let started = Instant::now();
             p.commit(store, &self.options.files)?;
             self.stats.commit_ms = started.elapsed().as_millis() as u64;
@@ -293,6 +296,7 @@ pub(crate) fn progress_fields(
             operator_name: "transform".into(),
             num_rows_total: stats.rows_total,
             num_rows_updated: stats.rows_updated,
+            num_rows_removed: stats.rows_removed,
             memory_used_bytes: stats.memory_bytes,
             num_rows_dropped_by_watermark: stats.dropped_late,
             commit_time_ms: stats.commit_ms,

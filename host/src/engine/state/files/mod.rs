@@ -129,6 +129,8 @@ impl StatePartition {
                 }
             }
         }
+        // Loading is no change: the next delta starts from here.
+        state.drain_delta(|_, _| {});
         state.checkpointed(true);
         if let Some(e) = state.error() {
             return Err(CheckpointError::Mismatch(format!("loading {dir}: {e}")));

@@ -1,57 +1,27 @@
-//! Where a state partition's entries live: an ordered map in memory (the
-//! default, fastest), or an embedded redb database on local disk for state
-//! that outgrows memory (`[state] backend = "disk"`).
+//! The disk map: an embedded redb database on local disk for state that
+//! outgrows memory (`[state] backend = "disk"`).
 //!
-//! The disk map is scratch space, not the checkpoint: durability still
-//! comes from the versioned delta and snapshot files, and a restarted query
-//! rebuilds the map from them. Writes go into one open redb transaction per
-//! version, committed without fsync when the version is checkpointed, so
-//! redb's page cache (64 MiB) bounds the memory used however large the
-//! state grows.
+//! It is scratch space, not the checkpoint: durability still comes from the
+//! versioned delta and snapshot files, and a restarted query rebuilds the
+//! map from them. Writes go into one open redb transaction per version,
+//! committed without fsync when the version is checkpointed, so redb's page
+//! cache (64 MiB) bounds the memory used however large the state grows.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use redb::{Durability, ReadableTable, TableDefinition};
-
-/// Which map holds a partition's state.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum StateBackend {
-    #[default]
-    Memory,
-    /// redb in a temporary directory (`$TMPDIR`), removed when the task ends.
-    Disk,
-}
 
 const TABLE: TableDefinition<&[u8], &[u8]> = TableDefinition::new("state");
 
 /// redb's page cache for one partition.
 const CACHE_BYTES: usize = 64 << 20;
 
-pub(crate) enum Map {
-    Memory(BTreeMap<Vec<u8>, Vec<u8>>),
-    Disk(Box<DiskMap>),
-}
-
-impl Default for Map {
-    fn default() -> Self {
-        Map::Memory(BTreeMap::new())
-    }
-}
-
-impl std::fmt::Debug for Map {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Map::Memory(m) => write!(f, "Memory({} entries)", m.len()),
-            Map::Disk(_) => f.write_str("Disk"),
-        }
-    }
-}
-
 pub(crate) struct DiskMap {
     db: redb::Database,
+    /// Keys changed since the last version (unsorted, may repeat): sorted
+    /// once when the delta is written.
+    changed: Vec<Vec<u8>>,
     txn: Option<redb::WriteTransaction>,
     /// The first I/O error; it fails the call that hit it and the commit.
     error: RefCell<Option<String>>,
@@ -59,7 +29,7 @@ pub(crate) struct DiskMap {
 }
 
 impl DiskMap {
-    fn open() -> Result<DiskMap, String> {
+    pub(super) fn open() -> Result<DiskMap, String> {
         let dir = scratch_dir().map_err(|e| format!("creating the disk state directory: {e}"))?;
         let path = dir.path().join("state.redb");
         let db = redb::Builder::new()
@@ -68,6 +38,7 @@ impl DiskMap {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let mut m = DiskMap {
             db,
+            changed: Vec::new(),
             txn: None,
             error: RefCell::new(None),
             _dir: dir,
@@ -109,7 +80,7 @@ impl DiskMap {
         }
     }
 
-    fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
+    pub(super) fn get(&self, k: &[u8]) -> Option<Vec<u8>> {
         let t = self.table()?;
         match t.get(k) {
             Ok(v) => v.map(|g| g.value().to_vec()),
@@ -120,7 +91,13 @@ impl DiskMap {
         }
     }
 
-    fn insert(&self, k: &[u8], v: &[u8]) -> Option<Vec<u8>> {
+    pub(super) fn insert(&mut self, k: Vec<u8>, v: &[u8]) -> Option<Vec<u8>> {
+        let r = self.put(&k, v);
+        self.changed.push(k);
+        r
+    }
+
+    fn put(&self, k: &[u8], v: &[u8]) -> Option<Vec<u8>> {
         let mut t = self.table()?;
         match t.insert(k, v) {
             Ok(old) => old.map(|g| g.value().to_vec()),
@@ -131,7 +108,15 @@ impl DiskMap {
         }
     }
 
-    fn remove(&self, k: &[u8]) -> Option<Vec<u8>> {
+    pub(super) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
+        let old = self.delete(k);
+        if old.is_some() {
+            self.changed.push(k.to_vec());
+        }
+        old
+    }
+
+    fn delete(&self, k: &[u8]) -> Option<Vec<u8>> {
         let mut t = self.table()?;
         match t.remove(k) {
             Ok(old) => old.map(|g| g.value().to_vec()),
@@ -142,7 +127,38 @@ impl DiskMap {
         }
     }
 
-    fn scan(
+    /// The version was checkpointed: commit the open transaction (with
+    /// fsync when `durable`, which lets redb reuse freed pages) and open
+    /// the next.
+    pub(super) fn checkpointed(&mut self, durable: bool) {
+        if let Some(mut t) = self.txn.take() {
+            if durable && let Err(e) = t.set_durability(Durability::Immediate) {
+                self.fail(e);
+            }
+            if let Err(e) = t.commit() {
+                self.fail(e);
+            }
+        }
+        self.begin(Durability::None);
+    }
+
+    /// The first I/O error, if any.
+    pub(super) fn error(&self) -> Option<String> {
+        self.error.borrow().clone()
+    }
+
+    /// Each key changed since the last version, sorted, once, with its
+    /// value now (`None`: removed); and forget the changes.
+    pub(super) fn drain_changes(&mut self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
+        let mut keys = std::mem::take(&mut self.changed);
+        keys.sort_unstable();
+        keys.dedup();
+        for k in &keys {
+            f(k, self.get(k).as_deref());
+        }
+    }
+
+    pub(super) fn scan(
         &self,
         lo: Bound<&[u8]>,
         keep: &mut dyn FnMut(&[u8]) -> bool,
@@ -177,103 +193,6 @@ impl DiskMap {
             }
         }
         out
-    }
-}
-
-impl Map {
-    pub(crate) fn new(backend: StateBackend) -> Result<Map, String> {
-        Ok(match backend {
-            StateBackend::Memory => Map::default(),
-            StateBackend::Disk => Map::Disk(Box::new(DiskMap::open()?)),
-        })
-    }
-
-    pub(crate) fn get(&self, k: &[u8]) -> Option<Cow<'_, [u8]>> {
-        match self {
-            Map::Memory(m) => m.get(k).map(|v| Cow::Borrowed(v.as_slice())),
-            Map::Disk(d) => d.get(k).map(Cow::Owned),
-        }
-    }
-
-    pub(crate) fn contains(&self, k: &[u8]) -> bool {
-        self.get(k).is_some()
-    }
-
-    pub(crate) fn insert(&mut self, k: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
-        match self {
-            Map::Memory(m) => m.insert(k, v),
-            Map::Disk(d) => d.insert(&k, &v),
-        }
-    }
-
-    pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
-        match self {
-            Map::Memory(m) => m.remove(k),
-            Map::Disk(d) => d.remove(k),
-        }
-    }
-
-    /// Entries from `lo` on in key order, while `keep(key)`, at most `limit`.
-    pub(crate) fn scan(
-        &self,
-        lo: Bound<&[u8]>,
-        mut keep: impl FnMut(&[u8]) -> bool,
-        limit: usize,
-    ) -> Vec<(Vec<u8>, Vec<u8>)> {
-        match self {
-            Map::Memory(m) => m
-                .range::<[u8], _>((lo, Bound::Unbounded))
-                .take_while(|(k, _)| keep(k))
-                .take(limit)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            Map::Disk(d) => d.scan(lo, &mut keep, limit),
-        }
-    }
-
-    /// Call `f` with every entry in key order.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8])) {
-        match self {
-            Map::Memory(m) => m.iter().for_each(|(k, v)| f(k, v)),
-            Map::Disk(d) => {
-                let mut from: Option<Vec<u8>> = None;
-                loop {
-                    let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
-                    let page = d.scan(lo, &mut |_| true, 4096);
-                    for (k, v) in &page {
-                        f(k, v);
-                    }
-                    match page.last() {
-                        Some((k, _)) if page.len() == 4096 => from = Some(k.clone()),
-                        _ => return,
-                    }
-                }
-            }
-        }
-    }
-
-    /// The version was checkpointed: a disk map commits its transaction
-    /// (with fsync when `durable`, which lets redb reuse freed pages).
-    pub(crate) fn checkpointed(&mut self, durable: bool) {
-        if let Map::Disk(d) = self {
-            if let Some(mut t) = d.txn.take() {
-                if durable && let Err(e) = t.set_durability(Durability::Immediate) {
-                    d.fail(e);
-                }
-                if let Err(e) = t.commit() {
-                    d.fail(e);
-                }
-            }
-            d.begin(Durability::None);
-        }
-    }
-
-    /// The first I/O error of a disk map, if any.
-    pub(crate) fn error(&self) -> Option<String> {
-        match self {
-            Map::Memory(_) => None,
-            Map::Disk(d) => d.error.borrow().clone(),
-        }
     }
 }
 

@@ -1,0 +1,361 @@
+//! One state partition: the user's keyed values and the timers, versioned
+//! and checkpointed together.
+//!
+//! Keys are namespaced by their first byte (user state, event-time timers,
+//! processing-time timers); a checkpoint file holds them in that raw form.
+//! Timer keys put the time first, big-endian with the sign bit flipped, so
+//! key order is firing order.
+
+use std::borrow::Cow;
+use std::ops::Bound;
+
+use super::map::{Map, MemoryMap, StateBackend};
+
+const USER: u8 = 0;
+const EVENT_TIMERS: u8 = 1;
+const PROCESSING_TIMERS: u8 = 2;
+
+/// Rough per-entry overhead of the ordered map and the key/value vectors,
+/// counted in `memoryUsedBytes` so many tiny entries are not reported as free.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// Which clock a timer follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TimeDomain {
+    EventTime,
+    ProcessingTime,
+}
+
+impl TimeDomain {
+    fn namespace(self) -> u8 {
+        match self {
+            TimeDomain::EventTime => EVENT_TIMERS,
+            TimeDomain::ProcessingTime => PROCESSING_TIMERS,
+        }
+    }
+}
+
+/// A fired timer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timer {
+    pub domain: TimeDomain,
+    pub time: i64,
+    pub key: Vec<u8>,
+}
+
+fn time_bytes(t: i64) -> [u8; 8] {
+    ((t as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(9 + key.len());
+    k.push(domain.namespace());
+    k.extend_from_slice(&time_bytes(time));
+    k.extend_from_slice(key);
+    k
+}
+
+/// User entries without their namespace byte.
+fn strip(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    entries
+        .into_iter()
+        .map(|(mut k, v)| {
+            k.remove(0);
+            (k, v)
+        })
+        .collect()
+}
+
+fn user_key(key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(1 + key.len());
+    k.push(USER);
+    k.extend_from_slice(key);
+    k
+}
+
+/// A change made by the current guarded call: the raw key and the value
+/// it replaced (`None`: absent).
+type Undo = (Vec<u8>, Option<Vec<u8>>);
+
+/// The state of one (operator, partition).
+#[derive(Debug)]
+pub struct KeyedState {
+    map: Map,
+    /// Timers by domain, as raw keys, when the map is in memory: maps of
+    /// their own order them by time (no search past rows sharing long
+    /// prefixes) and fire them from the front. A disk map keeps them,
+    /// namespaced, with the rows (`None`), so memory stays bounded.
+    timers: Option<[MemoryMap; 2]>,
+    /// While a guarded call runs: its changes, and the version's counts of
+    /// puts and removals when it began.
+    undo: Option<(Vec<Undo>, u64, u64)>,
+    /// User rows put and removed since the last version (Spark counts
+    /// each call).
+    puts: u64,
+    removals: u64,
+    user_rows: u64,
+    bytes: usize,
+}
+
+impl Default for KeyedState {
+    fn default() -> Self {
+        KeyedState {
+            map: Map::default(),
+            timers: Some(Default::default()),
+            undo: None,
+            puts: 0,
+            removals: 0,
+            user_rows: 0,
+            bytes: 0,
+        }
+    }
+}
+
+fn timer_map(timers: &mut [MemoryMap; 2], ns: u8) -> &mut MemoryMap {
+    &mut timers[usize::from(ns == PROCESSING_TIMERS)]
+}
+
+impl KeyedState {
+    /// Empty state on `backend`.
+    pub fn new(backend: StateBackend) -> Result<KeyedState, String> {
+        Ok(KeyedState {
+            map: Map::new(backend)?,
+            timers: (backend == StateBackend::Memory).then(Default::default),
+            ..KeyedState::default()
+        })
+    }
+
+    /// The first error of a disk-backed map (the call that hit it fails).
+    pub fn error(&self) -> Option<String> {
+        self.map.error()
+    }
+
+    /// Set or remove a raw (namespaced) key, keeping the counters (the
+    /// maps track the change for the next delta). Returns the value it
+    /// replaced (`Some(None)`: absent before), or `None` when nothing
+    /// changed.
+    fn write(&mut self, key: Cow<'_, [u8]>, value: Option<Vec<u8>>) -> Option<Option<Vec<u8>>> {
+        let ns = *key.first()?;
+        let size = key.len() + ENTRY_OVERHEAD;
+        let present = value.is_some();
+        let old = match &mut self.timers {
+            Some(timers) if ns != USER => {
+                let timers = timer_map(timers, ns);
+                if present {
+                    // Registering a registered timer changes nothing.
+                    timers.insert_new(key.into_owned()).then_some(None)?
+                } else {
+                    Some(timers.remove(&key)?)
+                }
+            }
+            _ => match value {
+                Some(v) => {
+                    self.bytes += v.len();
+                    self.map.insert(key.into_owned(), v)
+                }
+                // Removing an absent key changes nothing.
+                None => Some(self.map.remove(&key)?),
+            },
+        };
+        let user = u64::from(ns == USER);
+        match (&old, present) {
+            (None, _) => {
+                self.bytes += size;
+                self.user_rows += user;
+            }
+            (Some(o), true) => self.bytes -= o.len(),
+            (Some(o), false) => {
+                self.bytes -= o.len() + size;
+                self.user_rows -= user;
+            }
+        }
+        Some(old)
+    }
+
+    /// Set or remove a raw key, counting user puts and removals and
+    /// recording the change for undo while a call runs.
+    fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let user = key.first() == Some(&USER);
+        let put = value.is_some();
+        let changed = if self.undo.is_some() {
+            let old = self.write(Cow::Borrowed(&key), value);
+            let changed = old.is_some();
+            if let (Some(old), Some((changes, _, _))) = (old, &mut self.undo) {
+                changes.push((key, old));
+            }
+            changed
+        } else {
+            self.write(Cow::Owned(key), value).is_some()
+        };
+        if user && changed {
+            if put {
+                self.puts += 1;
+            } else {
+                self.removals += 1;
+            }
+        }
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
+        self.map.get(&user_key(key))
+    }
+
+    pub fn put(&mut self, key: &[u8], value: Vec<u8>) {
+        self.set(user_key(key), Some(value));
+    }
+
+    pub fn delete(&mut self, key: &[u8]) {
+        self.set(user_key(key), None);
+    }
+
+    /// Up to `limit` user entries with `start <= key < end`.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let lo = user_key(start);
+        let hi = match end {
+            Some(e) => user_key(e),
+            None => vec![USER + 1],
+        };
+        strip(
+            self.map
+                .scan(Bound::Included(&lo), |k| k < hi.as_slice(), limit),
+        )
+    }
+
+    /// Up to `limit` user entries starting with `prefix`, after `after`.
+    pub fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let (lo, exclusive) = match after {
+            Some(a) if a >= prefix => (user_key(a), true),
+            _ => (user_key(prefix), false),
+        };
+        let lo = if exclusive {
+            Bound::Excluded(lo.as_slice())
+        } else {
+            Bound::Included(lo.as_slice())
+        };
+        let keep = |k: &[u8]| k.first() == Some(&USER) && k[1..].starts_with(prefix);
+        strip(self.map.scan(lo, keep, limit))
+    }
+
+    pub fn register_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
+        let k = timer_key(domain, at, key);
+        // In the disk map an insert would rewrite a registered timer (a
+        // change for the next delta); the timer maps tell by themselves.
+        if self.timers.is_some() || !self.map.contains(&k) {
+            self.set(k, Some(Vec::new()));
+        }
+    }
+
+    pub fn delete_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
+        self.set(timer_key(domain, at, key), None);
+    }
+
+    /// Remove and return the timers of `domain` due at `upto` (inclusive),
+    /// ordered by time, then key.
+    pub fn take_due(&mut self, domain: TimeDomain, upto: i64) -> Vec<Timer> {
+        let ns = domain.namespace();
+        let upto = time_bytes(upto);
+        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
+        let timer = |k: &[u8]| Timer {
+            domain,
+            time: (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64,
+            key: k[9..].to_vec(),
+        };
+        let mut out = Vec::new();
+        if let Some(timers) = &mut self.timers {
+            let timers = timer_map(timers, ns);
+            while let Some(k) = timers.pop_first_if(due) {
+                out.push(timer(k));
+                self.bytes -= k.len() + ENTRY_OVERHEAD;
+                if let Some((changes, _, _)) = &mut self.undo {
+                    changes.push((k.to_vec(), Some(Vec::new())));
+                }
+            }
+            return out;
+        }
+        let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
+        for (k, _) in keys {
+            out.push(timer(&k));
+            self.set(k, None);
+        }
+        out
+    }
+
+    /// Start recording undo information for one guarded call.
+    pub fn begin_call(&mut self) {
+        self.undo = Some((Vec::new(), self.puts, self.removals));
+    }
+
+    /// Keep the current call's changes.
+    pub fn end_call(&mut self) {
+        self.undo = None;
+    }
+
+    /// Undo every change since [`KeyedState::begin_call`].
+    pub fn rollback_call(&mut self) {
+        let Some((changes, puts, removals)) = self.undo.take() else {
+            return;
+        };
+        for (key, old) in changes.into_iter().rev() {
+            self.write(Cow::Owned(key), old);
+        }
+        (self.puts, self.removals) = (puts, removals);
+    }
+
+    /// User entries (timers excluded).
+    pub fn rows(&self) -> u64 {
+        self.user_rows
+    }
+
+    /// User rows put since the last checkpointed version.
+    pub fn rows_updated(&self) -> u64 {
+        self.puts
+    }
+
+    /// User rows removed since the last checkpointed version.
+    pub fn rows_removed(&self) -> u64 {
+        self.removals
+    }
+
+    /// Estimated bytes held: keys, values and per-entry overhead.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Call `f` with each change since the last version, as (raw key, new
+    /// value or deletion), and forget them; applied in this order to the
+    /// last version they give this one. The values are read in place: a
+    /// delta is encoded without copying the state.
+    pub(crate) fn drain_delta(&mut self, mut f: impl FnMut(&[u8], Option<&[u8]>)) {
+        self.map.drain_changes(&mut f);
+        for timers in self.timers.iter_mut().flatten() {
+            timers.drain_changes(&mut f);
+        }
+        (self.puts, self.removals) = (0, 0);
+    }
+
+    /// Call `f` with every raw (namespaced) entry, in key order.
+    pub(crate) fn for_each_raw(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        self.map.for_each(&mut f);
+        for timers in self.timers.iter().flatten() {
+            timers.range(Bound::Unbounded).for_each(|(k, v)| f(k, v));
+        }
+    }
+
+    /// The version was checkpointed (see [`Map::checkpointed`]).
+    pub(crate) fn checkpointed(&mut self, durable: bool) {
+        self.map.checkpointed(durable)
+    }
+
+    /// Apply a loaded entry: as the last version had it, so no change.
+    pub(crate) fn apply(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        self.write(Cow::Owned(key), value);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,145 @@
+//! The memory map: an ordered map whose entries carry a changed flag, and
+//! a list of the keys removed since the last version.
+//!
+//! A version's delta is the removed keys, then a walk over the flagged
+//! entries. Tracking changes in the entries themselves costs nothing per
+//! write, where a set of changed keys cost a second ordered insert per
+//! write and a sorted list of them a sort per version (both a few dozen
+//! comparisons of keys that often share long prefixes). The walk visits
+//! every entry, as a snapshot does every few versions.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+#[derive(Debug, Default)]
+struct Slot {
+    value: Vec<u8>,
+    changed: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct MemoryMap {
+    entries: BTreeMap<Vec<u8>, Slot>,
+    /// Keys removed since the last version, in removal order; a key may
+    /// repeat, or be present again (then it is also flagged).
+    removed: Vec<Vec<u8>>,
+}
+
+impl MemoryMap {
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub(crate) fn get(&self, k: &[u8]) -> Option<&[u8]> {
+        self.entries.get(k).map(|s| s.value.as_slice())
+    }
+
+    pub(crate) fn contains(&self, k: &[u8]) -> bool {
+        self.entries.contains_key(k)
+    }
+
+    /// Set `k` to `v`; the value it replaced.
+    pub(crate) fn insert(&mut self, k: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
+        let slot = Slot {
+            value: v,
+            changed: true,
+        };
+        self.entries.insert(k, slot).map(|s| s.value)
+    }
+
+    /// Add `k` with an empty value unless present (a timer); whether added.
+    pub(crate) fn insert_new(&mut self, k: Vec<u8>) -> bool {
+        match self.entries.entry(k) {
+            std::collections::btree_map::Entry::Occupied(_) => false,
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(Slot {
+                    value: Vec::new(),
+                    changed: true,
+                });
+                true
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
+        let (key, slot) = self.entries.remove_entry(k)?;
+        self.removed.push(key);
+        Some(slot.value)
+    }
+
+    /// Remove the first entry if `due(key)`; its key and value.
+    pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<&[u8]> {
+        let entry = self.entries.first_entry()?;
+        if !due(entry.key()) {
+            return None;
+        }
+        let (key, _) = entry.remove_entry();
+        self.removed.push(key);
+        self.removed.last().map(Vec::as_slice)
+    }
+
+    /// Entries from `lo` on, in key order.
+    pub(crate) fn range<'a>(
+        &'a self,
+        lo: Bound<&[u8]>,
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        self.entries
+            .range::<[u8], _>((lo, Bound::Unbounded))
+            .map(|(k, s)| (k.as_slice(), s.value.as_slice()))
+    }
+
+    /// Every change since the last version: the removed keys (`None`),
+    /// then the changed entries in key order; and forget the changes.
+    /// Applied in this order, they give this map from the last version.
+    pub(crate) fn drain_changes(&mut self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
+        for k in std::mem::take(&mut self.removed) {
+            f(&k, None);
+        }
+        for (k, slot) in self.entries.iter_mut() {
+            if std::mem::take(&mut slot.changed) {
+                f(k, Some(&slot.value));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryMap;
+
+    fn changes(m: &mut MemoryMap) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        let mut out = Vec::new();
+        m.drain_changes(&mut |k, v| out.push((k.to_vec(), v.map(<[u8]>::to_vec))));
+        out
+    }
+
+    #[test]
+    fn changes_replay_into_the_same_map() {
+        let mut m = MemoryMap::default();
+        m.insert(b"a".to_vec(), b"1".to_vec());
+        m.insert(b"b".to_vec(), b"2".to_vec());
+        m.insert(b"c".to_vec(), b"3".to_vec());
+        changes(&mut m);
+        m.remove(b"a");
+        m.insert(b"a".to_vec(), b"4".to_vec());
+        m.remove(b"b");
+        assert!(m.insert_new(b"d".to_vec()));
+        assert!(!m.insert_new(b"d".to_vec()));
+        m.remove(b"nope");
+        let got = changes(&mut m);
+        assert_eq!(
+            got,
+            vec![
+                (b"a".to_vec(), None),
+                (b"b".to_vec(), None),
+                (b"a".to_vec(), Some(b"4".to_vec())),
+                (b"d".to_vec(), Some(vec![])),
+            ]
+        );
+        assert!(changes(&mut m).is_empty(), "changes are forgotten");
+        assert_eq!(m.pop_first_if(|k| k == b"a"), Some(&b"a"[..]));
+        assert_eq!(m.pop_first_if(|k| k == b"a"), None);
+        assert_eq!(changes(&mut m), vec![(b"a".to_vec(), None)]);
+        assert_eq!(m.len(), 2);
+    }
+}

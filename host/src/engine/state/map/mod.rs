@@ -1,0 +1,143 @@
+//! Where a state partition's entries live: an ordered map in memory (the
+//! default, fastest), or an embedded redb database on local disk for state
+//! that outgrows memory (`[state] backend = "disk"`). Each map also knows
+//! what changed since the last checkpointed version, for the next delta.
+
+use std::borrow::Cow;
+use std::ops::Bound;
+
+mod disk;
+mod memory;
+
+use disk::DiskMap;
+pub(crate) use memory::MemoryMap;
+
+/// Which map holds a partition's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StateBackend {
+    #[default]
+    Memory,
+    /// redb in a temporary directory (`$TMPDIR`), removed when the task ends.
+    Disk,
+}
+
+pub(crate) enum Map {
+    Memory(MemoryMap),
+    Disk(Box<DiskMap>),
+}
+
+impl Default for Map {
+    fn default() -> Self {
+        Map::Memory(MemoryMap::default())
+    }
+}
+
+impl std::fmt::Debug for Map {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Map::Memory(m) => write!(f, "Memory({} entries)", m.len()),
+            Map::Disk(_) => f.write_str("Disk"),
+        }
+    }
+}
+
+impl Map {
+    pub(crate) fn new(backend: StateBackend) -> Result<Map, String> {
+        Ok(match backend {
+            StateBackend::Memory => Map::default(),
+            StateBackend::Disk => Map::Disk(Box::new(DiskMap::open()?)),
+        })
+    }
+
+    pub(crate) fn get(&self, k: &[u8]) -> Option<Cow<'_, [u8]>> {
+        match self {
+            Map::Memory(m) => m.get(k).map(Cow::Borrowed),
+            Map::Disk(d) => d.get(k).map(Cow::Owned),
+        }
+    }
+
+    pub(crate) fn contains(&self, k: &[u8]) -> bool {
+        match self {
+            Map::Memory(m) => m.contains(k),
+            Map::Disk(d) => d.get(k).is_some(),
+        }
+    }
+
+    pub(crate) fn insert(&mut self, k: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
+        match self {
+            Map::Memory(m) => m.insert(k, v),
+            Map::Disk(d) => d.insert(k, &v),
+        }
+    }
+
+    pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
+        match self {
+            Map::Memory(m) => m.remove(k),
+            Map::Disk(d) => d.remove(k),
+        }
+    }
+
+    /// Entries from `lo` on in key order, while `keep(key)`, at most `limit`.
+    pub(crate) fn scan(
+        &self,
+        lo: Bound<&[u8]>,
+        mut keep: impl FnMut(&[u8]) -> bool,
+        limit: usize,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        match self {
+            Map::Memory(m) => m
+                .range(lo)
+                .take_while(|(k, _)| keep(k))
+                .take(limit)
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect(),
+            Map::Disk(d) => d.scan(lo, &mut keep, limit),
+        }
+    }
+
+    /// Call `f` with every entry in key order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&[u8], &[u8])) {
+        match self {
+            Map::Memory(m) => m.range(Bound::Unbounded).for_each(|(k, v)| f(k, v)),
+            Map::Disk(d) => {
+                let mut from: Option<Vec<u8>> = None;
+                loop {
+                    let lo = from.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+                    let page = d.scan(lo, &mut |_| true, 4096);
+                    for (k, v) in &page {
+                        f(k, v);
+                    }
+                    match page.last() {
+                        Some((k, _)) if page.len() == 4096 => from = Some(k.clone()),
+                        _ => return,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Call `f` with every change since the last version, as (key, value
+    /// now or `None`: removed), and forget them. Applying them in this
+    /// order to the last version gives this one.
+    pub(crate) fn drain_changes(&mut self, mut f: impl FnMut(&[u8], Option<&[u8]>)) {
+        match self {
+            Map::Memory(m) => m.drain_changes(&mut f),
+            Map::Disk(d) => d.drain_changes(&mut f),
+        }
+    }
+
+    /// The version was checkpointed (a disk map commits its transaction).
+    pub(crate) fn checkpointed(&mut self, durable: bool) {
+        if let Map::Disk(d) = self {
+            d.checkpointed(durable);
+        }
+    }
+
+    /// The first I/O error of a disk map, if any.
+    pub(crate) fn error(&self) -> Option<String> {
+        match self {
+            Map::Memory(_) => None,
+            Map::Disk(d) => d.error(),
+        }
+    }
+}
