@@ -86,9 +86,12 @@ pub struct KeyedState {
     /// prefixes) and fire them from the front. A disk map keeps them,
     /// namespaced, with the rows (`None`), so memory stays bounded.
     timers: Option<[MemoryMap; 2]>,
-    /// While a guarded call runs: its changes, and the version's counts of
-    /// puts and removals when it began.
-    undo: Option<(Vec<Undo>, u64, u64)>,
+    /// While a guarded call runs: the version's counts of puts and
+    /// removals when it began.
+    call: Option<(u64, u64)>,
+    /// The running call's changes (kept empty otherwise; its buffer is
+    /// reused, as a batch call makes about as many changes as the last).
+    undo: Vec<Undo>,
     /// User rows put and removed since the last version (Spark counts
     /// each call).
     puts: u64,
@@ -102,7 +105,8 @@ impl Default for KeyedState {
         KeyedState {
             map: Map::default(),
             timers: Some(Default::default()),
-            undo: None,
+            call: None,
+            undo: Vec::new(),
             puts: 0,
             removals: 0,
             user_rows: 0,
@@ -177,11 +181,11 @@ impl KeyedState {
     fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
         let user = key.first() == Some(&USER);
         let put = value.is_some();
-        let changed = if self.undo.is_some() {
+        let changed = if self.call.is_some() {
             let old = self.write(Cow::Borrowed(&key), value);
             let changed = old.is_some();
-            if let (Some(old), Some((changes, _, _))) = (old, &mut self.undo) {
-                changes.push((key, old));
+            if let Some(old) = old {
+                self.undo.push((key, old));
             }
             changed
         } else {
@@ -271,8 +275,8 @@ impl KeyedState {
             while let Some(k) = timers.pop_first_if(due) {
                 out.push(timer(k));
                 self.bytes -= k.len() + ENTRY_OVERHEAD;
-                if let Some((changes, _, _)) = &mut self.undo {
-                    changes.push((k.to_vec(), Some(Vec::new())));
+                if self.call.is_some() {
+                    self.undo.push((k.to_vec(), Some(Vec::new())));
                 }
             }
             return out;
@@ -287,22 +291,26 @@ impl KeyedState {
 
     /// Start recording undo information for one guarded call.
     pub fn begin_call(&mut self) {
-        self.undo = Some((Vec::new(), self.puts, self.removals));
+        self.undo.clear();
+        self.call = Some((self.puts, self.removals));
     }
 
     /// Keep the current call's changes.
     pub fn end_call(&mut self) {
-        self.undo = None;
+        self.undo.clear();
+        self.call = None;
     }
 
     /// Undo every change since [`KeyedState::begin_call`].
     pub fn rollback_call(&mut self) {
-        let Some((changes, puts, removals)) = self.undo.take() else {
+        let Some((puts, removals)) = self.call.take() else {
             return;
         };
-        for (key, old) in changes.into_iter().rev() {
+        let mut undo = std::mem::take(&mut self.undo);
+        for (key, old) in undo.drain(..).rev() {
             self.write(Cow::Owned(key), old);
         }
+        self.undo = undo;
         (self.puts, self.removals) = (puts, removals);
     }
 

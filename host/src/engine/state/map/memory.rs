@@ -92,7 +92,8 @@ impl MemoryMap {
     /// then the changed entries in key order; and forget the changes.
     /// Applied in this order, they give this map from the last version.
     pub(crate) fn drain_changes(&mut self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
-        for k in std::mem::take(&mut self.removed) {
+        // Drained in place: the list's buffer serves the next version.
+        for k in self.removed.drain(..) {
             f(&k, None);
         }
         for (k, slot) in self.entries.iter_mut() {
