@@ -73,9 +73,9 @@ fn user_key(key: &[u8]) -> Vec<u8> {
     k
 }
 
-/// A change made by the current guarded call: the raw key and the value
-/// it replaced (`None`: absent).
-type Undo = (Vec<u8>, Option<Vec<u8>>);
+/// A change made by the current guarded call: where its raw key ends in
+/// the call's key bytes, and the value it replaced (`None`: absent).
+type Undo = (usize, Option<Vec<u8>>);
 
 /// The state of one (operator, partition).
 #[derive(Debug)]
@@ -89,9 +89,12 @@ pub struct KeyedState {
     /// While a guarded call runs: the version's counts of puts and
     /// removals when it began.
     call: Option<(u64, u64)>,
-    /// The running call's changes (kept empty otherwise; its buffer is
-    /// reused, as a batch call makes about as many changes as the last).
+    /// The running call's changes, and their keys one after another (both
+    /// kept empty otherwise; their buffers are reused, as a batch call
+    /// makes about as many changes as the last, and a key appended to one
+    /// buffer costs less than a key of its own).
     undo: Vec<Undo>,
+    undo_keys: Vec<u8>,
     /// User rows put and removed since the last version (Spark counts
     /// each call).
     puts: u64,
@@ -107,6 +110,7 @@ impl Default for KeyedState {
             timers: Some(Default::default()),
             call: None,
             undo: Vec::new(),
+            undo_keys: Vec::new(),
             puts: 0,
             removals: 0,
             user_rows: 0,
@@ -181,15 +185,20 @@ impl KeyedState {
     fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
         let user = key.first() == Some(&USER);
         let put = value.is_some();
-        let changed = if self.call.is_some() {
-            let old = self.write(Cow::Borrowed(&key), value);
-            let changed = old.is_some();
-            if let Some(old) = old {
-                self.undo.push((key, old));
+        let start = self.undo_keys.len();
+        if self.call.is_some() {
+            self.undo_keys.extend_from_slice(&key);
+        }
+        let changed = match self.write(Cow::Owned(key), value) {
+            Some(old) if self.call.is_some() => {
+                self.undo.push((self.undo_keys.len(), old));
+                true
             }
-            changed
-        } else {
-            self.write(Cow::Owned(key), value).is_some()
+            Some(_) => true,
+            None => {
+                self.undo_keys.truncate(start);
+                false
+            }
         };
         if user && changed {
             if put {
@@ -276,7 +285,8 @@ impl KeyedState {
                 out.push(timer(k));
                 self.bytes -= k.len() + ENTRY_OVERHEAD;
                 if self.call.is_some() {
-                    self.undo.push((k.to_vec(), Some(Vec::new())));
+                    self.undo_keys.extend_from_slice(k);
+                    self.undo.push((self.undo_keys.len(), Some(Vec::new())));
                 }
             }
             return out;
@@ -292,12 +302,14 @@ impl KeyedState {
     /// Start recording undo information for one guarded call.
     pub fn begin_call(&mut self) {
         self.undo.clear();
+        self.undo_keys.clear();
         self.call = Some((self.puts, self.removals));
     }
 
     /// Keep the current call's changes.
     pub fn end_call(&mut self) {
         self.undo.clear();
+        self.undo_keys.clear();
         self.call = None;
     }
 
@@ -306,11 +318,16 @@ impl KeyedState {
         let Some((puts, removals)) = self.call.take() else {
             return;
         };
-        let mut undo = std::mem::take(&mut self.undo);
-        for (key, old) in undo.drain(..).rev() {
-            self.write(Cow::Owned(key), old);
+        let (mut undo, mut keys) = (
+            std::mem::take(&mut self.undo),
+            std::mem::take(&mut self.undo_keys),
+        );
+        while let Some((end, old)) = undo.pop() {
+            let start = undo.last().map_or(0, |(e, _)| *e);
+            self.write(Cow::Borrowed(&keys[start..end]), old);
         }
-        self.undo = undo;
+        keys.clear();
+        (self.undo, self.undo_keys) = (undo, keys);
         (self.puts, self.removals) = (puts, removals);
     }
 

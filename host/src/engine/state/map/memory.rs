@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use super::key::{Key, KeyRef};
+
 #[derive(Debug, Default)]
 struct Slot {
     value: Vec<u8>,
@@ -19,7 +21,7 @@ struct Slot {
 
 #[derive(Debug, Default)]
 pub(crate) struct MemoryMap {
-    entries: BTreeMap<Vec<u8>, Slot>,
+    entries: BTreeMap<Key, Slot>,
     /// Keys removed since the last version, in removal order; a key may
     /// repeat, or be present again (then it is also flagged).
     removed: Vec<Vec<u8>>,
@@ -31,11 +33,11 @@ impl MemoryMap {
     }
 
     pub(crate) fn get(&self, k: &[u8]) -> Option<&[u8]> {
-        self.entries.get(k).map(|s| s.value.as_slice())
+        self.entries.get(KeyRef::new(k)).map(|s| s.value.as_slice())
     }
 
     pub(crate) fn contains(&self, k: &[u8]) -> bool {
-        self.entries.contains_key(k)
+        self.entries.contains_key(KeyRef::new(k))
     }
 
     /// Set `k` to `v`; the value it replaced.
@@ -44,12 +46,12 @@ impl MemoryMap {
             value: v,
             changed: true,
         };
-        self.entries.insert(k, slot).map(|s| s.value)
+        self.entries.insert(Key(k), slot).map(|s| s.value)
     }
 
     /// Add `k` with an empty value unless present (a timer); whether added.
     pub(crate) fn insert_new(&mut self, k: Vec<u8>) -> bool {
-        match self.entries.entry(k) {
+        match self.entries.entry(Key(k)) {
             std::collections::btree_map::Entry::Occupied(_) => false,
             std::collections::btree_map::Entry::Vacant(e) => {
                 e.insert(Slot {
@@ -62,19 +64,19 @@ impl MemoryMap {
     }
 
     pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
-        let (key, slot) = self.entries.remove_entry(k)?;
-        self.removed.push(key);
+        let (key, slot) = self.entries.remove_entry(KeyRef::new(k))?;
+        self.removed.push(key.0);
         Some(slot.value)
     }
 
     /// Remove the first entry if `due(key)`; its key and value.
     pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<&[u8]> {
         let entry = self.entries.first_entry()?;
-        if !due(entry.key()) {
+        if !due(&entry.key().0) {
             return None;
         }
         let (key, _) = entry.remove_entry();
-        self.removed.push(key);
+        self.removed.push(key.0);
         self.removed.last().map(Vec::as_slice)
     }
 
@@ -83,9 +85,10 @@ impl MemoryMap {
         &'a self,
         lo: Bound<&[u8]>,
     ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let lo = lo.map(KeyRef::new);
         self.entries
-            .range::<[u8], _>((lo, Bound::Unbounded))
-            .map(|(k, s)| (k.as_slice(), s.value.as_slice()))
+            .range::<KeyRef, _>((lo, Bound::Unbounded))
+            .map(|(k, s)| (k.0.as_slice(), s.value.as_slice()))
     }
 
     /// Every change since the last version: the removed keys (`None`),
@@ -98,7 +101,7 @@ impl MemoryMap {
         }
         for (k, slot) in self.entries.iter_mut() {
             if std::mem::take(&mut slot.changed) {
-                f(k, Some(&slot.value));
+                f(&k.0, Some(&slot.value));
             }
         }
     }

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::ops::Bound;
 
 mod disk;
+mod key;
 mod memory;
 
 use disk::DiskMap;
