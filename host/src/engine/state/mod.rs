@@ -82,6 +82,25 @@ impl FiredTimers {
         }
     }
 
+    /// Add one fired timer.
+    pub fn push(&mut self, domain: TimeDomain, time: i64, key: &[u8]) {
+        self.batch.push_raw(Some(key), &[], &[], time, -1);
+        self.domains.push(domain);
+    }
+
+    /// The timers, one by one.
+    pub fn timers(&self) -> Vec<Timer> {
+        self.batch
+            .iter()
+            .zip(&self.domains)
+            .map(|(r, &domain)| Timer {
+                domain,
+                time: r.timestamp,
+                key: r.key.unwrap_or_default().to_vec(),
+            })
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.domains.len()
     }

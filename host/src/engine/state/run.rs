@@ -247,19 +247,19 @@ impl TaskRun<'_> {
         let partition = self.partition;
         for _ in 0..MAX_TIMER_ROUNDS {
             let Some(p) = self.state.as_mut() else { break };
-            let mut due = Vec::new();
+            let mut fired = FiredTimers::new(partition, &[]);
             if let Some(wm) = self.time.watermark {
-                due.extend(p.state.take_due(TimeDomain::EventTime, wm));
+                p.state.fire_due(TimeDomain::EventTime, wm, &mut fired);
             }
-            due.extend(
-                p.state
-                    .take_due(TimeDomain::ProcessingTime, self.time.processing_time),
+            p.state.fire_due(
+                TimeDomain::ProcessingTime,
+                self.time.processing_time,
+                &mut fired,
             );
-            if due.is_empty() {
+            if fired.is_empty() {
                 break;
             }
-            self.stats.timers_fired += due.len() as u64;
-            let fired = FiredTimers::new(partition, &due);
+            self.stats.timers_fired += fired.len() as u64;
             let mut ctx = self.context(None);
             let r = t.on_timers(&fired, &mut ctx);
             self.restore(ctx)?;

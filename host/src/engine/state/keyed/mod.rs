@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::ops::Bound;
 
+use super::FiredTimers;
 use super::map::{Map, MemoryMap, StateBackend};
 
 const USER: u8 = 0;
@@ -64,6 +65,22 @@ fn strip(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
             (k, v)
         })
         .collect()
+}
+
+/// Most bytes of a key built on the stack for a lookup.
+const STACK_KEY: usize = 128;
+
+/// `key` in the user namespace, built in `buf` when it fits (a lookup
+/// then allocates nothing).
+fn user_key_in<'b>(buf: &'b mut [u8; STACK_KEY], key: &[u8]) -> Cow<'b, [u8]> {
+    match buf.get_mut(..=key.len()) {
+        Some(k) => {
+            k[0] = USER;
+            k[1..].copy_from_slice(key);
+            Cow::Borrowed(k)
+        }
+        None => Cow::Owned(user_key(key)),
+    }
 }
 
 fn user_key(key: &[u8]) -> Vec<u8> {
@@ -182,14 +199,14 @@ impl KeyedState {
 
     /// Set or remove a raw key, counting user puts and removals and
     /// recording the change for undo while a call runs.
-    fn set(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+    fn set(&mut self, key: Cow<'_, [u8]>, value: Option<Vec<u8>>) {
         let user = key.first() == Some(&USER);
         let put = value.is_some();
         let start = self.undo_keys.len();
         if self.call.is_some() {
             self.undo_keys.extend_from_slice(&key);
         }
-        let changed = match self.write(Cow::Owned(key), value) {
+        let changed = match self.write(key, value) {
             Some(old) if self.call.is_some() => {
                 self.undo.push((self.undo_keys.len(), old));
                 true
@@ -210,28 +227,26 @@ impl KeyedState {
     }
 
     pub fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
-        self.map.get(&user_key(key))
+        self.map.get(&user_key_in(&mut [0; STACK_KEY], key))
     }
 
     pub fn put(&mut self, key: &[u8], value: Vec<u8>) {
-        self.set(user_key(key), Some(value));
+        self.set(Cow::Owned(user_key(key)), Some(value));
     }
 
     pub fn delete(&mut self, key: &[u8]) {
-        self.set(user_key(key), None);
+        self.set(user_key_in(&mut [0; STACK_KEY], key), None);
     }
 
     /// Up to `limit` user entries with `start <= key < end`.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let lo = user_key(start);
+        let (mut lo_buf, mut hi_buf) = ([0; STACK_KEY], [0; STACK_KEY]);
+        let lo = user_key_in(&mut lo_buf, start);
         let hi = match end {
-            Some(e) => user_key(e),
-            None => vec![USER + 1],
+            Some(e) => user_key_in(&mut hi_buf, e),
+            None => Cow::Borrowed(&[USER + 1][..]),
         };
-        strip(
-            self.map
-                .scan(Bound::Included(&lo), |k| k < hi.as_slice(), limit),
-        )
+        strip(self.map.scan(Bound::Included(&lo), |k| k < &*hi, limit))
     }
 
     /// Up to `limit` user entries starting with `prefix`, after `after`.
@@ -259,44 +274,48 @@ impl KeyedState {
         // In the disk map an insert would rewrite a registered timer (a
         // change for the next delta); the timer maps tell by themselves.
         if self.timers.is_some() || !self.map.contains(&k) {
-            self.set(k, Some(Vec::new()));
+            self.set(Cow::Owned(k), Some(Vec::new()));
         }
     }
 
     pub fn delete_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        self.set(timer_key(domain, at, key), None);
+        self.set(Cow::Owned(timer_key(domain, at, key)), None);
     }
 
     /// Remove and return the timers of `domain` due at `upto` (inclusive),
     /// ordered by time, then key.
     pub fn take_due(&mut self, domain: TimeDomain, upto: i64) -> Vec<Timer> {
+        let mut fired = FiredTimers::default();
+        self.fire_due(domain, upto, &mut fired);
+        fired.timers()
+    }
+
+    /// Remove the timers of `domain` due at `upto` (inclusive) and add them
+    /// to `fired`, ordered by time, then key.
+    pub fn fire_due(&mut self, domain: TimeDomain, upto: i64, fired: &mut FiredTimers) {
         let ns = domain.namespace();
         let upto = time_bytes(upto);
         let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
-        let timer = |k: &[u8]| Timer {
-            domain,
-            time: (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64,
-            key: k[9..].to_vec(),
+        let time = |k: &[u8]| {
+            (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64
         };
-        let mut out = Vec::new();
         if let Some(timers) = &mut self.timers {
             let timers = timer_map(timers, ns);
             while let Some(k) = timers.pop_first_if(due) {
-                out.push(timer(k));
+                fired.push(domain, time(k), &k[9..]);
                 self.bytes -= k.len() + ENTRY_OVERHEAD;
                 if self.call.is_some() {
                     self.undo_keys.extend_from_slice(k);
                     self.undo.push((self.undo_keys.len(), Some(Vec::new())));
                 }
             }
-            return out;
+            return;
         }
         let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
         for (k, _) in keys {
-            out.push(timer(&k));
-            self.set(k, None);
+            fired.push(domain, time(&k), &k[9..]);
+            self.set(Cow::Owned(k), None);
         }
-        out
     }
 
     /// Start recording undo information for one guarded call.
