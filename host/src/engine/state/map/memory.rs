@@ -1,12 +1,14 @@
 //! The memory map: an ordered map whose entries carry a changed flag, and
 //! a list of the keys removed since the last version.
 //!
-//! A version's delta is the removed keys, then a walk over the flagged
-//! entries. Tracking changes in the entries themselves costs nothing per
+//! A version's delta is the removed keys, then the flagged entries in key
+//! order. Tracking changes in the entries themselves costs no search per
 //! write, where a set of changed keys cost a second ordered insert per
-//! write and a sorted list of them a sort per version (both a few dozen
-//! comparisons of keys that often share long prefixes). The walk visits
-//! every entry, as a snapshot does every few versions.
+//! write (a few dozen comparisons of keys that often share long prefixes).
+//! When many entries changed, the delta walks the map; when few did, it
+//! sorts the keys flagged since the last version (copied, one after
+//! another, into one buffer) and looks each up, so a large state with a
+//! few changes per version is not walked whole.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -25,7 +27,17 @@ pub(crate) struct MemoryMap {
     /// Keys removed since the last version, in removal order; a key may
     /// repeat, or be present again (then it is also flagged).
     removed: Vec<Vec<u8>>,
+    /// Entries flagged now.
+    changed: usize,
+    /// Every key flagged since the last version, one after another, and
+    /// where each ends (a key flagged, removed and added again repeats).
+    flagged: Vec<u8>,
+    flagged_ends: Vec<usize>,
 }
+
+/// Look the flagged keys up, rather than walk the map, when at most one
+/// entry in this many changed.
+const SPARSE: usize = 8;
 
 impl MemoryMap {
     pub(crate) fn len(&self) -> usize {
@@ -46,18 +58,34 @@ impl MemoryMap {
             value: v,
             changed: true,
         };
-        self.entries.insert(Key(k), slot).map(|s| s.value)
+        let start = self.flagged.len();
+        self.flagged.extend_from_slice(&k);
+        let old = self.entries.insert(Key(k), slot);
+        if old.as_ref().is_some_and(|o| o.changed) {
+            self.flagged.truncate(start);
+        } else {
+            self.changed += 1;
+            self.flagged_ends.push(self.flagged.len());
+        }
+        old.map(|s| s.value)
     }
 
     /// Add `k` with an empty value unless present (a timer); whether added.
     pub(crate) fn insert_new(&mut self, k: Vec<u8>) -> bool {
+        let start = self.flagged.len();
+        self.flagged.extend_from_slice(&k);
         match self.entries.entry(Key(k)) {
-            std::collections::btree_map::Entry::Occupied(_) => false,
+            std::collections::btree_map::Entry::Occupied(_) => {
+                self.flagged.truncate(start);
+                false
+            }
             std::collections::btree_map::Entry::Vacant(e) => {
                 e.insert(Slot {
                     value: Vec::new(),
                     changed: true,
                 });
+                self.changed += 1;
+                self.flagged_ends.push(self.flagged.len());
                 true
             }
         }
@@ -65,6 +93,7 @@ impl MemoryMap {
 
     pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
         let (key, slot) = self.entries.remove_entry(KeyRef::new(k))?;
+        self.changed -= usize::from(slot.changed);
         self.removed.push(key.0);
         Some(slot.value)
     }
@@ -75,7 +104,8 @@ impl MemoryMap {
         if !due(&entry.key().0) {
             return None;
         }
-        let (key, _) = entry.remove_entry();
+        let (key, slot) = entry.remove_entry();
+        self.changed -= usize::from(slot.changed);
         self.removed.push(key.0);
         self.removed.last().map(Vec::as_slice)
     }
@@ -99,11 +129,32 @@ impl MemoryMap {
         for k in self.removed.drain(..) {
             f(&k, None);
         }
-        for (k, slot) in self.entries.iter_mut() {
-            if std::mem::take(&mut slot.changed) {
-                f(&k.0, Some(&slot.value));
+        if self.changed.saturating_mul(SPARSE) <= self.entries.len() {
+            let mut keys: Vec<&[u8]> = Vec::with_capacity(self.flagged_ends.len());
+            let mut start = 0;
+            for &end in &self.flagged_ends {
+                keys.push(&self.flagged[start..end]);
+                start = end;
+            }
+            keys.sort_unstable_by(|a, b| KeyRef::new(a).cmp(KeyRef::new(b)));
+            keys.dedup();
+            for k in keys {
+                if let Some(slot) = self.entries.get_mut(KeyRef::new(k))
+                    && std::mem::take(&mut slot.changed)
+                {
+                    f(k, Some(&slot.value));
+                }
+            }
+        } else {
+            for (k, slot) in self.entries.iter_mut() {
+                if std::mem::take(&mut slot.changed) {
+                    f(&k.0, Some(&slot.value));
+                }
             }
         }
+        self.changed = 0;
+        self.flagged.clear();
+        self.flagged_ends.clear();
     }
 }
 
@@ -115,6 +166,34 @@ mod tests {
         let mut out = Vec::new();
         m.drain_changes(&mut |k, v| out.push((k.to_vec(), v.map(<[u8]>::to_vec))));
         out
+    }
+
+    #[test]
+    fn few_or_many_changes_come_out_the_same_way() {
+        // 1,000 entries; then 10 changed (looked up) or 900 (walked): the
+        // changes come out in key order either way, each once.
+        for changed in [10usize, 900] {
+            let mut m = MemoryMap::default();
+            for i in 0..1000u32 {
+                m.insert(format!("k{i:04}").into_bytes(), vec![1]);
+            }
+            changes(&mut m);
+            let mut want = Vec::new();
+            for i in (0..changed as u32).rev() {
+                let k = format!("k{:04}", i * 1000 / changed as u32).into_bytes();
+                m.insert(k.clone(), vec![2]);
+                m.insert(k.clone(), vec![3]);
+                want.push((k, Some(vec![3])));
+            }
+            m.remove(b"k0000");
+            m.insert(b"k0000".to_vec(), vec![4]);
+            want.retain(|(k, _)| k != b"k0000");
+            want.push((b"k0000".to_vec(), Some(vec![4])));
+            want.sort();
+            want.insert(0, (b"k0000".to_vec(), None));
+            assert_eq!(changes(&mut m), want, "{changed} changed");
+            assert!(changes(&mut m).is_empty());
+        }
     }
 
     #[test]
