@@ -149,7 +149,7 @@ impl DiskMap {
 
     /// Each key changed since the last version, sorted, once, with its
     /// value now (`None`: removed); and forget the changes.
-    pub(super) fn drain_changes(&mut self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
+    pub(super) fn drain_changes(&mut self, f: &mut super::ChangeSink<'_>) {
         let mut keys = std::mem::take(&mut self.changed);
         keys.sort_unstable();
         keys.dedup();

@@ -124,7 +124,7 @@ impl MemoryMap {
     /// Every change since the last version: the removed keys (`None`),
     /// then the changed entries in key order; and forget the changes.
     /// Applied in this order, they give this map from the last version.
-    pub(crate) fn drain_changes(&mut self, f: &mut dyn FnMut(&[u8], Option<&[u8]>)) {
+    pub(crate) fn drain_changes(&mut self, f: &mut super::ChangeSink<'_>) {
         // Drained in place: the list's buffer serves the next version.
         for k in self.removed.drain(..) {
             f(&k, None);

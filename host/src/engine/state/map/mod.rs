@@ -13,6 +13,9 @@ mod memory;
 use disk::DiskMap;
 pub(crate) use memory::MemoryMap;
 
+/// Receives a version's changes: (key, value now or `None`: removed).
+pub(crate) type ChangeSink<'a> = dyn FnMut(&[u8], Option<&[u8]>) + 'a;
+
 /// Which map holds a partition's state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum StateBackend {
