@@ -2,15 +2,16 @@
 //! and checkpointed together.
 //!
 //! Keys are namespaced by their first byte (user state, event-time timers,
-//! processing-time timers); a checkpoint file holds them in that raw form.
-//! Timer keys put the time first, big-endian with the sign bit flipped, so
-//! key order is firing order.
+//! processing-time timers; `timers.rs` says how a timer key is built); a
+//! checkpoint file holds them in that raw form.
 
 use std::borrow::Cow;
 use std::ops::Bound;
 
-use super::FiredTimers;
-use super::map::{Map, MemoryMap, StateBackend};
+use super::map::{Map, MemoryMap, StateBackend, clear_for_reuse};
+
+mod timers;
+pub use timers::{TimeDomain, Timer};
 
 const USER: u8 = 0;
 const EVENT_TIMERS: u8 = 1;
@@ -19,42 +20,6 @@ const PROCESSING_TIMERS: u8 = 2;
 /// Rough per-entry overhead of the ordered map and the key/value vectors,
 /// counted in `memoryUsedBytes` so many tiny entries are not reported as free.
 const ENTRY_OVERHEAD: usize = 64;
-
-/// Which clock a timer follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TimeDomain {
-    EventTime,
-    ProcessingTime,
-}
-
-impl TimeDomain {
-    fn namespace(self) -> u8 {
-        match self {
-            TimeDomain::EventTime => EVENT_TIMERS,
-            TimeDomain::ProcessingTime => PROCESSING_TIMERS,
-        }
-    }
-}
-
-/// A fired timer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Timer {
-    pub domain: TimeDomain,
-    pub time: i64,
-    pub key: Vec<u8>,
-}
-
-fn time_bytes(t: i64) -> [u8; 8] {
-    ((t as u64) ^ (1 << 63)).to_be_bytes()
-}
-
-fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(9 + key.len());
-    k.push(domain.namespace());
-    k.extend_from_slice(&time_bytes(time));
-    k.extend_from_slice(key);
-    k
-}
 
 /// User entries without their namespace byte.
 fn strip(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -269,55 +234,6 @@ impl KeyedState {
         strip(self.map.scan(lo, keep, limit))
     }
 
-    pub fn register_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        let k = timer_key(domain, at, key);
-        // In the disk map an insert would rewrite a registered timer (a
-        // change for the next delta); the timer maps tell by themselves.
-        if self.timers.is_some() || !self.map.contains(&k) {
-            self.set(Cow::Owned(k), Some(Vec::new()));
-        }
-    }
-
-    pub fn delete_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        self.set(Cow::Owned(timer_key(domain, at, key)), None);
-    }
-
-    /// Remove and return the timers of `domain` due at `upto` (inclusive),
-    /// ordered by time, then key.
-    pub fn take_due(&mut self, domain: TimeDomain, upto: i64) -> Vec<Timer> {
-        let mut fired = FiredTimers::default();
-        self.fire_due(domain, upto, &mut fired);
-        fired.timers()
-    }
-
-    /// Remove the timers of `domain` due at `upto` (inclusive) and add them
-    /// to `fired`, ordered by time, then key.
-    pub fn fire_due(&mut self, domain: TimeDomain, upto: i64, fired: &mut FiredTimers) {
-        let ns = domain.namespace();
-        let upto = time_bytes(upto);
-        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
-        let time = |k: &[u8]| {
-            (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64
-        };
-        if let Some(timers) = &mut self.timers {
-            let timers = timer_map(timers, ns);
-            while let Some(k) = timers.pop_first_if(due) {
-                fired.push(domain, time(k), &k[9..]);
-                self.bytes -= k.len() + ENTRY_OVERHEAD;
-                if self.call.is_some() {
-                    self.undo_keys.extend_from_slice(k);
-                    self.undo.push((self.undo_keys.len(), Some(Vec::new())));
-                }
-            }
-            return;
-        }
-        let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
-        for (k, _) in keys {
-            fired.push(domain, time(&k), &k[9..]);
-            self.set(Cow::Owned(k), None);
-        }
-    }
-
     /// Start recording undo information for one guarded call.
     pub fn begin_call(&mut self) {
         self.undo.clear();
@@ -327,8 +243,8 @@ impl KeyedState {
 
     /// Keep the current call's changes.
     pub fn end_call(&mut self) {
-        self.undo.clear();
-        self.undo_keys.clear();
+        clear_for_reuse(&mut self.undo);
+        clear_for_reuse(&mut self.undo_keys);
         self.call = None;
     }
 

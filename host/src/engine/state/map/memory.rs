@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use super::clear_for_reuse;
 use super::key::{Key, KeyRef};
 
 #[derive(Debug, Default)]
@@ -125,10 +126,10 @@ impl MemoryMap {
     /// then the changed entries in key order; and forget the changes.
     /// Applied in this order, they give this map from the last version.
     pub(crate) fn drain_changes(&mut self, f: &mut super::ChangeSink<'_>) {
-        // Drained in place: the list's buffer serves the next version.
-        for k in self.removed.drain(..) {
-            f(&k, None);
+        for k in &self.removed {
+            f(k, None);
         }
+        clear_for_reuse(&mut self.removed);
         if self.changed.saturating_mul(SPARSE) <= self.entries.len() {
             let mut keys: Vec<&[u8]> = Vec::with_capacity(self.flagged_ends.len());
             let mut start = 0;
@@ -153,8 +154,8 @@ impl MemoryMap {
             }
         }
         self.changed = 0;
-        self.flagged.clear();
-        self.flagged_ends.clear();
+        clear_for_reuse(&mut self.flagged);
+        clear_for_reuse(&mut self.flagged_ends);
     }
 }
 

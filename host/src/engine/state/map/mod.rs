@@ -16,6 +16,17 @@ pub(crate) use memory::MemoryMap;
 /// Receives a version's changes: (key, value now or `None`: removed).
 pub(crate) type ChangeSink<'a> = dyn FnMut(&[u8], Option<&[u8]>) + 'a;
 
+/// Empty `v` but keep its buffer for the next version or call, which
+/// usually holds about as many items; give back what is over twice this
+/// round's (after a load, or one outsized batch).
+pub(crate) fn clear_for_reuse<T>(v: &mut Vec<T>) {
+    let used = v.len();
+    v.clear();
+    if v.capacity() > used.saturating_mul(2).max(4096) {
+        v.shrink_to(used);
+    }
+}
+
 /// Which map holds a partition's state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum StateBackend {
