@@ -102,15 +102,17 @@ transaction-timeout = "10s"
     }
 
     /// The partitions member `n` holds, as its `/metrics` says
-    /// (`weir_group_partition_held` = 1).
-    fn held(&self, n: usize) -> std::collections::BTreeSet<u32> {
+    /// (`weir_group_partition_held` = 1); `None` while the member has not
+    /// started serving its metrics yet.
+    fn held(&self, n: usize) -> Option<std::collections::BTreeSet<u32>> {
         use std::io::{Read, Write};
         let log = self.log_of(n);
         let addr = log
             .split("serving metrics on http://")
             .nth(1)
-            .and_then(|r| r.split("/metrics").next())
-            .unwrap_or_else(|| panic!("member {n} serves no metrics:\n{log}"));
+            // The whole address: the line may be half written yet.
+            .and_then(|r| r.split_once("/metrics"))
+            .map(|(a, _)| a)?;
         let mut conn = std::net::TcpStream::connect(addr).unwrap();
         write!(
             conn,
@@ -120,7 +122,8 @@ transaction-timeout = "10s"
         let mut text = String::new();
         conn.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-        text.lines()
+        let held = text
+            .lines()
             .filter(|l| l.starts_with("weir_group_partition_held{") && l.ends_with(" 1"))
             .map(|l| {
                 l.split("partition=\"")
@@ -132,7 +135,8 @@ transaction-timeout = "10s"
                     .parse()
                     .unwrap()
             })
-            .collect()
+            .collect();
+        Some(held)
     }
 
     /// Wait (up to 60 s) until each of `members` holds a share and together
@@ -141,7 +145,12 @@ transaction-timeout = "10s"
     fn wait_until_held_by(&self, members: &[usize]) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let held: Vec<_> = members.iter().map(|&n| self.held(n)).collect();
+            // A member just started may not serve its metrics yet: it
+            // holds nothing so far.
+            let held: Vec<_> = members
+                .iter()
+                .map(|&n| self.held(n).unwrap_or_default())
+                .collect();
             let mut all: Vec<u32> = held.iter().flatten().copied().collect();
             all.sort();
             if all == (0..12).collect::<Vec<u32>>() && held.iter().all(|h| !h.is_empty()) {
