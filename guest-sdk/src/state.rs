@@ -190,10 +190,13 @@ pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u
     imp::scan(start, end, limit)
 }
 
-/// Every entry whose key starts with `prefix`, in key order, fetched from
-/// the host a page at a time.
-pub fn prefix(prefix: &[u8]) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
-    let mut after: Option<Vec<u8>> = None;
+/// Entries fetched from the host a page at a time: `fetch` gets the last
+/// key of the previous page (`None` first) and returns the next page; a
+/// short page is the last.
+fn paged(
+    mut fetch: impl FnMut(Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)>,
+) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+    let mut last: Option<Vec<u8>> = None;
     let mut page = Vec::new().into_iter();
     let mut done = false;
     std::iter::from_fn(move || {
@@ -204,37 +207,32 @@ pub fn prefix(prefix: &[u8]) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
             if done {
                 return None;
             }
-            let next = imp::scan_prefix(prefix, after.as_deref(), PAGE);
+            let next = fetch(last.as_deref());
             done = next.len() < PAGE as usize;
-            after = next.last().map(|(k, _)| k.clone());
+            if let Some((k, _)) = next.last() {
+                last = Some(k.clone());
+            }
             page = next.into_iter();
         }
     })
 }
 
+/// Every entry whose key starts with `prefix`, in key order, fetched from
+/// the host a page at a time.
+pub fn prefix(prefix: &[u8]) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + '_ {
+    paged(move |after| imp::scan_prefix(prefix, after, PAGE))
+}
+
 /// Every entry with `start <= key < end`, in key order, fetched from the
 /// host a page at a time.
 pub fn range(start: Vec<u8>, end: Vec<u8>) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
-    let mut from = start;
-    let mut page = Vec::new().into_iter();
-    let mut done = false;
-    std::iter::from_fn(move || {
-        loop {
-            if let Some(e) = page.next() {
-                return Some(e);
-            }
-            if done {
-                return None;
-            }
-            let next = imp::scan(&from, Some(&end), PAGE);
-            done = next.len() < PAGE as usize;
-            if let Some((last, _)) = next.last() {
-                // Just after the last key.
-                from.clear();
-                from.extend_from_slice(last);
-                from.push(0);
-            }
-            page = next.into_iter();
+    paged(move |after| match after {
+        None => imp::scan(&start, Some(&end), PAGE),
+        Some(last) => {
+            // Just after the last key.
+            let mut from = last.to_vec();
+            from.push(0);
+            imp::scan(&from, Some(&end), PAGE)
         }
     })
 }

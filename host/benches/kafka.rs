@@ -8,10 +8,6 @@
 //! (WEIR_KAFKA_BOOTSTRAP=host:port uses a running broker instead of
 //! starting one with scripts/kafka-broker.)
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::process::Command;

@@ -18,10 +18,6 @@
 //! WEIR_BENCH_RECORDS (default 1,000,000); WEIR_BENCH_LANGS (e.g. "Go,JS":
 //! only the rows whose names start so).
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::path::{Path, PathBuf};

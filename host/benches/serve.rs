@@ -18,10 +18,6 @@
 //! Sizes: WEIR_BENCH_RECORDS (per pollers pipeline, default 2,000,000),
 //! WEIR_BENCH_PIPELINES (default 1000), WEIR_BENCH_SECONDS (default 60).
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::path::{Path, PathBuf};

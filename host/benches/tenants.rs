@@ -9,10 +9,6 @@
 //!
 //! Run: cargo bench -p weir --bench tenants
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::sync::Arc;

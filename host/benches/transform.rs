@@ -10,10 +10,6 @@
 //! plus the compile cache: cold compile vs cached load, per guest language.
 //! Run: cargo bench -p weir --bench transform
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::path::Path;

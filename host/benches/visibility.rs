@@ -14,10 +14,6 @@
 //! Run: cargo bench -p weir --bench visibility
 //! (`WEIR_BENCH_RATE`, `WEIR_BENCH_INTERVAL_MS`, `WEIR_BENCH_SECONDS`.)
 
-/// As the `weir` binary allocates (see `host/src/main.rs`).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use weir_testkit as testkit;
 
 use std::sync::atomic::Ordering;

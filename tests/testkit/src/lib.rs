@@ -11,6 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+/// The tests and benches that link this crate allocate as the `weir`
+/// binary does (see `host/src/main.rs`): the benches measure what `weir`
+/// runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod engine;
 mod s3;
 mod serve;

@@ -128,24 +128,28 @@ impl KeyedState {
         let ns = *key.first()?;
         let size = key.len() + ENTRY_OVERHEAD;
         let present = value.is_some();
-        let old = match &mut self.timers {
-            Some(timers) if ns != USER => {
-                let timers = timer_map(timers, ns);
-                if present {
-                    // Registering a registered timer changes nothing.
-                    timers.insert_new(key.into_owned()).then_some(None)?
-                } else {
-                    Some(timers.remove(&key)?)
-                }
-            }
-            _ => match value {
+        let old = if ns == USER {
+            match value {
                 Some(v) => {
                     self.bytes += v.len();
                     self.map.insert(key.into_owned(), v)
                 }
                 // Removing an absent key changes nothing.
                 None => Some(self.map.remove(&key)?),
-            },
+            }
+        } else if present {
+            // A timer's value is empty; registering a registered one
+            // changes nothing.
+            let added = match &mut self.timers {
+                Some(timers) => timer_map(timers, ns).insert_new(key.into_owned()),
+                None => self.map.insert_new(key.into_owned()),
+            };
+            added.then_some(None)?
+        } else {
+            Some(match &mut self.timers {
+                Some(timers) => timer_map(timers, ns).remove(&key)?,
+                None => self.map.remove(&key)?,
+            })
         };
         let user = u64::from(ns == USER);
         match (&old, present) {

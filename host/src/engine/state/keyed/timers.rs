@@ -46,12 +46,7 @@ fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
 
 impl KeyedState {
     pub fn register_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        let k = timer_key(domain, at, key);
-        // In the disk map an insert would rewrite a registered timer (a
-        // change for the next delta); the timer maps tell by themselves.
-        if self.timers.is_some() || !self.map.contains(&k) {
-            self.set(Cow::Owned(k), Some(Vec::new()));
-        }
+        self.set(Cow::Owned(timer_key(domain, at, key)), Some(Vec::new()));
     }
 
     pub fn delete_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {

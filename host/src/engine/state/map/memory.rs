@@ -49,10 +49,6 @@ impl MemoryMap {
         self.entries.get(KeyRef::new(k)).map(|s| s.value.as_slice())
     }
 
-    pub(crate) fn contains(&self, k: &[u8]) -> bool {
-        self.entries.contains_key(KeyRef::new(k))
-    }
-
     /// Set `k` to `v`; the value it replaced.
     pub(crate) fn insert(&mut self, k: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
         let slot = Slot {

@@ -71,17 +71,19 @@ impl Map {
         }
     }
 
-    pub(crate) fn contains(&self, k: &[u8]) -> bool {
-        match self {
-            Map::Memory(m) => m.contains(k),
-            Map::Disk(d) => d.get(k).is_some(),
-        }
-    }
-
     pub(crate) fn insert(&mut self, k: Vec<u8>, v: Vec<u8>) -> Option<Vec<u8>> {
         match self {
             Map::Memory(m) => m.insert(k, v),
             Map::Disk(d) => d.insert(k, &v),
+        }
+    }
+
+    /// Add `k` with an empty value unless present (a timer); whether
+    /// added (a registered timer is neither rewritten nor changed).
+    pub(crate) fn insert_new(&mut self, k: Vec<u8>) -> bool {
+        match self {
+            Map::Memory(m) => m.insert_new(k),
+            Map::Disk(d) => d.get(&k).is_none() && d.insert(k, &[]).is_none(),
         }
     }
 
