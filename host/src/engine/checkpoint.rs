@@ -115,8 +115,29 @@ pub fn write_renamed(
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     write(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
+    drop_cached(tmp.as_file());
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// Drop a synced file's pages from the page cache. Checkpoint files are
+/// written once and read only to recover, so caching them only takes memory
+/// from the data being processed: W3 wrote 225 MB of state files per run,
+/// and each batch's writes faulted in fresh page-cache pages (a third of its
+/// system time on this machine) where, dropped, the next batch's writes
+/// reuse the ones just freed.
+fn drop_cached(f: &File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: advice about a file we own; it changes no memory of ours.
+        // A failure costs only the cache, so it is ignored.
+        unsafe {
+            libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = f;
 }
 
 impl CheckpointStore for LocalCheckpointStore {
