@@ -40,10 +40,13 @@ static struct {
   kv *kv;
   size_t len, cap;
 } state;
-static struct {
+typedef struct {
   timer *t;
   size_t len, cap;
-} timers;
+} timer_set;
+// Expiries are timers weir carries out itself: it deletes their keys after
+// the timers fired.
+static timer_set timers, expiries;
 static struct {
   bool has_watermark, no_event_time;
   int64_t watermark, processing_time;
@@ -167,32 +170,68 @@ static int timer_cmp(const timer *a, const timer *b) {
   return c ? c : (a->event_time < b->event_time) - (a->event_time > b->event_time);
 }
 
-// The first timer not before t; *found when it is t.
-static size_t find_timer(const timer *t, bool *found) {
+// The first timer of set not before t; *found when it is t.
+static size_t find_timer(const timer_set *set, const timer *t, bool *found) {
   size_t i = 0;
-  while (i < timers.len && timer_cmp(&timers.t[i], t) < 0) i++;
-  *found = i < timers.len && timer_cmp(&timers.t[i], t) == 0;
+  while (i < set->len && timer_cmp(&set->t[i], t) < 0) i++;
+  *found = i < set->len && timer_cmp(&set->t[i], t) == 0;
   return i;
 }
 
-void __wasm_import_weir_transform_timers_register(int32_t domain, uint8_t *k, size_t n, int64_t at) {
+static void add_timer(timer_set *set, int32_t domain, uint8_t *k, size_t n, int64_t at) {
   timer t = {at, {k, n}, domain == WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME};
   bool found;
-  size_t i = find_timer(&t, &found);
+  size_t i = find_timer(set, &t, &found);
   if (found) return;
-  INSERT_AT(timers, t, i);
+  INSERT_AT(*set, t, i);
   t.key = dup(k, n);
-  timers.t[i] = t;
+  set->t[i] = t;
+}
+
+static void remove_timer(timer_set *set, int32_t domain, uint8_t *k, size_t n, int64_t at) {
+  timer t = {at, {k, n}, domain == WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME};
+  bool found;
+  size_t i = find_timer(set, &t, &found);
+  if (!found) return;
+  free(set->t[i].key.ptr);
+  memmove(set->t + i, set->t + i + 1, (set->len - i - 1) * sizeof *set->t);
+  set->len--;
+}
+
+void __wasm_import_weir_transform_timers_register(int32_t domain, uint8_t *k, size_t n, int64_t at) {
+  add_timer(&timers, domain, k, n, at);
 }
 
 void __wasm_import_weir_transform_timers_delete(int32_t domain, uint8_t *k, size_t n, int64_t at) {
-  timer t = {at, {k, n}, domain == WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME};
-  bool found;
-  size_t i = find_timer(&t, &found);
-  if (!found) return;
-  free(timers.t[i].key.ptr);
-  memmove(timers.t + i, timers.t + i + 1, (timers.len - i - 1) * sizeof *timers.t);
-  timers.len--;
+  remove_timer(&timers, domain, k, n, at);
+}
+
+void __wasm_import_weir_transform_timers_expire(int32_t domain, uint8_t *k, size_t n, int64_t at) {
+  add_timer(&expiries, domain, k, n, at);
+}
+
+void __wasm_import_weir_transform_timers_cancel_expiry(int32_t domain, uint8_t *k, size_t n, int64_t at) {
+  remove_timer(&expiries, domain, k, n, at);
+}
+
+static bool due(const timer *t) {
+  return t->event_time ? clocks.has_watermark && t->at <= clocks.watermark : t->at <= clocks.processing_time;
+}
+
+// Delete the keys of the expiries the clocks reach (for weir_testing.c,
+// after the timers fired, as weir does).
+void weir_native_expire_due(void) {
+  size_t kept = 0;
+  for (size_t i = 0; i < expiries.len; i++) {
+    timer t = expiries.t[i];
+    if (!due(&t)) {
+      expiries.t[kept++] = t;
+      continue;
+    }
+    __wasm_import_weir_transform_state_delete(t.key.ptr, t.key.len);
+    free(t.key.ptr);
+  }
+  expiries.len = kept;
 }
 
 void __wasm_import_weir_transform_context_watermark(uint8_t *ret) {
@@ -251,7 +290,8 @@ void __wasm_import_weir_transform_json_numbers(uint8_t *values, size_t values_le
 void weir_test_reset(void) {
   for (size_t i = 0; i < state.len; i++) free(state.kv[i].key.ptr), free(state.kv[i].value.ptr);
   for (size_t i = 0; i < timers.len; i++) free(timers.t[i].key.ptr);
-  state.len = timers.len = 0;
+  for (size_t i = 0; i < expiries.len; i++) free(expiries.t[i].key.ptr);
+  state.len = timers.len = expiries.len = 0;
   memset(&clocks, 0, sizeof clocks);
 }
 
@@ -290,7 +330,7 @@ void weir_native_take_due(exports_weir_transform_timer_handler_fired_timers_t *f
   size_t kept = 0;
   for (size_t i = 0; i < timers.len; i++) {
     timer t = timers.t[i];
-    if (t.event_time ? !clocks.has_watermark || t.at > clocks.watermark : t.at > clocks.processing_time) {
+    if (!due(&t)) {
       timers.t[kept++] = t;
       continue;
     }

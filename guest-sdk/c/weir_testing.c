@@ -10,6 +10,7 @@
 #include <string.h>
 
 void weir_native_take_due(exports_weir_transform_timer_handler_fired_timers_t *fired);
+void weir_native_expire_due(void);
 
 static void *alloc(size_t n) {
   void *p = calloc(1, n + 1);
@@ -222,6 +223,7 @@ weir_test_result weir_test_fire_timers(int64_t watermark) {
   uint8_t *keys = fired.keys.ptr;
   if (!fired.times.len) {  // weir calls on-timers only for fired timers
     free(keys), free(fired.key_ends.ptr), free(fired.times.ptr), free(fired.domains.ptr);
+    weir_native_expire_due();
     return res;
   }
   int64_t *ts = alloc(fired.times.len * sizeof *ts);
@@ -232,6 +234,7 @@ weir_test_result weir_test_fire_timers(int64_t watermark) {
   answer(&res, exports_weir_transform_timer_handler_on_timers(&fired, &ret, &err), &ret, &err, ts);
   if (empty_keys) free(keys);
   free(ts);
+  weir_native_expire_due();
   return res;
 }
 

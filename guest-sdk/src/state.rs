@@ -79,6 +79,12 @@ mod imp {
     pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
         timers::delete(domain(d), key, at)
     }
+    pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
+        timers::expire(domain(d), key, at)
+    }
+    pub fn cancel_expiry(d: TimeDomain, key: &[u8], at: i64) {
+        timers::cancel_expiry(domain(d), key, at)
+    }
     pub fn watermark() -> Option<i64> {
         context::watermark()
     }
@@ -145,6 +151,12 @@ mod imp {
     }
     pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
         NATIVE.with(|n| n.borrow_mut().timers.remove(&(d, at, key.to_vec())));
+    }
+    pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
+        NATIVE.with(|n| n.borrow_mut().expiries.insert((d, at, key.to_vec())));
+    }
+    pub fn cancel_expiry(d: TimeDomain, key: &[u8], at: i64) {
+        NATIVE.with(|n| n.borrow_mut().expiries.remove(&(d, at, key.to_vec())));
     }
     pub fn watermark() -> Option<i64> {
         NATIVE.with(|n| n.borrow().watermark)
@@ -245,6 +257,19 @@ pub fn register_timer(domain: TimeDomain, key: &[u8], at: i64) {
 /// Cancel a timer registered with the same domain, key and time.
 pub fn delete_timer(domain: TimeDomain, key: &[u8], at: i64) {
     imp::delete_timer(domain, key, at)
+}
+
+/// Delete state `key` once `domain`'s clock reaches `at`, in the host and
+/// without an `on_timer` call: cheaper than a timer whose handler only
+/// deletes. Due expiries run after the batch's timers were handled,
+/// whatever was written to the key since.
+pub fn expire(domain: TimeDomain, key: &[u8], at: i64) {
+    imp::expire(domain, key, at)
+}
+
+/// Withdraw an expiry registered with the same domain, key and time.
+pub fn cancel_expiry(domain: TimeDomain, key: &[u8], at: i64) {
+    imp::cancel_expiry(domain, key, at)
 }
 
 /// The batch's event-time watermark (ms since the Unix epoch).

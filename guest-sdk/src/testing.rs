@@ -19,6 +19,7 @@ pub(crate) struct Metrics {
 pub(crate) struct Native {
     pub(crate) state: BTreeMap<Vec<u8>, Vec<u8>>,
     pub(crate) timers: std::collections::BTreeSet<(TimeDomain, i64, Vec<u8>)>,
+    pub(crate) expiries: std::collections::BTreeSet<(TimeDomain, i64, Vec<u8>)>,
     pub(crate) watermark: Option<i64>,
     pub(crate) processing_time: i64,
     pub(crate) output_mode: OutputMode,
@@ -31,6 +32,7 @@ impl Default for Native {
         Native {
             state: BTreeMap::new(),
             timers: Default::default(),
+            expiries: Default::default(),
             watermark: None,
             processing_time: 0,
             output_mode: OutputMode::Append,
@@ -85,26 +87,47 @@ pub fn timers() -> Vec<(TimeDomain, i64, Vec<u8>)> {
     NATIVE.with(|n| n.borrow().timers.iter().cloned().collect())
 }
 
+/// Registered expiries ([`crate::state::expire`]), as (domain, time, key).
+pub fn expiries() -> Vec<(TimeDomain, i64, Vec<u8>)> {
+    NATIVE.with(|n| n.borrow().expiries.iter().cloned().collect())
+}
+
+type Due = std::collections::BTreeSet<(TimeDomain, i64, Vec<u8>)>;
+
+/// Take the entries of `set` due at the current clocks.
+fn take_due(n: &mut Native, set: fn(&mut Native) -> &mut Due) -> Vec<(TimeDomain, i64, Vec<u8>)> {
+    let (wm, pt) = (n.watermark, n.processing_time);
+    let set = set(n);
+    let due: Vec<_> = set
+        .iter()
+        .filter(|(d, at, _)| match d {
+            TimeDomain::EventTime => wm.is_some_and(|w| *at <= w),
+            TimeDomain::ProcessingTime => *at <= pt,
+        })
+        .cloned()
+        .collect();
+    for d in &due {
+        set.remove(d);
+    }
+    due
+}
+
 /// Fire the timers due at the current watermark and processing time, as
-/// the host does after a batch, and decode what `t` emitted for them.
+/// the host does after a batch, and decode what `t` emitted for them; then
+/// delete the keys whose expiries are due, as the host does next.
 pub fn fire_timers<T: Transform>(t: &mut T) -> Result<Run, String> {
-    let due: Vec<(TimeDomain, i64, Vec<u8>)> = NATIVE.with(|n| {
+    let due = NATIVE.with(|n| take_due(&mut n.borrow_mut(), |n| &mut n.timers));
+    let run = run_fired(t, due)?;
+    NATIVE.with(|n| {
         let mut n = n.borrow_mut();
-        let (wm, pt) = (n.watermark, n.processing_time);
-        let due: Vec<_> = n
-            .timers
-            .iter()
-            .filter(|(d, at, _)| match d {
-                TimeDomain::EventTime => wm.is_some_and(|w| *at <= w),
-                TimeDomain::ProcessingTime => *at <= pt,
-            })
-            .cloned()
-            .collect();
-        for d in &due {
-            n.timers.remove(d);
+        for (_, _, key) in take_due(&mut n, |n| &mut n.expiries) {
+            n.state.remove(&key);
         }
-        due
     });
+    Ok(run)
+}
+
+fn run_fired<T: Transform>(t: &mut T, due: Vec<(TimeDomain, i64, Vec<u8>)>) -> Result<Run, String> {
     let mut due = due;
     due.sort_by_key(|(_, at, _)| *at);
     let fired = crate::rt::Fired {

@@ -311,7 +311,14 @@ impl Join {
         let pos = r.position();
         let own = rows::row_key(side, &key, ts, pos.partition, pos.offset);
         state::put(&own, &rows::encode(matched, r.value()));
-        state::register_timer(TimeDomain::EventTime, &own, to.saturating_add(1));
+        // A row an outer join may emit alone waits for its timer; any other
+        // just leaves, which the host does without calling back.
+        let gone = to.saturating_add(1);
+        if self.kind.keeps(side) {
+            state::register_timer(TimeDomain::EventTime, &own, gone);
+        } else {
+            state::expire(TimeDomain::EventTime, &own, gone);
+        }
         Ok(())
     }
 

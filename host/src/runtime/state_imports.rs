@@ -85,6 +85,16 @@ impl TimersHost for StoreData {
     fn delete(&mut self, d: WitTimeDomain, key: Vec<u8>, at: i64) {
         self.ctx.state.delete_timer(domain(d), &key, at);
     }
+
+    fn expire(&mut self, d: WitTimeDomain, key: Vec<u8>, at: i64) {
+        if self.admit(&key, 0) {
+            self.ctx.state.register_expiry(domain(d), &key, at);
+        }
+    }
+
+    fn cancel_expiry(&mut self, d: WitTimeDomain, key: Vec<u8>, at: i64) {
+        self.ctx.state.cancel_expiry(domain(d), &key, at);
+    }
 }
 
 impl ContextHost for StoreData {

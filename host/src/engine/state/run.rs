@@ -57,6 +57,8 @@ pub struct BatchTime {
 pub struct TaskStats {
     pub dropped_late: u64,
     pub timers_fired: u64,
+    /// Expiries that came due (each deletes its key; no guest call).
+    pub expiries_fired: u64,
     pub event: EventStats,
     pub rows_total: u64,
     pub rows_updated: u64,
@@ -71,6 +73,7 @@ impl TaskStats {
     pub fn merge(&mut self, o: &TaskStats) {
         self.dropped_late += o.dropped_late;
         self.timers_fired += o.timers_fired;
+        self.expiries_fired += o.expiries_fired;
         self.event.merge(&o.event);
         self.rows_total += o.rows_total;
         self.rows_updated += o.rows_updated;
@@ -266,6 +269,14 @@ impl TaskRun<'_> {
             parts.push((fired.batch, r?));
         }
         if let Some(p) = self.state.as_mut() {
+            // Expiries go last, so the batch's timer handlers still read
+            // the keys they delete.
+            if let Some(wm) = self.time.watermark {
+                self.stats.expiries_fired += p.state.expire_due(TimeDomain::EventTime, wm);
+            }
+            self.stats.expiries_fired += p
+                .state
+                .expire_due(TimeDomain::ProcessingTime, self.time.processing_time);
             self.stats.rows_updated += p.state.rows_updated();
             self.stats.rows_removed += p.state.rows_removed();
             let started = Instant::now();
@@ -301,7 +312,11 @@ pub(crate) fn progress_fields(
             num_rows_dropped_by_watermark: stats.dropped_late,
             commit_time_ms: stats.commit_ms,
             num_state_partitions: if options.stateful { partitions } else { 0 },
-            custom_metrics: [("numTimersFired".to_string(), stats.timers_fired)].into(),
+            custom_metrics: [
+                ("numTimersFired".to_string(), stats.timers_fired),
+                ("numExpiriesFired".to_string(), stats.expiries_fired),
+            ]
+            .into(),
         });
     }
     let mut event = std::collections::BTreeMap::new();

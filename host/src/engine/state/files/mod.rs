@@ -13,11 +13,15 @@
 //! the deltas after it, each of which must exist. Files carry a CRC, so a
 //! torn or altered file is reported by name instead of loaded.
 
-use super::keyed::KeyedState;
+use super::keyed::{KeyedState, known_namespace};
 use super::map::StateBackend;
 use crate::engine::checkpoint::{CheckpointError, CheckpointStore};
 
-const MAGIC: &[u8; 8] = b"WEIRST1\0";
+/// Version 2 added the expiry namespaces; a version-1 file is read the same
+/// way, while a weir that knows only version 1 refuses a version-2 file
+/// instead of taking its expiries for timers.
+const MAGIC: &[u8; 8] = b"WEIRST2\0";
+const MAGIC_V1: &[u8; 8] = b"WEIRST1\0";
 const DELTA: u8 = b'D';
 const SNAPSHOT: u8 = b'S';
 
@@ -281,7 +285,9 @@ fn read_into(
         .read(p)?
         .ok_or_else(|| corrupt(store, p, "missing (deleted while loading?)"))?;
     let bad = |what: &str| corrupt(store, p, format!("corrupt state file: {what}"));
-    if bytes.len() < MAGIC.len() + 1 + 8 + 8 + 4 || &bytes[..8] != MAGIC {
+    if bytes.len() < MAGIC.len() + 1 + 8 + 8 + 4
+        || (&bytes[..8] != MAGIC && &bytes[..8] != MAGIC_V1)
+    {
         return Err(bad("not a weir state file (bad header or truncated)"));
     }
     let (body, crc) = bytes.split_at(bytes.len() - 4);
@@ -312,6 +318,11 @@ fn read_into(
         let tag = take(1)?[0];
         let klen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
         let key = take(klen)?.to_vec();
+        if !known_namespace(&key) {
+            return Err(bad(
+                "an entry of an unknown kind (written by a newer weir?)",
+            ));
+        }
         let value = if tag == 1 {
             let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
             Some(take(vlen)?.to_vec())

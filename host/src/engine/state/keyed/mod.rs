@@ -1,9 +1,10 @@
 //! One state partition: the user's keyed values and the timers, versioned
 //! and checkpointed together.
 //!
-//! Keys are namespaced by their first byte (user state, event-time timers,
-//! processing-time timers; `timers.rs` says how a timer key is built); a
-//! checkpoint file holds them in that raw form.
+//! Keys are namespaced by their first byte (user state, event-time and
+//! processing-time timers, event-time and processing-time expiries;
+//! `timers.rs` says how a timer or expiry key is built); a checkpoint file
+//! holds them in that raw form.
 
 use std::borrow::Cow;
 use std::ops::Bound;
@@ -16,6 +17,14 @@ pub use timers::{TimeDomain, Timer};
 const USER: u8 = 0;
 const EVENT_TIMERS: u8 = 1;
 const PROCESSING_TIMERS: u8 = 2;
+const EVENT_EXPIRIES: u8 = 3;
+const PROCESSING_EXPIRIES: u8 = 4;
+
+/// Whether a raw key's namespace is one this version writes (a checkpoint
+/// file with another was written by a newer weir, or is corrupt).
+pub(crate) fn known_namespace(raw: &[u8]) -> bool {
+    raw.first().is_some_and(|&ns| ns <= PROCESSING_EXPIRIES)
+}
 
 /// Rough per-entry overhead of the ordered map and the key/value vectors,
 /// counted in `memoryUsedBytes` so many tiny entries are not reported as free.
@@ -63,11 +72,12 @@ type Undo = (usize, Option<Vec<u8>>);
 #[derive(Debug)]
 pub struct KeyedState {
     map: Map,
-    /// Timers by domain, as raw keys, when the map is in memory: maps of
-    /// their own order them by time (no search past rows sharing long
-    /// prefixes) and fire them from the front. A disk map keeps them,
-    /// namespaced, with the rows (`None`), so memory stays bounded.
-    timers: Option<[MemoryMap; 2]>,
+    /// Timers and expiries by namespace (index = namespace - 1), as raw
+    /// keys, when the map is in memory: maps of their own order them by
+    /// time (no search past rows sharing long prefixes) and fire them from
+    /// the front. A disk map keeps them, namespaced, with the rows (`None`),
+    /// so memory stays bounded.
+    timers: Option<[MemoryMap; 4]>,
     /// While a guarded call runs: the version's counts of puts and
     /// removals when it began.
     call: Option<(u64, u64)>,
@@ -101,8 +111,8 @@ impl Default for KeyedState {
     }
 }
 
-fn timer_map(timers: &mut [MemoryMap; 2], ns: u8) -> &mut MemoryMap {
-    &mut timers[usize::from(ns == PROCESSING_TIMERS)]
+fn timer_map(timers: &mut [MemoryMap; 4], ns: u8) -> &mut MemoryMap {
+    &mut timers[usize::from(ns) - 1]
 }
 
 impl KeyedState {
@@ -126,6 +136,9 @@ impl KeyedState {
     /// changed.
     fn write(&mut self, key: Cow<'_, [u8]>, value: Option<Vec<u8>>) -> Option<Option<Vec<u8>>> {
         let ns = *key.first()?;
+        if ns > PROCESSING_EXPIRIES {
+            return None;
+        }
         let size = key.len() + ENTRY_OVERHEAD;
         let present = value.is_some();
         let old = if ns == USER {

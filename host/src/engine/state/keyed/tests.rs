@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::state::StateBackend;
 
 #[test]
 fn values_scans_and_counters() {
@@ -73,4 +74,56 @@ fn a_failed_call_is_rolled_back() {
     assert_eq!(s.get(b"n"), None);
     assert_eq!(s.rows(), 1);
     assert!(s.take_due(TimeDomain::EventTime, 10).is_empty());
+}
+
+#[test]
+fn expiries_delete_their_keys_without_firing() {
+    for backend in [StateBackend::Memory, StateBackend::Disk] {
+        let mut s = KeyedState::new(backend).unwrap();
+        for k in [&b"a"[..], b"b", b"c"] {
+            s.put(k, b"v".to_vec());
+        }
+        s.register_expiry(TimeDomain::EventTime, b"a", 10);
+        s.register_expiry(TimeDomain::EventTime, b"b", 20);
+        s.register_expiry(TimeDomain::EventTime, b"b", 20);
+        s.register_expiry(TimeDomain::ProcessingTime, b"c", 5);
+        s.register_expiry(TimeDomain::EventTime, b"c", 10);
+        s.cancel_expiry(TimeDomain::EventTime, b"c", 10);
+        s.register_timer(TimeDomain::EventTime, b"a", 10);
+        assert_eq!(s.expire_due(TimeDomain::EventTime, 9), 0, "{backend:?}");
+        assert_eq!(s.expire_due(TimeDomain::EventTime, 10), 1, "{backend:?}");
+        assert_eq!(s.get(b"a"), None, "{backend:?}");
+        // Only timers fire; the expiry of `b` stays, as does `c`'s
+        // processing-time one.
+        let fired = s.take_due(TimeDomain::EventTime, 100);
+        assert_eq!(fired.len(), 1, "{backend:?}");
+        assert_eq!(s.rows(), 2, "{backend:?}");
+        // A key written again still goes at its expiry.
+        s.put(b"b", b"w".to_vec());
+        assert_eq!(s.expire_due(TimeDomain::EventTime, 20), 1, "{backend:?}");
+        assert_eq!(s.get(b"b"), None, "{backend:?}");
+        assert_eq!(
+            s.expire_due(TimeDomain::EventTime, i64::MAX),
+            0,
+            "{backend:?}"
+        );
+        assert_eq!(
+            s.expire_due(TimeDomain::ProcessingTime, 5),
+            1,
+            "{backend:?}"
+        );
+        assert_eq!(s.rows(), 0, "{backend:?}");
+        assert_eq!(s.rows_removed(), 3, "{backend:?}");
+    }
+}
+
+#[test]
+fn a_rolled_back_call_withdraws_its_expiries() {
+    let mut s = KeyedState::default();
+    s.put(b"k", b"1".to_vec());
+    s.begin_call();
+    s.register_expiry(TimeDomain::EventTime, b"k", 1);
+    s.rollback_call();
+    assert_eq!(s.expire_due(TimeDomain::EventTime, 10), 0);
+    assert_eq!(s.get(b"k").as_deref(), Some(&b"1"[..]));
 }

@@ -1,11 +1,16 @@
-//! Timers of a state partition: registered, deleted and fired in time
-//! order. A timer's raw key is its namespace, its time (big-endian, sign
-//! bit flipped, so key order is firing order), then the user's key.
+//! Timers and expiries of a state partition: registered, deleted and fired
+//! in time order. A timer's (or expiry's) raw key is its namespace, its time
+//! (big-endian, sign bit flipped, so key order is firing order), then the
+//! user's key. An expiry is a timer the host handles itself: it deletes the
+//! user's key, with no call into the guest.
 
 use std::borrow::Cow;
 use std::ops::Bound;
 
-use super::{ENTRY_OVERHEAD, EVENT_TIMERS, KeyedState, PROCESSING_TIMERS, timer_map};
+use super::{
+    ENTRY_OVERHEAD, EVENT_EXPIRIES, EVENT_TIMERS, KeyedState, PROCESSING_EXPIRIES,
+    PROCESSING_TIMERS, STACK_KEY, timer_map, user_key, user_key_in,
+};
 use crate::engine::state::FiredTimers;
 
 /// Which clock a timer follows.
@@ -22,6 +27,13 @@ impl TimeDomain {
             TimeDomain::ProcessingTime => PROCESSING_TIMERS,
         }
     }
+
+    fn expiry_namespace(self) -> u8 {
+        match self {
+            TimeDomain::EventTime => EVENT_EXPIRIES,
+            TimeDomain::ProcessingTime => PROCESSING_EXPIRIES,
+        }
+    }
 }
 
 /// A fired timer.
@@ -36,9 +48,9 @@ fn time_bytes(t: i64) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
 }
 
-fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
+fn timer_key(ns: u8, time: i64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + key.len());
-    k.push(domain.namespace());
+    k.push(ns);
     k.extend_from_slice(&time_bytes(time));
     k.extend_from_slice(key);
     k
@@ -46,11 +58,57 @@ fn timer_key(domain: TimeDomain, time: i64, key: &[u8]) -> Vec<u8> {
 
 impl KeyedState {
     pub fn register_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        self.set(Cow::Owned(timer_key(domain, at, key)), Some(Vec::new()));
+        let k = timer_key(domain.namespace(), at, key);
+        self.set(Cow::Owned(k), Some(Vec::new()));
     }
 
     pub fn delete_timer(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
-        self.set(Cow::Owned(timer_key(domain, at, key)), None);
+        self.set(Cow::Owned(timer_key(domain.namespace(), at, key)), None);
+    }
+
+    /// Delete the user's `key` once `domain`'s clock reaches `at` (see
+    /// [`KeyedState::expire_due`]).
+    pub fn register_expiry(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
+        let k = timer_key(domain.expiry_namespace(), at, key);
+        self.set(Cow::Owned(k), Some(Vec::new()));
+    }
+
+    pub fn cancel_expiry(&mut self, domain: TimeDomain, key: &[u8], at: i64) {
+        let k = timer_key(domain.expiry_namespace(), at, key);
+        self.set(Cow::Owned(k), None);
+    }
+
+    /// Delete the user keys whose expiries of `domain` are due at `upto`
+    /// (inclusive), with the expiries; returns how many expiries were due.
+    pub fn expire_due(&mut self, domain: TimeDomain, upto: i64) -> u64 {
+        let ns = domain.expiry_namespace();
+        let upto = time_bytes(upto);
+        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
+        let mut n = 0;
+        if self.timers.is_some() {
+            let mut buf = [0; STACK_KEY];
+            loop {
+                let timers = self.timers.as_mut().expect("in memory");
+                let Some(k) = timer_map(timers, ns).pop_first_if(due) else {
+                    return n;
+                };
+                n += 1;
+                self.bytes -= k.len() + ENTRY_OVERHEAD;
+                if self.call.is_some() {
+                    self.undo_keys.extend_from_slice(k);
+                    self.undo.push((self.undo_keys.len(), Some(Vec::new())));
+                }
+                let user = user_key_in(&mut buf, &k[9..]);
+                self.set(user, None);
+            }
+        }
+        let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
+        for (k, _) in keys {
+            n += 1;
+            self.set(Cow::Owned(user_key(&k[9..])), None);
+            self.set(Cow::Owned(k), None);
+        }
+        n
     }
 
     /// Remove and return the timers of `domain` due at `upto` (inclusive),
