@@ -14,14 +14,21 @@
 //! torn or altered file is reported by name instead of loaded.
 
 use super::keyed::{KeyedState, known_namespace};
+use super::map::Change;
 use super::map::StateBackend;
 use crate::engine::checkpoint::{CheckpointError, CheckpointStore};
 
-/// Version 2 added the expiry namespaces; a version-1 file is read the same
-/// way, while a weir that knows only version 1 refuses a version-2 file
-/// instead of taking its expiries for timers.
+/// Version 2 added the expiry namespaces and range removals; a version-1
+/// file is read the same way, while a weir that knows only version 1
+/// refuses a version-2 file instead of misreading it.
 const MAGIC: &[u8; 8] = b"WEIRST2\0";
 const MAGIC_V1: &[u8; 8] = b"WEIRST1\0";
+
+/// Entry tags: a key removed, a key and its value, and (version 2) a range
+/// removal: every key of the key's namespace up to and including it.
+const REMOVE: u8 = 0;
+const PUT: u8 = 1;
+const REMOVE_THROUGH: u8 = 2;
 const DELTA: u8 = b'D';
 const SNAPSHOT: u8 = b'S';
 
@@ -134,7 +141,7 @@ impl StatePartition {
             }
         }
         // Loading is no change: the next delta starts from here.
-        state.drain_delta(|_, _| {});
+        state.drain_delta(|_| {});
         state.checkpointed(true);
         if let Some(e) = state.error() {
             return Err(CheckpointError::Mismatch(format!("loading {dir}: {e}")));
@@ -182,9 +189,9 @@ impl StatePartition {
             return Err(CheckpointError::Mismatch(format!("{}: {e}", self.dir)));
         }
         if due {
-            self.state.drain_delta(|_, _| {});
+            self.state.drain_delta(|_| {});
             let mut enc = Encoder::new(SNAPSHOT, v, std::mem::take(&mut self.buffer));
-            self.state.for_each_raw(|k, v| enc.push(k, Some(v)));
+            self.state.for_each_raw(|k, v| enc.push(PUT, k, Some(v)));
             let bytes = enc.finish();
             if options.write_once {
                 store.create(&path(&self.dir, SNAPSHOT, v), &bytes)?;
@@ -198,7 +205,11 @@ impl StatePartition {
             self.prune(store, v.saturating_sub(options.keep_versions))?;
         } else {
             let mut enc = Encoder::new(DELTA, v, std::mem::take(&mut self.buffer));
-            self.state.drain_delta(|k, v| enc.push(k, v));
+            self.state.drain_delta(|c| match c {
+                Change::Put(k, v) => enc.push(PUT, k, Some(v)),
+                Change::Remove(k) => enc.push(REMOVE, k, None),
+                Change::RemoveThrough(k) => enc.push(REMOVE_THROUGH, k, None),
+            });
             let bytes = enc.finish();
             if options.write_once {
                 store.create(&path(&self.dir, DELTA, v), &bytes)?;
@@ -254,10 +265,10 @@ impl Encoder {
         Encoder { out, count: 0 }
     }
 
-    fn push(&mut self, k: &[u8], v: Option<&[u8]>) {
+    fn push(&mut self, tag: u8, k: &[u8], v: Option<&[u8]>) {
         let out = &mut self.out;
         self.count += 1;
-        out.push(v.is_some() as u8);
+        out.push(tag);
         out.extend_from_slice(&(k.len() as u32).to_le_bytes());
         out.extend_from_slice(k);
         if let Some(v) = v {
@@ -317,19 +328,21 @@ fn read_into(
     for _ in 0..count {
         let tag = take(1)?[0];
         let klen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
-        let key = take(klen)?.to_vec();
-        if !known_namespace(&key) {
+        let key = take(klen)?;
+        if tag > REMOVE_THROUGH || !known_namespace(key) {
             return Err(bad(
                 "an entry of an unknown kind (written by a newer weir?)",
             ));
         }
-        let value = if tag == 1 {
-            let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
-            Some(take(vlen)?.to_vec())
-        } else {
-            None
-        };
-        state.apply(key, value);
+        match tag {
+            PUT => {
+                let vlen = u32::from_le_bytes(take(4)?.try_into().expect("4 bytes")) as usize;
+                let value = take(vlen)?.to_vec();
+                state.apply(key.to_vec(), Some(value));
+            }
+            REMOVE => state.apply(key.to_vec(), None),
+            _ => state.apply_removal_through(key),
+        }
     }
     if !rest.is_empty() {
         return Err(bad("trailing bytes after the last entry"));

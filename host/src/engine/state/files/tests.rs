@@ -325,3 +325,27 @@ fn version_1_files_load_and_unknown_entries_are_refused() {
     let e = StatePartition::load(&store, "state/0/0", 1, StateBackend::Memory).unwrap_err();
     assert!(e.to_string().contains("unknown kind"), "{e}");
 }
+
+#[test]
+fn timers_fired_from_the_front_leave_the_delta_as_one_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    let mut p = StatePartition::load(&store, "state/0/0", 0, StateBackend::Memory).unwrap();
+    for t in 0..100 {
+        p.state.register_timer(TimeDomain::EventTime, b"k", t);
+        p.state.register_expiry(TimeDomain::EventTime, b"k", t);
+    }
+    p.commit(&store, &opts(10, 100)).unwrap();
+    assert_eq!(p.state.take_due(TimeDomain::EventTime, 49).len(), 50);
+    p.state.expire_due(TimeDomain::EventTime, 79);
+    // Registered again after the range went: put after the removal.
+    p.state.register_timer(TimeDomain::EventTime, b"k", 7);
+    p.commit(&store, &opts(10, 100)).unwrap();
+    let delta = std::fs::read(dir.path().join("state/0/0/deltas/2")).unwrap();
+    let count = u64::from_le_bytes(delta[17..25].try_into().unwrap());
+    assert_eq!(count, 3, "two range removals and one put");
+    for b in [StateBackend::Memory, StateBackend::Disk] {
+        let q = StatePartition::load(&store, "state/0/0", 2, b).unwrap();
+        assert_eq!(entries(&q.state), entries(&p.state), "{b:?}");
+    }
+}

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 use std::ops::Bound;
 
-use super::map::{Map, MemoryMap, StateBackend, clear_for_reuse};
+use super::map::{Change, KeyRef, Map, MemoryMap, StateBackend, clear_for_reuse};
 
 mod timers;
 pub use timers::{TimeDomain, Timer};
@@ -303,11 +303,11 @@ impl KeyedState {
         self.bytes
     }
 
-    /// Call `f` with each change since the last version, as (raw key, new
-    /// value or deletion), and forget them; applied in this order to the
-    /// last version they give this one. The values are read in place: a
+    /// Call `f` with each change since the last version (raw keys), and
+    /// forget them; applied in this order to the last version they give
+    /// this one. The values are read in place: a
     /// delta is encoded without copying the state.
-    pub(crate) fn drain_delta(&mut self, mut f: impl FnMut(&[u8], Option<&[u8]>)) {
+    pub(crate) fn drain_delta(&mut self, mut f: impl FnMut(Change<'_>)) {
         self.map.drain_changes(&mut f);
         for timers in self.timers.iter_mut().flatten() {
             timers.drain_changes(&mut f);
@@ -331,6 +331,24 @@ impl KeyedState {
     /// Apply a loaded entry: as the last version had it, so no change.
     pub(crate) fn apply(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
         self.write(Cow::Owned(key), value);
+    }
+
+    /// Apply a loaded range removal ([`Change::RemoveThrough`]): remove
+    /// every key of `last`'s namespace up to and including `last`.
+    pub(crate) fn apply_removal_through(&mut self, last: &[u8]) {
+        let Some(&ns) = last.first() else { return };
+        let upto = |k: &[u8]| k[0] == ns && KeyRef::new(k) <= KeyRef::new(last);
+        if let Some(timers) = &mut self.timers
+            && ns != USER
+        {
+            while let Some(k) = timer_map(timers, ns).pop_first_if(upto) {
+                self.bytes -= k.len() + ENTRY_OVERHEAD;
+            }
+            return;
+        }
+        for (k, _) in self.map.scan(Bound::Included(&[ns][..]), upto, usize::MAX) {
+            self.write(Cow::Owned(k), None);
+        }
     }
 }
 

@@ -63,7 +63,7 @@ fn timers_fire_in_time_order_including_negative_times() {
 fn a_failed_call_is_rolled_back() {
     let mut s = KeyedState::default();
     s.put(b"k", b"1".to_vec());
-    s.drain_delta(|_, _| {});
+    s.drain_delta(|_| {});
     s.begin_call();
     s.put(b"k", b"2".to_vec());
     s.put(b"n", b"3".to_vec());

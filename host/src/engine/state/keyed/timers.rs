@@ -87,20 +87,14 @@ impl KeyedState {
         let mut n = 0;
         if self.timers.is_some() {
             let mut buf = [0; STACK_KEY];
-            loop {
-                let timers = self.timers.as_mut().expect("in memory");
-                let Some(k) = timer_map(timers, ns).pop_first_if(due) else {
-                    return n;
-                };
+            while let Some(timers) = &mut self.timers
+                && let Some(k) = timer_map(timers, ns).pop_first_if(due)
+            {
                 n += 1;
-                self.bytes -= k.len() + ENTRY_OVERHEAD;
-                if self.call.is_some() {
-                    self.undo_keys.extend_from_slice(k);
-                    self.undo.push((self.undo_keys.len(), Some(Vec::new())));
-                }
-                let user = user_key_in(&mut buf, &k[9..]);
-                self.set(user, None);
+                self.popped(&k);
+                self.set(user_key_in(&mut buf, &k[9..]), None);
             }
+            return n;
         }
         let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
         for (k, _) in keys {
@@ -109,6 +103,16 @@ impl KeyedState {
             self.set(Cow::Owned(k), None);
         }
         n
+    }
+
+    /// Account for a timer or expiry popped from its map (and undo it with
+    /// the running call).
+    fn popped(&mut self, k: &[u8]) {
+        self.bytes -= k.len() + ENTRY_OVERHEAD;
+        if self.call.is_some() {
+            self.undo_keys.extend_from_slice(k);
+            self.undo.push((self.undo_keys.len(), Some(Vec::new())));
+        }
     }
 
     /// Remove and return the timers of `domain` due at `upto` (inclusive),
@@ -128,15 +132,12 @@ impl KeyedState {
         let time = |k: &[u8]| {
             (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64
         };
-        if let Some(timers) = &mut self.timers {
-            let timers = timer_map(timers, ns);
-            while let Some(k) = timers.pop_first_if(due) {
-                fired.push(domain, time(k), &k[9..]);
-                self.bytes -= k.len() + ENTRY_OVERHEAD;
-                if self.call.is_some() {
-                    self.undo_keys.extend_from_slice(k);
-                    self.undo.push((self.undo_keys.len(), Some(Vec::new())));
-                }
+        if self.timers.is_some() {
+            while let Some(timers) = &mut self.timers
+                && let Some(k) = timer_map(timers, ns).pop_first_if(due)
+            {
+                fired.push(domain, time(&k), &k[9..]);
+                self.popped(&k);
             }
             return;
         }

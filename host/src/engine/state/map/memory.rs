@@ -13,8 +13,8 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use super::clear_for_reuse;
 use super::key::{Key, KeyRef};
+use super::{Change, clear_for_reuse};
 
 #[derive(Debug, Default)]
 struct Slot {
@@ -34,6 +34,11 @@ pub(crate) struct MemoryMap {
     /// where each ends (a key flagged, removed and added again repeats).
     flagged: Vec<u8>,
     flagged_ends: Vec<usize>,
+    /// The largest key popped from the front since the last version (when
+    /// `popped`): every key of the last version up to it is gone or
+    /// flagged again, so one range removal records them all.
+    popped_through: Vec<u8>,
+    popped: bool,
 }
 
 /// Look the flagged keys up, rather than walk the map, when at most one
@@ -95,16 +100,21 @@ impl MemoryMap {
         Some(slot.value)
     }
 
-    /// Remove the first entry if `due(key)`; its key and value.
-    pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<&[u8]> {
+    /// Remove the first entry if `due(key)`; its key. Popped keys are not
+    /// listed one by one: the delta removes them as a range.
+    pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
         let entry = self.entries.first_entry()?;
         if !due(&entry.key().0) {
             return None;
         }
         let (key, slot) = entry.remove_entry();
         self.changed -= usize::from(slot.changed);
-        self.removed.push(key.0);
-        self.removed.last().map(Vec::as_slice)
+        if !self.popped || KeyRef::new(&key.0) > KeyRef::new(&self.popped_through) {
+            self.popped_through.clear();
+            self.popped_through.extend_from_slice(&key.0);
+            self.popped = true;
+        }
+        Some(key.0)
     }
 
     /// Entries from `lo` on, in key order.
@@ -121,9 +131,12 @@ impl MemoryMap {
     /// Every change since the last version: the removed keys (`None`),
     /// then the changed entries in key order; and forget the changes.
     /// Applied in this order, they give this map from the last version.
-    pub(crate) fn drain_changes(&mut self, f: &mut super::ChangeSink<'_>) {
+    pub(crate) fn drain_changes(&mut self, f: &mut dyn FnMut(Change<'_>)) {
+        if std::mem::take(&mut self.popped) {
+            f(Change::RemoveThrough(&self.popped_through));
+        }
         for k in &self.removed {
-            f(k, None);
+            f(Change::Remove(k));
         }
         clear_for_reuse(&mut self.removed);
         if self.changed.saturating_mul(SPARSE) <= self.entries.len() {
@@ -139,13 +152,13 @@ impl MemoryMap {
                 if let Some(slot) = self.entries.get_mut(KeyRef::new(k))
                     && std::mem::take(&mut slot.changed)
                 {
-                    f(k, Some(&slot.value));
+                    f(Change::Put(k, &slot.value));
                 }
             }
         } else {
             for (k, slot) in self.entries.iter_mut() {
                 if std::mem::take(&mut slot.changed) {
-                    f(&k.0, Some(&slot.value));
+                    f(Change::Put(&k.0, &slot.value));
                 }
             }
         }
@@ -157,11 +170,16 @@ impl MemoryMap {
 
 #[cfg(test)]
 mod tests {
-    use super::MemoryMap;
+    use super::{Change, MemoryMap};
 
     fn changes(m: &mut MemoryMap) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
         let mut out = Vec::new();
-        m.drain_changes(&mut |k, v| out.push((k.to_vec(), v.map(<[u8]>::to_vec))));
+        m.drain_changes(&mut |c| match c {
+            Change::Put(k, v) => out.push((k.to_vec(), Some(v.to_vec()))),
+            Change::Remove(k) => out.push((k.to_vec(), None)),
+            // A range removal shows as its last key after "<=".
+            Change::RemoveThrough(k) => out.push(([b"<=", k].concat(), None)),
+        });
         out
     }
 
@@ -217,9 +235,9 @@ mod tests {
             ]
         );
         assert!(changes(&mut m).is_empty(), "changes are forgotten");
-        assert_eq!(m.pop_first_if(|k| k == b"a"), Some(&b"a"[..]));
+        assert_eq!(m.pop_first_if(|k| k == b"a"), Some(b"a".to_vec()));
         assert_eq!(m.pop_first_if(|k| k == b"a"), None);
-        assert_eq!(changes(&mut m), vec![(b"a".to_vec(), None)]);
+        assert_eq!(changes(&mut m), vec![(b"<=a".to_vec(), None)]);
         assert_eq!(m.len(), 2);
     }
 }

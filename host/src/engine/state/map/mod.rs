@@ -11,10 +11,22 @@ mod key;
 mod memory;
 
 use disk::DiskMap;
+pub(crate) use key::KeyRef;
 pub(crate) use memory::MemoryMap;
 
 /// Receives a version's changes: (key, value now or `None`: removed).
 pub(crate) type ChangeSink<'a> = dyn FnMut(&[u8], Option<&[u8]>) + 'a;
+
+/// One change of a version, as its delta records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Change<'a> {
+    Put(&'a [u8], &'a [u8]),
+    Remove(&'a [u8]),
+    /// Every key of this key's namespace (first byte) up to and including
+    /// it is gone: timers fired from the front, in one entry instead of
+    /// one per timer.
+    RemoveThrough(&'a [u8]),
+}
 
 /// Empty `v` but keep its buffer for the next version or call, which
 /// usually holds about as many items; give back what is over twice this
@@ -133,13 +145,18 @@ impl Map {
         }
     }
 
-    /// Call `f` with every change since the last version, as (key, value
-    /// now or `None`: removed), and forget them. Applying them in this
-    /// order to the last version gives this one.
-    pub(crate) fn drain_changes(&mut self, mut f: impl FnMut(&[u8], Option<&[u8]>)) {
+    /// Call `f` with every change since the last version, and forget
+    /// them. Applying them in this order to the last version gives this
+    /// one.
+    pub(crate) fn drain_changes(&mut self, mut f: impl FnMut(Change<'_>)) {
         match self {
             Map::Memory(m) => m.drain_changes(&mut f),
-            Map::Disk(d) => d.drain_changes(&mut f),
+            Map::Disk(d) => d.drain_changes(&mut |k, v| {
+                f(match v {
+                    Some(v) => Change::Put(k, v),
+                    None => Change::Remove(k),
+                })
+            }),
         }
     }
 
