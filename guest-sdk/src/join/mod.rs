@@ -79,6 +79,10 @@ pub struct Join {
     output: OutputFn,
     checked: bool,
     buf: Vec<u8>,
+    /// A batch's own rows, stored with one host call at its end (`None`
+    /// outside a batch call). A batch holds one source, so none of its
+    /// rows is looked for while it runs.
+    pending: Option<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 fn index(side: Side) -> usize {
@@ -114,6 +118,7 @@ impl Join {
             output: Box::new(default_output),
             checked: false,
             buf: Vec::new(),
+            pending: None,
         }
     }
 
@@ -229,10 +234,14 @@ impl Join {
             return Ok(());
         }
         let side = self.side()?;
-        for record in batch.records() {
-            out.run(record, |r, o| self.add(side, r, o, f))?;
+        self.pending = Some(Vec::with_capacity(batch.len()));
+        let r = batch
+            .records()
+            .try_for_each(|record| out.run(record, |r, o| self.add(side, r, o, f)));
+        if let Some(rows) = self.pending.take() {
+            state::put_many(rows);
         }
-        Ok(())
+        r
     }
 
     /// Join one record (the per-record call path).
@@ -310,7 +319,7 @@ impl Join {
         }
         let pos = r.position();
         let own = rows::row_key(side, &key, ts, pos.partition, pos.offset);
-        state::put(&own, &rows::encode(matched, r.value()));
+        let value = rows::encode(matched, r.value());
         // A row an outer join may emit alone waits for its timer; any other
         // just leaves, which the host does without calling back.
         let gone = to.saturating_add(1);
@@ -318,6 +327,10 @@ impl Join {
             state::register_timer(TimeDomain::EventTime, &own, gone);
         } else {
             state::expire(TimeDomain::EventTime, &own, gone);
+        }
+        match &mut self.pending {
+            Some(rows) => rows.push((own, value)),
+            None => state::put(&own, &value),
         }
         Ok(())
     }
