@@ -214,6 +214,7 @@ fn random_changes_reload_exactly_on_both_backends() {
         };
         let mut p = StatePartition::load(&store, &part, 0, backend).unwrap();
         let mut history = Vec::new();
+        let mut expiries = Vec::new();
         for _ in 0..12 {
             for _ in 0..300 {
                 let key = format!("shared-prefix/{}", next(60)).into_bytes();
@@ -223,12 +224,19 @@ fn random_changes_reload_exactly_on_both_backends() {
                 }
                 match next(9) {
                     0 | 1 => p.state.put(&key, next(1000).to_string().into_bytes()),
-                    6 => p
-                        .state
-                        .register_expiry(TimeDomain::EventTime, &key, next(50) as i64),
-                    7 => p
-                        .state
-                        .cancel_expiry(TimeDomain::EventTime, &key, next(50) as i64),
+                    6 => {
+                        let at = next(50) as i64;
+                        p.state.register_expiry(TimeDomain::EventTime, &key, at);
+                        expiries.push((key, at));
+                    }
+                    // Mostly a registered expiry (perhaps one already due).
+                    7 => {
+                        let (key, at) = match expiries.len() {
+                            0 => (key, next(50) as i64),
+                            n => expiries.swap_remove(next(n as u64) as usize),
+                        };
+                        p.state.cancel_expiry(TimeDomain::EventTime, &key, at);
+                    }
                     8 => {
                         p.state.expire_due(TimeDomain::EventTime, next(20) as i64);
                     }
@@ -327,23 +335,54 @@ fn version_1_files_load_and_unknown_entries_are_refused() {
 }
 
 #[test]
-fn timers_fired_from_the_front_leave_the_delta_as_one_entry() {
+fn timers_and_expiries_fired_from_the_front_leave_the_delta_as_one_entry() {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalCheckpointStore::open(dir.path()).unwrap();
     let mut p = StatePartition::load(&store, "state/0/0", 0, StateBackend::Memory).unwrap();
     for t in 0..100 {
+        let key = format!("k{t:03}").into_bytes();
+        p.state.put(&key, b"v".to_vec());
         p.state.register_timer(TimeDomain::EventTime, b"k", t);
-        p.state.register_expiry(TimeDomain::EventTime, b"k", t);
+        p.state.register_expiry(TimeDomain::EventTime, &key, t);
     }
     p.commit(&store, &opts(10, 100)).unwrap();
     assert_eq!(p.state.take_due(TimeDomain::EventTime, 49).len(), 50);
-    p.state.expire_due(TimeDomain::EventTime, 79);
+    // 80 keys go with their expiries, the first one written again first
+    // (the expiry removes it all the same).
+    p.state.put(b"k000", b"w".to_vec());
+    assert_eq!(p.state.expire_due(TimeDomain::EventTime, 79), 80);
+    assert_eq!(p.state.rows(), 20);
     // Registered again after the range went: put after the removal.
     p.state.register_timer(TimeDomain::EventTime, b"k", 7);
     p.commit(&store, &opts(10, 100)).unwrap();
     let delta = std::fs::read(dir.path().join("state/0/0/deltas/2")).unwrap();
     let count = u64::from_le_bytes(delta[17..25].try_into().unwrap());
+    // The expiries were in the last version: their keys' removals go with
+    // the expiries' range (a key written since ends absent all the same).
     assert_eq!(count, 3, "two range removals and one put");
+    for b in [StateBackend::Memory, StateBackend::Disk] {
+        let q = StatePartition::load(&store, "state/0/0", 2, b).unwrap();
+        assert_eq!(entries(&q.state), entries(&p.state), "{b:?}");
+    }
+}
+
+#[test]
+fn a_cancelled_expiry_keeps_its_key_when_later_ones_fire() {
+    // The cancellation is listed before the fired range: loading must not
+    // take the cancelled expiry for a fired one.
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    let mut p = StatePartition::load(&store, "state/0/0", 0, StateBackend::Memory).unwrap();
+    p.state.put(b"a", b"1".to_vec());
+    p.state.put(b"b", b"2".to_vec());
+    p.state.register_expiry(TimeDomain::EventTime, b"a", 5);
+    p.state.register_expiry(TimeDomain::EventTime, b"b", 10);
+    p.commit(&store, &opts(10, 100)).unwrap();
+    p.state.cancel_expiry(TimeDomain::EventTime, b"a", 5);
+    assert_eq!(p.state.expire_due(TimeDomain::EventTime, 10), 1);
+    assert_eq!(p.state.get(b"a").as_deref(), Some(&b"1"[..]));
+    assert_eq!(p.state.get(b"b"), None);
+    p.commit(&store, &opts(10, 100)).unwrap();
     for b in [StateBackend::Memory, StateBackend::Disk] {
         let q = StatePartition::load(&store, "state/0/0", 2, b).unwrap();
         assert_eq!(entries(&q.state), entries(&p.state), "{b:?}");

@@ -308,10 +308,12 @@ impl KeyedState {
     /// this one. The values are read in place: a
     /// delta is encoded without copying the state.
     pub(crate) fn drain_delta(&mut self, mut f: impl FnMut(Change<'_>)) {
-        self.map.drain_changes(&mut f);
+        // Timers first: an expiry range removes user keys, which the user
+        // map's puts may then bring back.
         for timers in self.timers.iter_mut().flatten() {
             timers.drain_changes(&mut f);
         }
+        self.map.drain_changes(&mut f);
         (self.puts, self.removals) = (0, 0);
     }
 
@@ -338,15 +340,22 @@ impl KeyedState {
     pub(crate) fn apply_removal_through(&mut self, last: &[u8]) {
         let Some(&ns) = last.first() else { return };
         let upto = |k: &[u8]| k[0] == ns && KeyRef::new(k) <= KeyRef::new(last);
-        if let Some(timers) = &mut self.timers
-            && ns != USER
-        {
-            while let Some(k) = timer_map(timers, ns).pop_first_if(upto) {
+        let expiries = ns == EVENT_EXPIRIES || ns == PROCESSING_EXPIRIES;
+        if self.timers.is_some() && ns != USER {
+            while let Some(timers) = &mut self.timers
+                && let Some((k, _)) = timer_map(timers, ns).pop_first_if(upto)
+            {
                 self.bytes -= k.len() + ENTRY_OVERHEAD;
+                if expiries {
+                    self.write(Cow::Owned(user_key(&k[9..])), None);
+                }
             }
             return;
         }
         for (k, _) in self.map.scan(Bound::Included(&[ns][..]), upto, usize::MAX) {
+            if expiries {
+                self.write(Cow::Owned(user_key(&k[9..])), None);
+            }
             self.write(Cow::Owned(k), None);
         }
     }

@@ -88,11 +88,18 @@ impl KeyedState {
         if self.timers.is_some() {
             let mut buf = [0; STACK_KEY];
             while let Some(timers) = &mut self.timers
-                && let Some(k) = timer_map(timers, ns).pop_first_if(due)
+                && let Some((k, old)) = timer_map(timers, ns).pop_first_if(due)
             {
                 n += 1;
                 self.popped(&k);
-                self.set(user_key_in(&mut buf, &k[9..]), None);
+                let user = user_key_in(&mut buf, &k[9..]);
+                if old && self.call.is_none() {
+                    // The delta's range removal of this expiry removes the
+                    // key too (see `Change::RemoveThrough`).
+                    self.remove_unlisted(&user);
+                } else {
+                    self.set(user, None);
+                }
             }
             return n;
         }
@@ -103,6 +110,16 @@ impl KeyedState {
             self.set(Cow::Owned(k), None);
         }
         n
+    }
+
+    /// Remove a user key (raw) as `set` does, but leave it out of the next
+    /// delta.
+    fn remove_unlisted(&mut self, raw: &[u8]) {
+        if let Some(old) = self.map.remove_unlisted(raw) {
+            self.bytes -= old.len() + raw.len() + ENTRY_OVERHEAD;
+            self.user_rows -= 1;
+            self.removals += 1;
+        }
     }
 
     /// Account for a timer or expiry popped from its map (and undo it with
@@ -134,7 +151,7 @@ impl KeyedState {
         };
         if self.timers.is_some() {
             while let Some(timers) = &mut self.timers
-                && let Some(k) = timer_map(timers, ns).pop_first_if(due)
+                && let Some((k, _)) = timer_map(timers, ns).pop_first_if(due)
             {
                 fired.push(domain, time(&k), &k[9..]);
                 self.popped(&k);

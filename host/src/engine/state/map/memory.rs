@@ -1,8 +1,8 @@
 //! The memory map: an ordered map whose entries carry a changed flag, and
 //! a list of the keys removed since the last version.
 //!
-//! A version's delta is the removed keys, then the flagged entries in key
-//! order. Tracking changes in the entries themselves costs no search per
+//! A version's delta is the removed keys, the keys popped from the front
+//! (as one range), then the flagged entries in key order. Tracking changes in the entries themselves costs no search per
 //! write, where a set of changed keys cost a second ordered insert per
 //! write (a few dozen comparisons of keys that often share long prefixes).
 //! When many entries changed, the delta walks the map; when few did, it
@@ -100,9 +100,17 @@ impl MemoryMap {
         Some(slot.value)
     }
 
-    /// Remove the first entry if `due(key)`; its key. Popped keys are not
-    /// listed one by one: the delta removes them as a range.
-    pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
+    /// [`MemoryMap::remove`], leaving the key out of the next delta.
+    pub(crate) fn remove_unlisted(&mut self, k: &[u8]) -> Option<Vec<u8>> {
+        let slot = self.entries.remove(KeyRef::new(k))?;
+        self.changed -= usize::from(slot.changed);
+        Some(slot.value)
+    }
+
+    /// Remove the first entry if `due(key)`; its key, and whether it was
+    /// in the last version (not changed since). Popped keys are not listed
+    /// one by one: the delta removes them as a range.
+    pub(crate) fn pop_first_if(&mut self, due: impl Fn(&[u8]) -> bool) -> Option<(Vec<u8>, bool)> {
         let entry = self.entries.first_entry()?;
         if !due(&entry.key().0) {
             return None;
@@ -114,7 +122,7 @@ impl MemoryMap {
             self.popped_through.extend_from_slice(&key.0);
             self.popped = true;
         }
-        Some(key.0)
+        Some((key.0, !slot.changed))
     }
 
     /// Entries from `lo` on, in key order.
@@ -128,15 +136,16 @@ impl MemoryMap {
             .map(|(k, s)| (k.0.as_slice(), s.value.as_slice()))
     }
 
-    /// Every change since the last version: the removed keys (`None`),
-    /// then the changed entries in key order; and forget the changes.
+    /// Every change since the last version: the removed keys, the range
+    /// popped from the front, then the changed entries in key order; and
+    /// forget the changes.
     /// Applied in this order, they give this map from the last version.
     pub(crate) fn drain_changes(&mut self, f: &mut dyn FnMut(Change<'_>)) {
-        if std::mem::take(&mut self.popped) {
-            f(Change::RemoveThrough(&self.popped_through));
-        }
         for k in &self.removed {
             f(Change::Remove(k));
+        }
+        if std::mem::take(&mut self.popped) {
+            f(Change::RemoveThrough(&self.popped_through));
         }
         clear_for_reuse(&mut self.removed);
         if self.changed.saturating_mul(SPARSE) <= self.entries.len() {
@@ -235,7 +244,7 @@ mod tests {
             ]
         );
         assert!(changes(&mut m).is_empty(), "changes are forgotten");
-        assert_eq!(m.pop_first_if(|k| k == b"a"), Some(b"a".to_vec()));
+        assert_eq!(m.pop_first_if(|k| k == b"a"), Some((b"a".to_vec(), true)));
         assert_eq!(m.pop_first_if(|k| k == b"a"), None);
         assert_eq!(changes(&mut m), vec![(b"<=a".to_vec(), None)]);
         assert_eq!(m.len(), 2);

@@ -24,7 +24,9 @@ pub(crate) enum Change<'a> {
     Remove(&'a [u8]),
     /// Every key of this key's namespace (first byte) up to and including
     /// it is gone: timers fired from the front, in one entry instead of
-    /// one per timer.
+    /// one per timer. For expiries, so are the user keys of those that
+    /// were in the last version (they fired; cancelled ones are listed as
+    /// removals before this entry): their removals are not listed.
     RemoveThrough(&'a [u8]),
 }
 
@@ -102,6 +104,16 @@ impl Map {
     pub(crate) fn remove(&mut self, k: &[u8]) -> Option<Vec<u8>> {
         match self {
             Map::Memory(m) => m.remove(k),
+            Map::Disk(d) => d.remove(k),
+        }
+    }
+
+    /// Remove `k` without listing it in the next delta, which records the
+    /// removal another way (a key whose expiry fired: see
+    /// [`Change::RemoveThrough`]). A disk map lists it all the same.
+    pub(crate) fn remove_unlisted(&mut self, k: &[u8]) -> Option<Vec<u8>> {
+        match self {
+            Map::Memory(m) => m.remove_unlisted(k),
             Map::Disk(d) => d.remove(k),
         }
     }
