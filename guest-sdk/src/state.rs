@@ -221,7 +221,8 @@ fn paged(
             }
             let next = fetch(last.as_deref());
             done = next.len() < PAGE as usize;
-            if let Some((k, _)) = next.last() {
+            // A short page is the last: no key to continue from.
+            if !done && let Some((k, _)) = next.last() {
                 last = Some(k.clone());
             }
             page = next.into_iter();

@@ -39,11 +39,15 @@ fn time_bytes(ts: i64) -> [u8; 8] {
 /// The state key of `side`'s rows of `key`, without time and position.
 pub(crate) fn prefix(side: Side, key: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(key.len() + 26);
+    push_prefix(&mut p, side, key);
+    p
+}
+
+fn push_prefix(p: &mut Vec<u8>, side: Side, key: &[u8]) {
     p.push(TAG);
     p.push(side.byte());
     p.extend_from_slice(&(key.len() as u32).to_be_bytes());
     p.extend_from_slice(key);
-    p
 }
 
 /// The state key of one row.
@@ -95,10 +99,11 @@ pub(crate) fn range(
     from: i64,
     to: i64,
 ) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
-    let p = prefix(side, key);
-    let mut start = p.clone();
+    let mut start = Vec::with_capacity(key.len() + 14);
+    push_prefix(&mut start, side, key);
+    let mut end = Vec::with_capacity(key.len() + 14);
+    end.extend_from_slice(&start);
     start.extend_from_slice(&time_bytes(from));
-    let mut end = p;
     match to.checked_add(1) {
         Some(t) => end.extend_from_slice(&time_bytes(t)),
         // Up to the end of the prefix: one past its last byte string.
