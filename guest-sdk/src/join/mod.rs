@@ -13,6 +13,7 @@
 //! rows' event times (an unmatched row's own).
 
 mod export;
+mod output;
 mod rows;
 
 use std::time::Duration;
@@ -20,6 +21,8 @@ use std::time::Duration;
 use crate::state::{self, OutputMode, TimeDomain, Timer};
 use crate::{Batch, BatchOutput, Output, Record, RecordError};
 pub use export::{JoinedTransform, Joins};
+use output::default_output;
+pub use output::{Joined, Row};
 pub use rows::Side;
 
 /// Which rows a join emits besides matched pairs.
@@ -45,23 +48,6 @@ impl JoinType {
                 | (JoinType::RightOuter, Side::Right)
         )
     }
-}
-
-/// One side's row of a joined output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Row<'a> {
-    pub value: &'a [u8],
-    /// Its event time.
-    pub timestamp: i64,
-}
-
-/// What the output function sees: a matched pair, or (outer joins) one
-/// side's row that matched nothing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Joined<'a> {
-    pub key: &'a [u8],
-    pub left: Option<Row<'a>>,
-    pub right: Option<Row<'a>>,
 }
 
 type KeyFn = Box<dyn Fn(&Record<'_>) -> Result<Vec<u8>, RecordError>>;
@@ -391,17 +377,5 @@ impl Join {
 }
 
 /// `{"left":<value>,"right":<value>}`, `null` for a missing side.
-fn default_output(j: &Joined<'_>, out: &mut Vec<u8>) {
-    let side = |r: Option<Row<'_>>, out: &mut Vec<u8>| match r {
-        Some(r) => out.extend_from_slice(r.value),
-        None => out.extend_from_slice(b"null"),
-    };
-    out.extend_from_slice(b"{\"left\":");
-    side(j.left, out);
-    out.extend_from_slice(b",\"right\":");
-    side(j.right, out);
-    out.push(b'}');
-}
-
 #[cfg(test)]
 mod tests;
