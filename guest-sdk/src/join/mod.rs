@@ -376,6 +376,5 @@ impl Join {
     }
 }
 
-/// `{"left":<value>,"right":<value>}`, `null` for a missing side.
 #[cfg(test)]
 mod tests;
