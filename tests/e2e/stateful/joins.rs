@@ -311,13 +311,21 @@ pub(crate) fn same(got: &[String], want: &[String], what: &str) {
 
 #[test]
 fn join_state_levels_off_and_empties_after_the_final_watermark() {
+    // A full outer join keeps every row until its timer; an inner join's
+    // rows leave through expiries, with no guest call.
+    for kind in ["full-outer", "inner"] {
+        levels_off(kind);
+    }
+}
+
+fn levels_off(kind: &str) {
     let (mut orders, mut pays) = inputs(12_000, 0x1e7e1);
     // One order and its payment an hour later move the final watermark
     // past every other row.
     let end = orders.iter().map(|o| o.2).max().unwrap() + 3_600_000;
     orders.push(("o-end".into(), "user-0".into(), end));
     pays.push(("o-end".into(), 1, end));
-    let f = JoinFixture::new("full-outer", false, &orders, &pays);
+    let f = JoinFixture::new(kind, false, &orders, &pays);
     let out = crate::testkit::weir()
         .arg("run")
         .arg(f.path().join("p.toml"))
@@ -334,7 +342,11 @@ fn join_state_levels_off_and_empties_after_the_final_watermark() {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter_map(|p| p["stateOperators"].get(0).cloned())
         .collect();
-    let sum = |field: &str| ops.iter().map(|o| o[field].as_u64().unwrap()).sum::<u64>();
+    let sum = |field: &str| {
+        ops.iter()
+            .map(|o| o.pointer(field).and_then(|v| v.as_u64()).unwrap())
+            .sum::<u64>()
+    };
     let rows: Vec<u64> = ops
         .iter()
         .map(|o| o["numRowsTotal"].as_u64().unwrap())
@@ -342,11 +354,20 @@ fn join_state_levels_off_and_empties_after_the_final_watermark() {
     assert!(rows.len() > 40, "{} batches", rows.len());
     // Every row that entered state (none late here) left it, but the two
     // that stay: the removals counted in progress add up.
-    assert_eq!(sum("numRowsDroppedByWatermark"), 0);
+    assert_eq!(sum("/numRowsDroppedByWatermark"), 0, "{kind}");
+    let left = (orders.len() + pays.len()) as u64 - 2;
+    assert_eq!(sum("/numRowsRemoved"), left, "{kind}: numRowsRemoved");
+    let (timers, expiries) = match kind {
+        "inner" => (0, left),
+        _ => (left, 0),
+    };
     assert_eq!(
-        sum("numRowsRemoved") + 2,
-        (orders.len() + pays.len()) as u64,
-        "numRowsRemoved"
+        (
+            sum("/customMetrics/numTimersFired"),
+            sum("/customMetrics/numExpiriesFired")
+        ),
+        (timers, expiries),
+        "{kind}: timers and expiries fired"
     );
     // 24 k rows went through; about 25 s of event time (delay and range)
     // of them, some 1,000 rows, are in state at any time.
@@ -354,15 +375,15 @@ fn join_state_levels_off_and_empties_after_the_final_watermark() {
     let (peak1, peak2) = (first.iter().max().unwrap(), second.iter().max().unwrap());
     assert!(
         *peak2 <= peak1 + peak1 / 4 && *peak2 < 2_500,
-        "state keeps growing: {peak1} then {peak2} rows ({rows:?})"
+        "{kind}: state keeps growing: {peak1} then {peak2} rows ({rows:?})"
     );
     assert_eq!(
         rows.last(),
         Some(&2),
-        "only the last order and payment stay ({rows:?})"
+        "{kind}: only the last order and payment stay ({rows:?})"
     );
-    let want = expected("full-outer", &orders, &pays, end - DELAY_MS);
-    same(&f.output(), &want, "full-outer, long run");
+    let want = expected(kind, &orders, &pays, end - DELAY_MS);
+    same(&f.output(), &want, &format!("{kind}, long run"));
 }
 
 #[test]
