@@ -410,3 +410,25 @@ fn continuous_mode_feeds_several_sources_only_to_a_stateful_transform() {
         "{err}"
     );
 }
+
+#[test]
+fn a_join_outgrowing_its_state_limit_stops_naming_the_limit() {
+    // Every row is put and given an expiry, each a write the limit checks:
+    // past 4 KiB of state the call fails, the guard isolates the record,
+    // and `on-error = "fail"` stops the run naming the limit.
+    let (orders, pays) = inputs(200, 0x5a7e);
+    let rust = guest("orders_payments").display().to_string();
+    let limits = "[transform.limits]\nstate = \"4KiB\"";
+    let f = JoinFixture::with_component("inner", false, &orders, &pays, &rust, limits);
+    let out = crate::testkit::weir()
+        .arg("run")
+        .arg(f.path().join("p.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("guest exceeded its keyed state limit of 4096 bytes"),
+        "{err}"
+    );
+}
