@@ -218,21 +218,30 @@ static bool due(const timer *t) {
   return t->event_time ? clocks.has_watermark && t->at <= clocks.watermark : t->at <= clocks.processing_time;
 }
 
-// Delete the keys of the expiries the clocks reach (for weir_testing.c,
-// after the timers fired, as weir does).
-void weir_native_expire_due(void) {
+// Take the timers of set the clocks reach, in order: each goes to take
+// (with ctx), then away; the others stay.
+static void take_due(timer_set *set, void (*take)(const timer *t, void *ctx), void *ctx) {
   size_t kept = 0;
-  for (size_t i = 0; i < expiries.len; i++) {
-    timer t = expiries.t[i];
+  for (size_t i = 0; i < set->len; i++) {
+    timer t = set->t[i];
     if (!due(&t)) {
-      expiries.t[kept++] = t;
+      set->t[kept++] = t;
       continue;
     }
-    __wasm_import_weir_transform_state_delete(t.key.ptr, t.key.len);
+    take(&t, ctx);
     free(t.key.ptr);
   }
-  expiries.len = kept;
+  set->len = kept;
 }
+
+static void delete_key(const timer *t, void *ctx) {
+  (void)ctx;
+  __wasm_import_weir_transform_state_delete(t->key.ptr, t->key.len);
+}
+
+// Delete the keys of the expiries the clocks reach (for weir_testing.c,
+// after the timers fired, as weir does).
+void weir_native_expire_due(void) { take_due(&expiries, delete_key, NULL); }
 
 void __wasm_import_weir_transform_context_watermark(uint8_t *ret) {
   *ret = clocks.has_watermark;
@@ -317,33 +326,29 @@ bool weir_test_timer_at(size_t i, weir_timer *t) {
   return true;
 }
 
+static void add_fired(const timer *t, void *ctx) {
+  exports_weir_transform_timer_handler_fired_timers_t *fired = ctx;
+  size_t n = fired->times.len++;
+  memcpy(fired->keys.ptr + fired->keys.len, t->key.ptr, t->key.len);
+  fired->keys.len += t->key.len;
+  fired->key_ends.ptr[n] = (uint32_t)fired->keys.len;
+  fired->times.ptr[n] = t->at;
+  fired->domains.ptr[n] =
+      t->event_time ? WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME : WEIR_TRANSFORM_TYPES_TIME_DOMAIN_PROCESSING_TIME;
+}
+
 // Move the timers the clocks reach, in order, into fired's columns (for
 // weir_testing.c).
 void weir_native_take_due(exports_weir_transform_timer_handler_fired_timers_t *fired) {
-  size_t n = 0, bytes = 0;
+  size_t bytes = 0;
   for (size_t i = 0; i < timers.len; i++) bytes += timers.t[i].key.len;
   fired->keys.ptr = malloc(bytes + 1);
   fired->key_ends.ptr = malloc((timers.len + 1) * sizeof(uint32_t));
   fired->times.ptr = malloc((timers.len + 1) * sizeof(int64_t));
   fired->domains.ptr = malloc(timers.len + 1);
-  fired->keys.len = 0;
-  size_t kept = 0;
-  for (size_t i = 0; i < timers.len; i++) {
-    timer t = timers.t[i];
-    if (!due(&t)) {
-      timers.t[kept++] = t;
-      continue;
-    }
-    memcpy(fired->keys.ptr + fired->keys.len, t.key.ptr, t.key.len);
-    fired->keys.len += t.key.len;
-    fired->key_ends.ptr[n] = (uint32_t)fired->keys.len;
-    fired->times.ptr[n] = t.at;
-    fired->domains.ptr[n++] =
-        t.event_time ? WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME : WEIR_TRANSFORM_TYPES_TIME_DOMAIN_PROCESSING_TIME;
-    free(t.key.ptr);
-  }
-  timers.len = kept;
-  fired->key_ends.len = fired->times.len = fired->domains.len = n;
+  fired->keys.len = fired->times.len = 0;
+  take_due(&timers, add_fired, fired);
+  fired->key_ends.len = fired->domains.len = fired->times.len;
 }
 
 #endif

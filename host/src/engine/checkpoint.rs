@@ -115,13 +115,14 @@ pub fn write_renamed(
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     write(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
-    drop_cached(tmp.as_file());
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
-/// Drop a synced file's pages from the page cache. Checkpoint files are
-/// written once and read only to recover, so caching them only takes memory
+/// Drop a synced checkpoint file's pages from the page cache (the local
+/// store's files only: a sink's output is read soon, by users and tools).
+/// Checkpoint files are written once and read only to recover, so caching
+/// them only takes memory
 /// from the data being processed: W3 wrote 225 MB of state files per run,
 /// and each batch's writes faulted in fresh page-cache pages (a third of its
 /// system time on this machine) where, dropped, the next batch's writes
@@ -152,7 +153,11 @@ impl CheckpointStore for LocalCheckpointStore {
 
     fn write(&self, path: &str, bytes: &[u8]) -> Result<(), CheckpointError> {
         let full = self.root.join(path);
-        write_atomic(&full, bytes).map_err(|e| io(&full, e))
+        write_atomic(&full, bytes).map_err(|e| io(&full, e))?;
+        if let Ok(f) = File::open(&full) {
+            drop_cached(&f);
+        }
+        Ok(())
     }
 
     /// A temp file hard-linked to its name: `link` fails if the name
@@ -165,6 +170,7 @@ impl CheckpointStore for LocalCheckpointStore {
             let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
             tmp.write_all(bytes)?;
             tmp.as_file().sync_all()?;
+            drop_cached(tmp.as_file());
             match std::fs::hard_link(tmp.path(), &full) {
                 Ok(()) => {
                     sync_dir(dir)?;

@@ -360,10 +360,7 @@ fn timers_and_expiries_fired_from_the_front_leave_the_delta_as_one_entry() {
     // The expiries were in the last version: their keys' removals go with
     // the expiries' range (a key written since ends absent all the same).
     assert_eq!(count, 3, "two range removals and one put");
-    for b in [StateBackend::Memory, StateBackend::Disk] {
-        let q = StatePartition::load(&store, "state/0/0", 2, b).unwrap();
-        assert_eq!(entries(&q.state), entries(&p.state), "{b:?}");
-    }
+    reloads_as(&store, &p, 2);
 }
 
 #[test]
@@ -383,8 +380,13 @@ fn a_cancelled_expiry_keeps_its_key_when_later_ones_fire() {
     assert_eq!(p.state.get(b"a").as_deref(), Some(&b"1"[..]));
     assert_eq!(p.state.get(b"b"), None);
     p.commit(&store, &opts(10, 100)).unwrap();
+    reloads_as(&store, &p, 2);
+}
+
+/// Version `v` of `p`'s partition loads equal to `p` on either backend.
+fn reloads_as(store: &LocalCheckpointStore, p: &StatePartition, v: u64) {
     for b in [StateBackend::Memory, StateBackend::Disk] {
-        let q = StatePartition::load(&store, "state/0/0", 2, b).unwrap();
+        let q = StatePartition::load(store, &p.dir, v, b).unwrap();
         assert_eq!(entries(&q.state), entries(&p.state), "{b:?}");
     }
 }

@@ -164,8 +164,15 @@ impl KeyedState {
                 None => self.map.remove(&key)?,
             })
         };
-        let user = u64::from(ns == USER);
-        match (&old, present) {
+        self.count(ns == USER, size, old.as_deref(), present);
+        Some(old)
+    }
+
+    /// Keep the byte and row counts for a raw key of `size` (with its
+    /// overhead) written (`present`) or removed, `old` the value it had.
+    fn count(&mut self, user: bool, size: usize, old: Option<&[u8]>, present: bool) {
+        let user = u64::from(user);
+        match (old, present) {
             (None, _) => {
                 self.bytes += size;
                 self.user_rows += user;
@@ -176,7 +183,6 @@ impl KeyedState {
                 self.user_rows -= user;
             }
         }
-        Some(old)
     }
 
     /// Set or remove a raw key, counting user puts and removals and

@@ -116,8 +116,7 @@ impl KeyedState {
     /// delta.
     fn remove_unlisted(&mut self, raw: &[u8]) {
         if let Some(old) = self.map.remove_unlisted(raw) {
-            self.bytes -= old.len() + raw.len() + ENTRY_OVERHEAD;
-            self.user_rows -= 1;
+            self.count(true, raw.len() + ENTRY_OVERHEAD, Some(&old), false);
             self.removals += 1;
         }
     }

@@ -55,9 +55,10 @@ impl PartialOrd for KeyRef {
     }
 }
 
+/// As the borrowed form orders (the map needs the two to agree).
 impl Ord for Key {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare(&self.0, &other.0)
+        KeyRef::new(&self.0).cmp(KeyRef::new(&other.0))
     }
 }
 

@@ -2,9 +2,10 @@
 //! a list of the keys removed since the last version.
 //!
 //! A version's delta is the removed keys, the keys popped from the front
-//! (as one range), then the flagged entries in key order. Tracking changes in the entries themselves costs no search per
-//! write, where a set of changed keys cost a second ordered insert per
-//! write (a few dozen comparisons of keys that often share long prefixes).
+//! (as one range), then the flagged entries in key order. Tracking changes
+//! in the entries themselves costs no search per write, where a set of
+//! changed keys cost a second ordered insert per write (a few dozen
+//! comparisons of keys that often share long prefixes).
 //! When many entries changed, the delta walks the map; when few did, it
 //! sorts the keys flagged since the last version (copied, one after
 //! another, into one buffer) and looks each up, so a large state with a
