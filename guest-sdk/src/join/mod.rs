@@ -14,12 +14,13 @@
 
 mod export;
 mod output;
+mod process;
 mod rows;
 
 use std::time::Duration;
 
-use crate::state::{self, OutputMode, TimeDomain, Timer};
-use crate::{Batch, BatchOutput, Output, Record, RecordError};
+use crate::state::{self, OutputMode};
+use crate::{Record, RecordError};
 pub use export::{JoinedTransform, Joins};
 use output::default_output;
 pub use output::{Joined, Row};
@@ -65,10 +66,6 @@ pub struct Join {
     output: OutputFn,
     checked: bool,
     buf: Vec<u8>,
-    /// A batch's own rows, stored with one host call at its end (`None`
-    /// outside a batch call). A batch holds one source, so none of its
-    /// rows is looked for while it runs.
-    pending: Option<Vec<(Vec<u8>, Vec<u8>)>>,
 }
 
 fn index(side: Side) -> usize {
@@ -104,7 +101,6 @@ impl Join {
             output: Box::new(default_output),
             checked: false,
             buf: Vec::new(),
-            pending: None,
         }
     }
 
@@ -196,183 +192,6 @@ impl Join {
             return Err("a join emits each row once: it needs output-mode = \"append\"".into());
         }
         Ok(())
-    }
-
-    /// Join a batch (all from one source) against the other side's rows.
-    pub fn process_batch(
-        &mut self,
-        batch: &Batch<'_>,
-        out: &mut BatchOutput,
-    ) -> Result<(), String> {
-        self.with_own_output(|j, f| j.process_batch_with(batch, out, f))
-    }
-
-    /// As [`Join::process_batch`], with outputs built by `f` instead of the
-    /// join's own output function (say, to read a lookup table the
-    /// transform owns).
-    pub fn process_batch_with(
-        &mut self,
-        batch: &Batch<'_>,
-        out: &mut BatchOutput,
-        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
-    ) -> Result<(), String> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let side = self.side()?;
-        self.pending = Some(Vec::with_capacity(batch.len()));
-        let r = batch
-            .records()
-            .try_for_each(|record| out.run(record, |r, o| self.add(side, r, o, f)));
-        if let Some(rows) = self.pending.take() {
-            state::put_many(rows);
-        }
-        r
-    }
-
-    /// Join one record (the per-record call path).
-    pub fn process(
-        &mut self,
-        record: &Record<'_>,
-        out: &mut Output<'_, '_>,
-    ) -> Result<(), RecordError> {
-        self.with_own_output(|j, f| j.process_with(record, out, f))
-    }
-
-    /// As [`Join::process`], with outputs built by `f`.
-    pub fn process_with(
-        &mut self,
-        record: &Record<'_>,
-        out: &mut Output<'_, '_>,
-        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
-    ) -> Result<(), RecordError> {
-        let side = self.side().map_err(RecordError::Fatal)?;
-        self.add(side, record, out, f)
-    }
-
-    fn with_own_output<R>(
-        &mut self,
-        run: impl FnOnce(&mut Self, &dyn Fn(&Joined<'_>, &mut Vec<u8>)) -> R,
-    ) -> R {
-        let f = std::mem::replace(&mut self.output, Box::new(default_output));
-        let r = run(self, &*f);
-        self.output = f;
-        r
-    }
-
-    fn add(
-        &mut self,
-        side: Side,
-        r: &Record<'_>,
-        out: &mut Output<'_, '_>,
-        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
-    ) -> Result<(), RecordError> {
-        let key = (self.keys[index(side)])(r)?;
-        let (before, after) = self.range.expect("checked");
-        let ts = r.timestamp();
-        // The other side's times this row matches: [from, to]. Rows still
-        // to come are not older than the watermark, so once it passes `to`
-        // none can match and the row leaves state.
-        let (from, to) = match side {
-            Side::Left => (ts.saturating_sub(before), ts.saturating_add(after)),
-            Side::Right => (ts.saturating_sub(after), ts.saturating_add(before)),
-        };
-        let other = side.other();
-        let mark = self.kind.keeps(other);
-        let mut matched = false;
-        for (k, v) in rows::range(other, &key, from, to) {
-            let Some((_, _, ots)) = rows::parse(&k) else {
-                continue;
-            };
-            let (was, value) = rows::decode(&v);
-            matched = true;
-            let mine = Row {
-                value: r.value(),
-                timestamp: ts,
-            };
-            let theirs = Row {
-                value,
-                timestamp: ots,
-            };
-            let (left, right) = match side {
-                Side::Left => (mine, theirs),
-                Side::Right => (theirs, mine),
-            };
-            self.emit(&key, Some(left), Some(right), ts.max(ots), out, f);
-            if mark && !was {
-                state::put(&k, &rows::encode(true, value));
-            }
-        }
-        let pos = r.position();
-        let own = rows::row_key(side, &key, ts, pos.partition, pos.offset);
-        let value = rows::encode(matched, r.value());
-        // A row an outer join may emit alone waits for its timer; any other
-        // just leaves, which the host does without calling back.
-        let gone = to.saturating_add(1);
-        if self.kind.keeps(side) {
-            state::register_timer(TimeDomain::EventTime, &own, gone);
-        } else {
-            state::expire(TimeDomain::EventTime, &own, gone);
-        }
-        match &mut self.pending {
-            Some(rows) => rows.push((own, value)),
-            None => state::put(&own, &value),
-        }
-        Ok(())
-    }
-
-    fn emit(
-        &mut self,
-        key: &[u8],
-        left: Option<Row<'_>>,
-        right: Option<Row<'_>>,
-        ts: i64,
-        out: &mut Output<'_, '_>,
-        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
-    ) {
-        self.buf.clear();
-        f(&Joined { key, left, right }, &mut self.buf);
-        out.build().key(Some(key)).timestamp(ts).emit(&self.buf);
-    }
-
-    /// A row's time is up: drop it, emitting it first when it matched
-    /// nothing and its side is kept. Returns `false` for a timer that is
-    /// not this join's.
-    pub fn on_timer(&mut self, timer: &Timer<'_>, out: &mut Output<'_, '_>) -> bool {
-        self.with_own_output(|j, f| j.on_timer_with(timer, out, f))
-    }
-
-    /// As [`Join::on_timer`], with outputs built by `f`.
-    pub fn on_timer_with(
-        &mut self,
-        timer: &Timer<'_>,
-        out: &mut Output<'_, '_>,
-        f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
-    ) -> bool {
-        if timer.domain != TimeDomain::EventTime || timer.key.first() != Some(&rows::TAG) {
-            return false;
-        }
-        let Some((side, key, ts)) = rows::parse(timer.key) else {
-            return false;
-        };
-        if self.kind.keeps(side)
-            && let Some(v) = state::get(timer.key)
-        {
-            let (matched, value) = rows::decode(&v);
-            if !matched {
-                let row = Some(Row {
-                    value,
-                    timestamp: ts,
-                });
-                let (left, right) = match side {
-                    Side::Left => (row, None),
-                    Side::Right => (None, row),
-                };
-                self.emit(key, left, right, ts, out, f);
-            }
-        }
-        state::delete(timer.key);
-        true
     }
 }
 

@@ -5,7 +5,6 @@
 //! position (so equal times never collide). A time range of one key's rows
 //! on one side is then one state scan.
 
-use crate::state;
 
 pub(crate) const TAG: u8 = b'J';
 
@@ -92,13 +91,9 @@ pub(crate) fn decode(v: &[u8]) -> (bool, &[u8]) {
     }
 }
 
-/// `side`'s rows of `key` with event times in `[from, to]`, in time order.
-pub(crate) fn range(
-    side: Side,
-    key: &[u8],
-    from: i64,
-    to: i64,
-) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> {
+/// The state keys of `side`'s rows of `key` with event times in `[from,
+/// to]`: `(start, end)`, a scan's bounds.
+pub(crate) fn bounds(side: Side, key: &[u8], from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
     let mut start = Vec::with_capacity(key.len() + 14);
     push_prefix(&mut start, side, key);
     let mut end = Vec::with_capacity(key.len() + 14);
@@ -109,7 +104,7 @@ pub(crate) fn range(
         // Up to the end of the prefix: one past its last byte string.
         None => end.push(0xff),
     }
-    state::range(start, end)
+    (start, end)
 }
 
 #[cfg(test)]

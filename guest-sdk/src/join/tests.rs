@@ -5,7 +5,8 @@ use super::*;
 use crate::testing::{
     self, fire_timers, reset_state, run, set_output_mode, set_source, set_watermark,
 };
-use crate::{Config, Transform};
+use crate::state::Timer;
+use crate::{Batch, BatchOutput, Config, Output, Transform};
 
 struct J(Join);
 

@@ -22,8 +22,8 @@ pub(crate) use generated::weir::transform::context::{
 pub(crate) use generated::weir::transform::json::{Host as JsonHost, NumberColumn as JsonNumbers};
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};
 pub(crate) use generated::weir::transform::metrics::Host as MetricsHost;
-pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost};
-pub(crate) use generated::weir::transform::timers::Host as TimersHost;
+pub(crate) use generated::weir::transform::state::{Entry, Host as StateHost, KeyRange};
+pub(crate) use generated::weir::transform::timers::{Expiry, Host as TimersHost};
 #[cfg(test)]
 pub(crate) use generated::weir::transform::types::BadRecord;
 pub(crate) use generated::weir::transform::types::Host as TypesHost;

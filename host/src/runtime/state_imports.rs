@@ -4,13 +4,16 @@
 //!
 //! [`StateContext`]: crate::engine::state::StateContext
 
-use super::bindings::{ContextHost, Entry, StateHost, TimersHost, WitOutputMode, WitTimeDomain};
+use super::bindings::{
+    ContextHost, Entry, Expiry, KeyRange, StateHost, TimersHost, WitOutputMode, WitTimeDomain,
+};
 use super::store_data::StoreData;
 use crate::engine::state::{OutputMode, TimeDomain};
 
 /// Longest key accepted, in bytes: keys are compared and copied often.
 const MAX_KEY: usize = 64 << 10;
-/// Most entries one scan returns, whatever the guest asks for.
+/// Most entries one scan (or one `scan-many`, in all) returns, whatever
+/// the guest asks for: a call's answer is copied whole into host memory.
 const MAX_SCAN: u32 = 10_000;
 
 fn domain(d: WitTimeDomain) -> TimeDomain {
@@ -24,6 +27,31 @@ fn entries(v: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Entry> {
     v.into_iter()
         .map(|(key, value)| Entry { key, value })
         .collect()
+}
+
+type Scanned = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// `scan-many`: each range scanned with `limit` (at most `MAX_SCAN`), in
+/// order, while the next answer cannot take the call past `MAX_SCAN`
+/// entries in all; the first range is always answered, so a guest asking
+/// again for the rest always gets further.
+fn scan_ranges(
+    ranges: Vec<KeyRange>,
+    limit: u32,
+    mut scan: impl FnMut(&[u8], Option<&[u8]>, usize) -> Scanned,
+) -> Vec<Vec<Entry>> {
+    let limit = limit.min(MAX_SCAN) as usize;
+    let mut left = MAX_SCAN as usize;
+    let mut out = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        if left < limit && !out.is_empty() {
+            break;
+        }
+        let got = scan(&r.start, r.end.as_deref(), limit);
+        left = left.saturating_sub(got.len());
+        out.push(entries(got));
+    }
+    out
 }
 
 impl StoreData {
@@ -69,6 +97,11 @@ impl StateHost for StoreData {
         entries(self.ctx.state.scan(&start, end.as_deref(), limit))
     }
 
+    fn scan_many(&mut self, ranges: Vec<KeyRange>, limit: u32) -> Vec<Vec<Entry>> {
+        let state = &self.ctx.state;
+        scan_ranges(ranges, limit, |start, end, n| state.scan(start, end, n))
+    }
+
     fn scan_prefix(&mut self, prefix: Vec<u8>, after: Option<Vec<u8>>, limit: u32) -> Vec<Entry> {
         let limit = limit.min(MAX_SCAN) as usize;
         entries(self.ctx.state.scan_prefix(&prefix, after.as_deref(), limit))
@@ -89,6 +122,15 @@ impl TimersHost for StoreData {
     fn expire(&mut self, d: WitTimeDomain, key: Vec<u8>, at: i64) {
         if self.admit(&key, 0) {
             self.ctx.state.register_expiry(domain(d), &key, at);
+        }
+    }
+
+    fn expire_many(&mut self, d: WitTimeDomain, expiries: Vec<Expiry>) {
+        for e in expiries {
+            if !self.admit(&e.key, 0) {
+                return;
+            }
+            self.ctx.state.register_expiry(domain(d), &e.key, e.at);
         }
     }
 
@@ -120,5 +162,51 @@ impl ContextHost for StoreData {
             OutputMode::Update => WitOutputMode::Update,
             OutputMode::Complete => WitOutputMode::Complete,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys 0..n (big-endian u32), scanned as the keyed state does.
+    fn scanner(n: u32) -> impl FnMut(&[u8], Option<&[u8]>, usize) -> Scanned {
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| i.to_be_bytes().to_vec()).collect();
+        move |start, end, limit| {
+            keys.iter()
+                .filter(|k| k.as_slice() >= start && end.is_none_or(|e| k.as_slice() < e))
+                .take(limit)
+                .map(|k| (k.clone(), Vec::new()))
+                .collect()
+        }
+    }
+
+    fn range(from: u32, to: u32) -> KeyRange {
+        KeyRange {
+            start: from.to_be_bytes().to_vec(),
+            end: Some(to.to_be_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn every_range_is_answered_as_its_own_scan_while_the_call_stays_small() {
+        let got = scan_ranges(vec![range(0, 3), range(10, 10), range(5, 100)], 4, scanner(50));
+        let lens: Vec<usize> = got.iter().map(Vec::len).collect();
+        assert_eq!(lens, [3, 0, 4]);
+        assert_eq!(got[2][0].key, 5u32.to_be_bytes());
+    }
+
+    #[test]
+    fn a_call_stops_before_a_range_that_could_pass_the_limit_but_answers_one() {
+        // 1,000 entries a range: nine fit under 10,000 with room for a
+        // tenth only while 1,000 are left.
+        let ranges: Vec<KeyRange> = (0..30).map(|i| range(i * 1000, i * 1000 + 1000)).collect();
+        let got = scan_ranges(ranges, 1000, scanner(40_000));
+        assert_eq!(got.len(), 10);
+        assert!(got.iter().all(|l| l.len() == 1000));
+        // A limit above the cap is the cap, and one range is still answered.
+        let got = scan_ranges(vec![range(0, 40_000), range(0, 1)], u32::MAX, scanner(40_000));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].len(), MAX_SCAN as usize);
     }
 }

@@ -34,146 +34,13 @@ pub enum OutputMode {
 const PAGE: u32 = 1024;
 
 #[cfg(target_arch = "wasm32")]
-mod imp {
-    use super::{OutputMode, TimeDomain};
-    use crate::bindings::weir::transform::{context, state, timers, types};
-
-    fn domain(d: TimeDomain) -> types::TimeDomain {
-        match d {
-            TimeDomain::EventTime => types::TimeDomain::EventTime,
-            TimeDomain::ProcessingTime => types::TimeDomain::ProcessingTime,
-        }
-    }
-
-    pub fn get(key: &[u8]) -> Option<Vec<u8>> {
-        state::get(key)
-    }
-    pub fn put(key: &[u8], value: &[u8]) {
-        state::put(key, value)
-    }
-    pub fn delete(key: &[u8]) {
-        state::delete(key)
-    }
-    pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
-        let entries: Vec<state::Entry> = entries
-            .into_iter()
-            .map(|(key, value)| state::Entry { key, value })
-            .collect();
-        state::put_many(&entries)
-    }
-    pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
-        state::scan(start, end, limit)
-            .into_iter()
-            .map(|e| (e.key, e.value))
-            .collect()
-    }
-    pub fn scan_prefix(prefix: &[u8], after: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
-        state::scan_prefix(prefix, after, limit)
-            .into_iter()
-            .map(|e| (e.key, e.value))
-            .collect()
-    }
-    pub fn register_timer(d: TimeDomain, key: &[u8], at: i64) {
-        timers::register(domain(d), key, at)
-    }
-    pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
-        timers::delete(domain(d), key, at)
-    }
-    pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
-        timers::expire(domain(d), key, at)
-    }
-    pub fn cancel_expiry(d: TimeDomain, key: &[u8], at: i64) {
-        timers::cancel_expiry(domain(d), key, at)
-    }
-    pub fn watermark() -> Option<i64> {
-        context::watermark()
-    }
-    pub fn processing_time() -> i64 {
-        context::processing_time()
-    }
-    pub fn event_time() -> bool {
-        context::event_time()
-    }
-    pub fn source() -> Option<String> {
-        context::source()
-    }
-    pub fn output_mode() -> OutputMode {
-        match context::query_output_mode() {
-            context::OutputMode::Append => OutputMode::Append,
-            context::OutputMode::Update => OutputMode::Update,
-            context::OutputMode::Complete => OutputMode::Complete,
-        }
-    }
-}
-
+mod imports;
+#[cfg(target_arch = "wasm32")]
+use imports as imp;
 #[cfg(not(target_arch = "wasm32"))]
-mod imp {
-    use super::{OutputMode, TimeDomain};
-    use crate::testing::NATIVE;
-
-    pub fn get(key: &[u8]) -> Option<Vec<u8>> {
-        NATIVE.with(|n| n.borrow().state.get(key).cloned())
-    }
-    pub fn put(key: &[u8], value: &[u8]) {
-        NATIVE.with(|n| n.borrow_mut().state.insert(key.to_vec(), value.to_vec()));
-    }
-    pub fn delete(key: &[u8]) {
-        NATIVE.with(|n| n.borrow_mut().state.remove(key));
-    }
-    pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
-        NATIVE.with(|n| n.borrow_mut().state.extend(entries));
-    }
-    pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
-        NATIVE.with(|n| {
-            n.borrow()
-                .state
-                .range(start.to_vec()..)
-                .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
-                .take(limit as usize)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-    }
-    pub fn scan_prefix(prefix: &[u8], after: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
-        NATIVE.with(|n| {
-            n.borrow()
-                .state
-                .range(prefix.to_vec()..)
-                .skip_while(|(k, _)| after.is_some_and(|a| k.as_slice() <= a))
-                .take_while(|(k, _)| k.starts_with(prefix))
-                .take(limit as usize)
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-    }
-    pub fn register_timer(d: TimeDomain, key: &[u8], at: i64) {
-        NATIVE.with(|n| n.borrow_mut().timers.insert((d, at, key.to_vec())));
-    }
-    pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
-        NATIVE.with(|n| n.borrow_mut().timers.remove(&(d, at, key.to_vec())));
-    }
-    pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
-        NATIVE.with(|n| n.borrow_mut().expiries.insert((d, at, key.to_vec())));
-    }
-    pub fn cancel_expiry(d: TimeDomain, key: &[u8], at: i64) {
-        NATIVE.with(|n| n.borrow_mut().expiries.remove(&(d, at, key.to_vec())));
-    }
-    pub fn watermark() -> Option<i64> {
-        NATIVE.with(|n| n.borrow().watermark)
-    }
-    pub fn processing_time() -> i64 {
-        NATIVE.with(|n| n.borrow().processing_time)
-    }
-    pub fn output_mode() -> OutputMode {
-        NATIVE.with(|n| n.borrow().output_mode)
-    }
-    pub fn event_time() -> bool {
-        NATIVE.with(|n| n.borrow().event_time)
-    }
-    pub fn source() -> Option<String> {
-        NATIVE.with(|n| n.borrow().source.clone())
-    }
-}
+mod native;
+#[cfg(not(target_arch = "wasm32"))]
+use native as imp;
 
 /// The value stored under `key`.
 pub fn get(key: &[u8]) -> Option<Vec<u8>> {
@@ -200,6 +67,37 @@ pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
 /// Up to `limit` entries with `start <= key < end` (`None`: no upper bound).
 pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
     imp::scan(start, end, limit)
+}
+
+/// Every entry of each range `(start, end)` (`start <= key < end`), in key
+/// order, with as few host calls as the host allows: one for all the
+/// ranges' first pages, while they fit its limit, then a call per further
+/// page of a range that has more.
+pub fn ranges(mut ranges: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::with_capacity(ranges.len());
+    while out.len() < ranges.len() {
+        let mut rest = ranges.split_off(out.len());
+        let answers = imp::scan_many(&mut rest, PAGE);
+        ranges.append(&mut rest);
+        if answers.is_empty() {
+            // A host answers at least one range; guard the loop anyway.
+            let (start, end) = ranges[out.len()].clone();
+            out.push(range(start, end).collect());
+            continue;
+        }
+        for mut page in answers {
+            let (_, end) = &ranges[out.len()];
+            if page.len() == PAGE as usize
+                && let Some((last, _)) = page.last()
+            {
+                let mut from = last.clone();
+                from.push(0);
+                page.extend(range(from, end.clone()));
+            }
+            out.push(page);
+        }
+    }
+    out
 }
 
 /// Entries fetched from the host a page at a time: `fetch` gets the last
@@ -268,6 +166,13 @@ pub fn expire(domain: TimeDomain, key: &[u8], at: i64) {
     imp::expire(domain, key, at)
 }
 
+/// [`expire`] of each `(key, at)`, in one host call.
+pub fn expire_many(domain: TimeDomain, expiries: Vec<(Vec<u8>, i64)>) {
+    if !expiries.is_empty() {
+        imp::expire_many(domain, expiries)
+    }
+}
+
 /// Withdraw an expiry registered with the same domain, key and time.
 pub fn cancel_expiry(domain: TimeDomain, key: &[u8], at: i64) {
     imp::cancel_expiry(domain, key, at)
@@ -309,3 +214,6 @@ pub struct Timer<'a> {
     /// The time it was registered for.
     pub time: i64,
 }
+
+#[cfg(test)]
+mod tests;
