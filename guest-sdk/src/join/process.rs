@@ -62,8 +62,9 @@ impl Join {
         };
         let r = (|| {
             for first in (0..batch.len()).step_by(CHUNK) {
-                let records: Vec<Record<'_>> =
-                    (first..batch.len().min(first + CHUNK)).map(|i| batch.get(i)).collect();
+                let records: Vec<Record<'_>> = (first..batch.len().min(first + CHUNK))
+                    .map(|i| batch.get(i))
+                    .collect();
                 let lookups: Vec<Result<Lookup, RecordError>> =
                     records.iter().map(|r| self.lookup(side, r)).collect();
                 let ranges = lookups

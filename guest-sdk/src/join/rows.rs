@@ -5,7 +5,6 @@
 //! position (so equal times never collide). A time range of one key's rows
 //! on one side is then one state scan.
 
-
 pub(crate) const TAG: u8 = b'J';
 
 /// Which input of the join a row came from.

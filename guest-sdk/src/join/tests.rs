@@ -2,10 +2,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::*;
+use crate::state::Timer;
 use crate::testing::{
     self, fire_timers, reset_state, run, set_output_mode, set_source, set_watermark,
 };
-use crate::state::Timer;
 use crate::{Batch, BatchOutput, Config, Output, Transform};
 
 struct J(Join);

@@ -11,8 +11,9 @@ fn ranges_answers_each_range_whole_past_pages_and_the_call_limit() {
     put_many((0..30_000).map(|i| (key(i), key(i * 2))).collect());
     // Twelve ranges of 1,500 entries (over a page each, 18,000 in all:
     // past one call's 10,000), an empty one, and one past the end.
-    let mut asked: Vec<(Vec<u8>, Vec<u8>)> =
-        (0..12).map(|r| (key(r * 2000), key(r * 2000 + 1500))).collect();
+    let mut asked: Vec<(Vec<u8>, Vec<u8>)> = (0..12)
+        .map(|r| (key(r * 2000), key(r * 2000 + 1500)))
+        .collect();
     asked.push((key(5), key(5)));
     asked.push((key(29_990), key(40_000)));
     let got = ranges(asked.clone());

@@ -190,7 +190,11 @@ mod tests {
 
     #[test]
     fn every_range_is_answered_as_its_own_scan_while_the_call_stays_small() {
-        let got = scan_ranges(vec![range(0, 3), range(10, 10), range(5, 100)], 4, scanner(50));
+        let got = scan_ranges(
+            vec![range(0, 3), range(10, 10), range(5, 100)],
+            4,
+            scanner(50),
+        );
         let lens: Vec<usize> = got.iter().map(Vec::len).collect();
         assert_eq!(lens, [3, 0, 4]);
         assert_eq!(got[2][0].key, 5u32.to_be_bytes());
@@ -205,7 +209,11 @@ mod tests {
         assert_eq!(got.len(), 10);
         assert!(got.iter().all(|l| l.len() == 1000));
         // A limit above the cap is the cap, and one range is still answered.
-        let got = scan_ranges(vec![range(0, 40_000), range(0, 1)], u32::MAX, scanner(40_000));
+        let got = scan_ranges(
+            vec![range(0, 40_000), range(0, 1)],
+            u32::MAX,
+            scanner(40_000),
+        );
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].len(), MAX_SCAN as usize);
     }

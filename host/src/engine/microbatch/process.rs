@@ -67,13 +67,15 @@ impl MicroBatchQuery {
         ),
         EngineError,
     > {
+        // Sources read side by side (a join's two files at once).
+        let reads: Vec<_> = self.sources.iter_mut().zip(&entry.sources).collect();
+        let read = crate::engine::parallel::map(reads, self.options.parallelism, |(s, r)| {
+            s.read(&r.start, &r.end)
+        });
         let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
         let mut per_source = vec![0u64; self.sources.len()];
-        for (i, r) in entry.sources.iter().enumerate() {
-            for b in self.sources[i]
-                .read(&r.start, &r.end)
-                .map_err(self.source_err(i))?
-            {
+        for (i, batches) in read.into_iter().enumerate() {
+            for b in batches.map_err(self.source_err(i))? {
                 per_source[i] += b.len() as u64;
                 inputs.push((i, b));
             }
