@@ -8,7 +8,7 @@ use super::bindings::{
     ContextHost, Entry, Expiry, KeyRange, StateHost, TimersHost, WitOutputMode, WitTimeDomain,
 };
 use super::store_data::StoreData;
-use crate::engine::state::{OutputMode, TimeDomain};
+use crate::engine::state::{ENTRY_OVERHEAD, OutputMode, TimeDomain};
 
 /// Longest key accepted, in bytes: keys are compared and copied often.
 const MAX_KEY: usize = 64 << 10;
@@ -55,6 +55,22 @@ fn scan_ranges(
 }
 
 impl StoreData {
+    /// Whether writes of keys this long, `size` bytes in all, would each
+    /// be admitted (then none needs its own check): room for all of them,
+    /// with each one's overhead, as if every key were new.
+    fn fits(&self, key_lens: impl ExactSizeIterator<Item = usize>, size: usize) -> bool {
+        let overhead = key_lens.len().saturating_mul(ENTRY_OVERHEAD);
+        let mut key_lens = key_lens;
+        key_lens.all(|l| l <= MAX_KEY)
+            && self
+                .ctx
+                .state
+                .memory_bytes()
+                .saturating_add(size)
+                .saturating_add(overhead)
+                <= self.max_state
+    }
+
     /// Refuse a write that would take the state past its limit (or a key
     /// past its size limit); the call then fails as out of memory.
     fn admit(&mut self, key: &[u8], value_len: usize) -> bool {
@@ -84,6 +100,12 @@ impl StateHost for StoreData {
     }
 
     fn put_many(&mut self, entries: Vec<Entry>) {
+        let size = entries.iter().map(|e| e.key.len() + e.value.len());
+        if self.fits(entries.iter().map(|e| e.key.len()), size.sum()) {
+            let entries = entries.into_iter().map(|e| (e.key, e.value)).collect();
+            self.ctx.state.put_many(entries);
+            return;
+        }
         for e in entries {
             if !self.admit(&e.key, e.value.len()) {
                 return;
@@ -126,6 +148,12 @@ impl TimersHost for StoreData {
     }
 
     fn expire_many(&mut self, d: WitTimeDomain, expiries: Vec<Expiry>) {
+        let size = expiries.iter().map(|e| e.key.len()).sum();
+        if self.fits(expiries.iter().map(|e| e.key.len()), size) {
+            let expiries = expiries.into_iter().map(|e| (e.key, e.at)).collect();
+            self.ctx.state.register_expiries(domain(d), expiries);
+            return;
+        }
         for e in expiries {
             if !self.admit(&e.key, 0) {
                 return;

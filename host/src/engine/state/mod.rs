@@ -18,7 +18,7 @@ pub mod watermark;
 
 pub use event_time::{EventStats, EventTimeOptions, LatePolicy};
 pub use files::{StateFileOptions, StatePartition};
-pub use keyed::{KeyedState, TimeDomain, Timer};
+pub use keyed::{ENTRY_OVERHEAD, KeyedState, TimeDomain, Timer};
 pub use map::StateBackend;
 pub use run::{BatchTime, StatefulOptions, TaskStats};
 pub use watermark::{Watermark, WatermarkRule};

@@ -11,6 +11,7 @@ use std::ops::Bound;
 
 use super::map::{Change, KeyRef, Map, MemoryMap, StateBackend, clear_for_reuse};
 
+mod bulk;
 mod timers;
 pub use timers::{TimeDomain, Timer};
 
@@ -28,7 +29,7 @@ pub(crate) fn known_namespace(raw: &[u8]) -> bool {
 
 /// Rough per-entry overhead of the ordered map and the key/value vectors,
 /// counted in `memoryUsedBytes` so many tiny entries are not reported as free.
-const ENTRY_OVERHEAD: usize = 64;
+pub const ENTRY_OVERHEAD: usize = 64;
 
 /// User entries without their namespace byte.
 fn strip(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(Vec<u8>, Vec<u8>)> {

@@ -28,7 +28,7 @@ impl TimeDomain {
         }
     }
 
-    fn expiry_namespace(self) -> u8 {
+    pub(super) fn expiry_namespace(self) -> u8 {
         match self {
             TimeDomain::EventTime => EVENT_EXPIRIES,
             TimeDomain::ProcessingTime => PROCESSING_EXPIRIES,
@@ -48,7 +48,7 @@ fn time_bytes(t: i64) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
 }
 
-fn timer_key(ns: u8, time: i64, key: &[u8]) -> Vec<u8> {
+pub(super) fn timer_key(ns: u8, time: i64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + key.len());
     k.push(ns);
     k.extend_from_slice(&time_bytes(time));

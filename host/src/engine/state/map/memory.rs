@@ -40,6 +40,19 @@ pub(crate) struct MemoryMap {
     /// flagged again, so one range removal records them all.
     popped_through: Vec<u8>,
     popped: bool,
+    /// A merge flagged entries without listing their keys in `flagged`:
+    /// the next delta walks the map.
+    unlisted: bool,
+}
+
+/// What a merged entry found under its key.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Merged {
+    Added,
+    /// The value it replaced (a put).
+    Replaced(Vec<u8>),
+    /// Present already and left as it was (a timer).
+    Kept,
 }
 
 /// Look the flagged keys up, rather than walk the map, when at most one
@@ -126,6 +139,69 @@ impl MemoryMap {
         Some((key.0, !slot.changed))
     }
 
+    /// Whether merging `n` entries beats a search per entry: the merge
+    /// rebuilds the map, so it pays when they are many against its size.
+    pub(crate) fn merge_pays(&self, n: usize) -> bool {
+        n >= 1024 && n.saturating_mul(4) >= self.entries.len()
+    }
+
+    /// Set every entry of `new` (sorted by key, each key once) with one
+    /// pass over the map, which is rebuilt: W3's batches put about as many
+    /// rows and expiries as each map held, and a search per entry (a few
+    /// dozen comparisons through keys scattered in memory) cost several
+    /// times a rebuild. An existing key takes the new value when `replace`
+    /// (a put) or keeps its own (a timer, registered once). `each` hears
+    /// what every new entry found, before it goes in.
+    pub(crate) fn merge_sorted(
+        &mut self,
+        new: Vec<(Vec<u8>, Vec<u8>)>,
+        replace: bool,
+        each: &mut dyn FnMut(&[u8], Merged),
+    ) {
+        let mut old = std::mem::take(&mut self.entries).into_iter().peekable();
+        let mut out: Vec<(Key, Slot)> = Vec::with_capacity(old.len() + new.len());
+        for (k, v) in new {
+            while let Some((o, _)) = old.peek()
+                && KeyRef::new(&o.0) < KeyRef::new(&k)
+            {
+                out.extend(old.next());
+            }
+            match old.next_if(|(o, _)| o.0 == k) {
+                Some((o, slot)) if replace => {
+                    self.changed += usize::from(!slot.changed);
+                    each(&k, Merged::Replaced(slot.value));
+                    out.push((
+                        o,
+                        Slot {
+                            value: v,
+                            changed: true,
+                        },
+                    ));
+                }
+                Some(kept) => {
+                    each(&k, Merged::Kept);
+                    out.push(kept);
+                }
+                None => {
+                    self.changed += 1;
+                    each(&k, Merged::Added);
+                    out.push((
+                        Key(k),
+                        Slot {
+                            value: v,
+                            changed: true,
+                        },
+                    ));
+                }
+            }
+        }
+        out.extend(old);
+        self.unlisted = true;
+        // Sorted input: `from_iter` checks the order and builds the tree
+        // bottom-up, in one pass.
+        self.entries = out.into_iter().collect();
+    }
+
     /// Entries from `lo` on, in key order.
     pub(crate) fn range<'a>(
         &'a self,
@@ -149,7 +225,9 @@ impl MemoryMap {
             f(Change::RemoveThrough(&self.popped_through));
         }
         clear_for_reuse(&mut self.removed);
-        if self.changed.saturating_mul(SPARSE) <= self.entries.len() {
+        if !std::mem::take(&mut self.unlisted)
+            && self.changed.saturating_mul(SPARSE) <= self.entries.len()
+        {
             let mut keys: Vec<&[u8]> = Vec::with_capacity(self.flagged_ends.len());
             let mut start = 0;
             for &end in &self.flagged_ends {

@@ -12,7 +12,7 @@ mod memory;
 
 use disk::DiskMap;
 pub(crate) use key::KeyRef;
-pub(crate) use memory::MemoryMap;
+pub(crate) use memory::{MemoryMap, Merged};
 
 /// Receives a version's changes: (key, value now or `None`: removed).
 pub(crate) type ChangeSink<'a> = dyn FnMut(&[u8], Option<&[u8]>) + 'a;
@@ -82,6 +82,14 @@ impl Map {
         match self {
             Map::Memory(m) => m.get(k).map(Cow::Borrowed),
             Map::Disk(d) => d.get(k).map(Cow::Owned),
+        }
+    }
+
+    /// The map, when in memory.
+    pub(crate) fn memory(&mut self) -> Option<&mut MemoryMap> {
+        match self {
+            Map::Memory(m) => Some(m),
+            Map::Disk(_) => None,
         }
     }
 
