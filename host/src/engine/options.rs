@@ -161,6 +161,8 @@ pub enum EngineError {
     Unsupported(String),
     #[error("task thread for {task} stopped: {message}")]
     TaskPanicked { task: String, message: String },
+    #[error("cannot start the query's task threads: {0}")]
+    Threads(std::io::Error),
 }
 
 /// What a finished `run` did.

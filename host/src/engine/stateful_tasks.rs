@@ -28,8 +28,8 @@ pub(crate) struct StatefulBatch<'a> {
     pub version: u64,
     pub time: BatchTime,
     pub store: &'a dyn CheckpointStore,
-    /// Most tasks running at once.
-    pub parallelism: usize,
+    /// The query's threads, which run the tasks.
+    pub workers: &'a super::parallel::Workers,
 }
 
 /// A batch's input by task ((operator, partition) for state partitions,
@@ -122,7 +122,7 @@ impl Tasks<'_> {
             let r = result.map(|()| (sources.into_iter().zip(parts).collect(), stats));
             (w, r)
         };
-        let done = super::parallel::map(work, sb.parallelism, run_one);
+        let done = sb.workers.map(work, run_one);
         let mut parts_out = Vec::new();
         let mut rejected = Rejections::default();
         let mut stats = BTreeMap::new();

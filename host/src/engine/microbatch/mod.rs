@@ -39,6 +39,8 @@ pub struct MicroBatchQuery {
     watermark: Watermark,
     /// Replay: the recorded batches still to run (see [`Self::replay`]).
     replay: Option<std::collections::VecDeque<OffsetEntry>>,
+    /// The threads the batch's state tasks run on, kept across batches.
+    workers: super::parallel::Workers,
     _lock: super::checkpoint::CheckpointLock,
 }
 
@@ -109,6 +111,8 @@ impl MicroBatchQuery {
             states: HashMap::new(),
             watermark: Watermark::default(),
             replay: None,
+            workers: super::parallel::Workers::new(options.parallelism, "weir-task")
+                .map_err(EngineError::Threads)?,
             options,
             _lock: lock,
         })

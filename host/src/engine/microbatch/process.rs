@@ -116,7 +116,7 @@ impl MicroBatchQuery {
             version: entry.batch_id,
             time,
             store: &*self.store,
-            parallelism: self.options.parallelism,
+            workers: &self.workers,
         };
         let (mut parts, mut rejected, per_task) = tasks.run_stateful(groups, sb)?;
         for (i, b, reasons) in unkeyed {
