@@ -164,6 +164,33 @@ void __wasm_import_weir_transform_state_scan_prefix(uint8_t *prefix, size_t pref
   scan(i, prefix, prefix_len, true, limit, ret);
 }
 
+// As the host answers: each range scanned in order while the next answer
+// cannot take the call past 10,000 entries in all (the first always
+// answered), as a list of lists the caller frees.
+void __wasm_import_weir_transform_state_scan_many(uint8_t *ranges, size_t n, int32_t limit, uint8_t *ret) {
+  const weir_transform_state_key_range_t *r = (const weir_transform_state_key_range_t *)ranges;
+  uint32_t lim = (uint32_t)limit < 10000 ? (uint32_t)limit : 10000, left = 10000;
+  weir_transform_state_list_entry_t *lists = malloc((n + 1) * sizeof *lists);
+  if (!lists) abort();
+  size_t done = 0;
+  for (; done < n && (done == 0 || left >= lim); done++) {
+    uint8_t page[2 * sizeof(void *)];
+    bool found;
+    const full_transformer_option_list_u8_t *end = &r[done].end;
+    scan(find(r[done].start.ptr, r[done].start.len, &found), end->is_some ? end->val.ptr : NULL, end->val.len, false,
+         (int32_t)lim, page);
+    memcpy(&lists[done].ptr, page, sizeof(void *));
+    memcpy(&lists[done].len, page + sizeof(void *), sizeof(size_t));
+    left -= (uint32_t)lists[done].len;
+  }
+  if (!done) {
+    free(lists);
+    lists = NULL;
+  }
+  memcpy(ret, &lists, sizeof lists);
+  memcpy(ret + sizeof(void *), &done, sizeof done);
+}
+
 static int timer_cmp(const timer *a, const timer *b) {
   if (a->at != b->at) return a->at < b->at ? -1 : 1;
   int c = cmp(a->key.ptr, a->key.len, b->key.ptr, b->key.len);
@@ -208,6 +235,11 @@ void __wasm_import_weir_transform_timers_delete(int32_t domain, uint8_t *k, size
 
 void __wasm_import_weir_transform_timers_expire(int32_t domain, uint8_t *k, size_t n, int64_t at) {
   add_timer(&expiries, domain, k, n, at);
+}
+
+void __wasm_import_weir_transform_timers_expire_many(int32_t domain, uint8_t *list, size_t n) {
+  const weir_transform_timers_expiry_t *e = (const weir_transform_timers_expiry_t *)list;
+  for (size_t i = 0; i < n; i++) add_timer(&expiries, domain, e[i].key.ptr, e[i].key.len, e[i].at);
 }
 
 void __wasm_import_weir_transform_timers_cancel_expiry(int32_t domain, uint8_t *k, size_t n, int64_t at) {

@@ -1,6 +1,6 @@
 // The C SDK's loop and column rules natively, through the test harness:
 // values, keys, headers, timestamps, routes, tombstones, refusals, config,
-// the per-record export, keyed state and timers.
+// the per-record export, keyed state and timers, the batch state imports.
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,8 +108,40 @@ static void state_and_timers(void) {
   weir_test_free(&r);
 }
 
+// The native stand-ins of the batch imports: scan-many answers each range
+// as scan does; expire-many registers expiries that delete their keys.
+static void batch_imports(void) {
+  weir_test_reset();
+  const char *keys[] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; i++) {
+    full_transformer_list_u8_t k = {(uint8_t *)keys[i], 1}, v = {(uint8_t *)"v", 1};
+    weir_transform_state_put(&k, &v);
+  }
+  weir_transform_state_key_range_t ranges[] = {
+      {{(uint8_t *)"a", 1}, {true, {(uint8_t *)"c", 1}}},
+      {{(uint8_t *)"x", 1}, {false, {NULL, 0}}},
+      {{(uint8_t *)"b", 1}, {false, {NULL, 0}}},
+  };
+  weir_transform_state_list_key_range_t list = {ranges, 3};
+  weir_transform_state_list_list_entry_t got;
+  weir_transform_state_scan_many(&list, 2, &got);
+  CHECK(got.len == 3 && got.ptr[0].len == 2 && got.ptr[1].len == 0 && got.ptr[2].len == 2 &&
+            SAME(got.ptr[2].ptr[1].key, "c"),
+        "scan-many answers");
+  weir_transform_state_list_list_entry_free(&got);
+  weir_transform_timers_expiry_t e[] = {{{(uint8_t *)"a", 1}, 5}, {{(uint8_t *)"b", 1}, 50}};
+  weir_transform_timers_list_expiry_t expiries = {e, 2};
+  weir_transform_timers_expire_many(WEIR_TRANSFORM_TYPES_TIME_DOMAIN_EVENT_TIME, &expiries);
+  weir_test_result r = weir_test_fire_timers(10);
+  weir_test_free(&r);
+  weir_bytes k, v;
+  CHECK(weir_test_state_at(0, &k, &v) && SAME(k, "b") && weir_test_state_at(2, &k, &v) && !weir_test_state_at(3, &k, &v),
+        "an expiry due deleted its key");
+}
+
 int main(void) {
   columns();
   state_and_timers();
+  batch_imports();
   DONE("sdk_test");
 }
