@@ -106,7 +106,7 @@ mod direct {
                 break;
             }
             done += w as usize;
-            if w as usize % ALIGN != 0 {
+            if !(w as usize).is_multiple_of(ALIGN) {
                 break;
             }
         }

@@ -133,10 +133,13 @@ mod tests {
         *seed
     }
 
+    /// Rows, counts (rows, updated, removed), bytes, and the delta.
+    type Observed = (Vec<(Vec<u8>, Vec<u8>)>, [u64; 3], usize, Vec<String>);
+
     /// The state's contents, counts and next delta (which it drains; each
     /// map's removals in key order: a rolled back merge lists them in key
     /// order, not in call order).
-    fn observe(s: &mut KeyedState) -> (Vec<(Vec<u8>, Vec<u8>)>, [u64; 3], usize, Vec<String>) {
+    fn observe(s: &mut KeyedState) -> Observed {
         let rows = s.scan(b"", None, usize::MAX);
         let counts = [s.rows(), s.rows_updated(), s.rows_removed()];
         let bytes = s.memory_bytes();
