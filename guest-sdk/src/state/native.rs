@@ -55,7 +55,8 @@ pub fn expire_many(d: TimeDomain, expiries: Vec<(Vec<u8>, i64)>) {
 }
 /// As the host answers: ranges in order, stopping before one whose
 /// answer could pass 10,000 entries in all (the first always answered).
-// The wasm side's signature, which moves the ranges into the call and back.
+/// The signature is the wasm side's, which moves the ranges into the call
+/// and back.
 #[allow(clippy::ptr_arg)]
 pub fn scan_many(ranges: &mut Vec<(Vec<u8>, Vec<u8>)>, limit: u32) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
     let limit = limit.min(10_000);

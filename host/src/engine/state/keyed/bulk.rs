@@ -18,9 +18,10 @@ fn sort_last_wins(entries: &mut Vec<(Vec<u8>, Vec<u8>)>) {
     entries.reverse();
 }
 
-/// What a merge changed, for the bookkeeping after it: per changed entry
-/// its raw key's length, where its key ends in `keys` (kept only while a
-/// call runs, for undo), its new value's length and what it found.
+/// What a merge did, for the bookkeeping after it: per merged entry its
+/// raw key's length, where its key ends in `keys` (kept only while a call
+/// runs, for undo, and only for entries that changed), its new value's
+/// length and what it found.
 #[derive(Default)]
 struct Changes {
     entries: Vec<(usize, usize, usize, Merged)>,
