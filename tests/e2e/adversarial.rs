@@ -11,7 +11,7 @@ use std::path::Path;
 use weir::engine::RecordBatch;
 use weir::log::Topic;
 
-use crate::testkit::{guest, run_pipeline as run, weir};
+use crate::testkit::{guest, progress_of, progress_run, run_pipeline as run, weir};
 
 /// The hostile stream, and the error kind each hostile record must get.
 const STREAM: &[(&str, Option<&str>)] = &[
@@ -184,20 +184,8 @@ fn the_fail_policy_names_the_record_and_the_skip_policy_counts_it() {
         "skip",
         "",
     );
-    let out = weir()
-        .arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let p: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
-    assert_eq!(p["numRejectedRows"], 1);
+    let (progress, _) = progress_of(progress_run(&dir.path().join("p.toml")));
+    assert_eq!(progress.last().unwrap()["numRejectedRows"], 1);
     let good: Vec<String> = read(dir.path(), "out")
         .iter()
         .map(|r| r["value"].as_str().unwrap().to_string())

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::{Output, Stdio};
 
-use crate::testkit::{guest, weir};
+use crate::testkit::{guest, progress_of, progress_run, weir};
 
 fn run_with_stdin(args: &[&str], stdin: &str) -> Output {
     let mut child = weir()
@@ -191,15 +191,8 @@ fn log_create_append_read_and_status() {
         guest("uppercase").display()
     );
     std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-    let out = weir()
-        .arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let progress: serde_json::Value =
-        serde_json::from_str(text(&out.stdout).lines().next().unwrap()).unwrap();
+    let (progress, _) = progress_of(progress_run(&dir.path().join("p.toml")));
+    let progress = &progress[0];
     assert_eq!(progress["batchId"], 0);
     assert_eq!(progress["numInputRows"], 3);
     assert_eq!(progress["sink"]["numOutputRows"], 3);

@@ -125,21 +125,9 @@ fn restarting_a_continuous_checkpoint_in_micro_batch_mode_is_refused() {
 #[test]
 fn continuous_progress_reports_each_epoch_with_latency_and_lag() {
     let f = Fixture::continuous(3000);
-    let out = crate::testkit::weir()
-        .arg("run")
-        .arg(f.path().join("p.toml"))
-        .args(["--progress", "json", "--exit-when-idle", "300ms"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let epochs: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let mut run = crate::testkit::progress_run(&f.path().join("p.toml"));
+    run.args(["--exit-when-idle", "300ms"]);
+    let (epochs, _) = crate::testkit::progress_of(run);
     assert!(!epochs.is_empty());
     let rows: u64 = epochs
         .iter()

@@ -324,23 +324,12 @@ fn guest_logs_are_visible_but_rate_limited_and_metrics_reach_progress() {
         guest("misbehave").display()
     );
     std::fs::write(dir.path().join("p.toml"), spec).unwrap();
-    let out = crate::testkit::weir()
-        .arg("run")
-        .arg(dir.path().join("p.toml"))
-        .args(["--progress", "json"])
-        .env_remove("WEIR_LOG")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut run = crate::testkit::progress_run(&dir.path().join("p.toml"));
+    run.env_remove("WEIR_LOG");
+    let (progress, stderr) = crate::testkit::progress_of(run);
     let seen = stderr.matches("log record seen").count();
     assert_eq!(seen, 100, "{stderr}");
-    let progress: serde_json::Value =
-        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().next().unwrap()).unwrap();
+    let progress = &progress[0];
     assert_eq!(
         progress["transformMetrics"]["counters"]["logged"], 300,
         "{progress}"

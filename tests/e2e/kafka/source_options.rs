@@ -6,7 +6,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{Rec, add_partitions, broker, create_topic, produce, sorted_values, unique};
-use crate::testkit::{guest, weir};
+use crate::testkit::{guest, progress_of, progress_run};
 
 /// A pipeline from `source` (the body of a `[[source]]` table) to a fresh
 /// output topic, records unchanged unless `transform` names a table body.
@@ -48,30 +48,20 @@ topic = "{output}"
         std::fs::write(&p, s.replace(from, to)).unwrap();
     }
 
+    fn command(&self) -> std::process::Command {
+        progress_run(&self.dir.path().join("p.toml"))
+    }
+
     fn run(&self) -> std::process::Output {
-        weir()
-            .arg("run")
-            .arg(self.dir.path().join("p.toml"))
-            .args(["--progress", "json"])
-            .output()
-            .unwrap()
+        self.command().output().unwrap()
     }
 
     fn run_ok(&self) -> Vec<serde_json::Value> {
-        let out = self.run();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        progress_lines(&out.stdout)
+        progress_of(self.command()).0
     }
 
     fn spawn(&self) -> Child {
-        weir()
-            .arg("run")
-            .arg(self.dir.path().join("p.toml"))
-            .args(["--progress", "json"])
+        self.command()
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -81,13 +71,6 @@ topic = "{output}"
     fn values(&self) -> Vec<String> {
         sorted_values(broker(), &self.output)
     }
-}
-
-fn progress_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {

@@ -278,6 +278,27 @@ pub fn run_command(dir: &Path, idle: Option<&str>) -> Command {
     c
 }
 
+/// `weir run PIPELINE --progress json`: each batch's (or epoch's) progress
+/// as one JSON line on stdout (see [`progress_of`]).
+pub fn progress_run(pipeline: &Path) -> Command {
+    let mut c = weir();
+    c.arg("run").arg(pipeline).args(["--progress", "json"]);
+    c
+}
+
+/// Run `c` (a [`progress_run`]) to completion, panicking with its stderr
+/// unless it exits 0: its progress records in order, and its stderr.
+pub fn progress_of(mut c: Command) -> (Vec<serde_json::Value>, String) {
+    let out = c.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "weir failed: {stderr}");
+    let progress = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("progress line {l:?}: {e}")))
+        .collect();
+    (progress, stderr)
+}
+
 /// Run `c` to completion; panics with its stderr unless it exits 0.
 pub fn run_ok(mut c: Command) {
     let out = c.output().unwrap();

@@ -39,7 +39,8 @@ pub struct MicroBatchQuery {
     watermark: Watermark,
     /// Replay: the recorded batches still to run (see [`Self::replay`]).
     replay: Option<std::collections::VecDeque<OffsetEntry>>,
-    /// The threads the batch's state tasks run on, kept across batches.
+    /// The threads a batch reads, exchanges and runs its state tasks on,
+    /// kept across batches.
     workers: super::parallel::Workers,
     _lock: super::checkpoint::CheckpointLock,
 }

@@ -10,6 +10,7 @@ use crate::engine::connector::Source;
 use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
 use crate::engine::output::TransformOutput;
+use crate::engine::parallel::Workers;
 use crate::engine::state::run::progress_fields;
 use crate::engine::state::{BatchTime, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
@@ -69,9 +70,7 @@ impl MicroBatchQuery {
     > {
         // Sources read side by side (a join's two files at once).
         let reads: Vec<_> = self.sources.iter_mut().zip(&entry.sources).collect();
-        let read = crate::engine::parallel::map(reads, self.options.parallelism, |(s, r)| {
-            s.read(&r.start, &r.end)
-        });
+        let read = self.workers.map(reads, |(s, r)| s.read(&r.start, &r.end));
         let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
         let mut per_source = vec![0u64; self.sources.len()];
         for (i, batches) in read.into_iter().enumerate() {
@@ -99,7 +98,7 @@ impl MicroBatchQuery {
                 &self.sources,
                 &self.options.state.partitioning,
                 inputs,
-                self.options.parallelism,
+                &self.workers,
             )?
         } else {
             let mut groups = Groups::new();
@@ -147,10 +146,10 @@ fn exchange(
     sources: &[Box<dyn Source>],
     partitioning: &Partitioning,
     inputs: Vec<(usize, RecordBatch)>,
-    parallelism: usize,
+    workers: &Workers,
 ) -> Result<(Groups, Unkeyed), EngineError> {
     let names: Vec<String> = sources.iter().map(|s| s.description()).collect();
-    let routed = crate::engine::parallel::map(inputs, parallelism, |(i, b)| {
+    let routed = workers.map(inputs, |(i, b)| {
         (i, partitioning.route_from(i, &names[i], b))
     });
     let mut groups = Groups::new();

@@ -74,20 +74,10 @@ fn levels_off(kind: &str) {
     orders.push(("o-end".into(), "user-0".into(), end));
     pays.push(("o-end".into(), 1, end));
     let f = JoinFixture::new(kind, false, &orders, &pays);
-    let out = crate::testkit::weir()
-        .arg("run")
-        .arg(f.path().join("p.toml"))
-        .args(["--progress", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ops: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    let (progress, _) =
+        crate::testkit::progress_of(crate::testkit::progress_run(&f.path().join("p.toml")));
+    let ops: Vec<serde_json::Value> = progress
+        .iter()
         .filter_map(|p| p["stateOperators"].get(0).cloned())
         .collect();
     let sum = |field: &str| {
