@@ -166,8 +166,17 @@ impl Partitioning {
             routed.parts.push((first.expect("non-empty"), batch));
             return Ok(routed);
         }
-        let mut per: Vec<RecordBatch> = (0..self.partitions)
-            .map(|_| RecordBatch::new(batch.partition))
+        // Each part sized up front (records and value bytes), not grown.
+        let mut sizes = vec![(0usize, 0usize); self.partitions as usize];
+        for (i, &t) in targets.iter().enumerate() {
+            if let Some(s) = sizes.get_mut(t as usize) {
+                s.0 += 1;
+                s.1 += batch.get(i).value.len();
+            }
+        }
+        let mut per: Vec<RecordBatch> = sizes
+            .into_iter()
+            .map(|(n, bytes)| RecordBatch::with_capacity(batch.partition, n, bytes))
             .collect();
         let mut unreadable = RecordBatch::new(batch.partition);
         for (i, &t) in targets.iter().enumerate() {

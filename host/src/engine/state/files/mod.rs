@@ -191,6 +191,9 @@ impl StatePartition {
         if due {
             self.state.drain_delta(|_| {});
             let mut enc = Encoder::new(SNAPSHOT, v, std::mem::take(&mut self.buffer));
+            // The state's estimate (with 64 bytes an entry, more than the
+            // file's 9) bounds the file: reserved once, not grown by copies.
+            enc.out.reserve(self.state.memory_bytes());
             self.state.for_each_raw(|k, v| enc.push(PUT, k, Some(v)));
             let bytes = enc.finish();
             if options.write_once {
