@@ -48,6 +48,14 @@ fn time_bytes(t: i64) -> [u8; 8] {
     ((t as u64) ^ (1 << 63)).to_be_bytes()
 }
 
+/// The first key of namespace `ns` not due at `upto`.
+fn due_end(ns: u8, upto: i64) -> Vec<u8> {
+    match upto.checked_add(1) {
+        Some(next) => [&[ns][..], &time_bytes(next)].concat(),
+        None => vec![ns + 1],
+    }
+}
+
 pub(super) fn timer_key(ns: u8, time: i64, key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(9 + key.len());
     k.push(ns);
@@ -82,15 +90,11 @@ impl KeyedState {
     /// (inclusive), with the expiries; returns how many expiries were due.
     pub fn expire_due(&mut self, domain: TimeDomain, upto: i64) -> u64 {
         let ns = domain.expiry_namespace();
-        let upto = time_bytes(upto);
-        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
-        let mut n = 0;
-        if self.timers.is_some() {
+        if let Some(timers) = &mut self.timers {
+            let popped = timer_map(timers, ns).pop_below(&due_end(ns, upto));
+            let n = popped.len() as u64;
             let mut buf = [0; STACK_KEY];
-            while let Some(timers) = &mut self.timers
-                && let Some((k, old)) = timer_map(timers, ns).pop_first_if(due)
-            {
-                n += 1;
+            for (k, old) in popped {
                 self.popped(&k);
                 let user = user_key_in(&mut buf, &k[9..]);
                 if old && self.call.is_none() {
@@ -103,9 +107,11 @@ impl KeyedState {
             }
             return n;
         }
+        let upto = time_bytes(upto);
+        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
         let keys = self.map.scan(Bound::Included(&[ns][..]), due, usize::MAX);
+        let n = keys.len() as u64;
         for (k, _) in keys {
-            n += 1;
             self.set(Cow::Owned(user_key(&k[9..])), None);
             self.set(Cow::Owned(k), None);
         }
@@ -143,15 +149,14 @@ impl KeyedState {
     /// to `fired`, ordered by time, then key.
     pub fn fire_due(&mut self, domain: TimeDomain, upto: i64, fired: &mut FiredTimers) {
         let ns = domain.namespace();
-        let upto = time_bytes(upto);
-        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
         let time = |k: &[u8]| {
             (u64::from_be_bytes(k[1..9].try_into().expect("8 bytes")) ^ (1 << 63)) as i64
         };
-        if self.timers.is_some() {
-            while let Some(timers) = &mut self.timers
-                && let Some((k, _)) = timer_map(timers, ns).pop_first_if(due)
-            {
+        let end = due_end(ns, upto);
+        let upto = time_bytes(upto);
+        let due = |k: &[u8]| k[0] == ns && k[1..9] <= upto[..];
+        if let Some(timers) = &mut self.timers {
+            for (k, _) in timer_map(timers, ns).pop_below(&end) {
                 fired.push(domain, time(&k), &k[9..]);
                 self.popped(&k);
             }

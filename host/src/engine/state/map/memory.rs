@@ -139,6 +139,28 @@ impl MemoryMap {
         Some((key.0, !slot.changed))
     }
 
+    /// Remove every entry below `end`, as [`MemoryMap::pop_first_if`]
+    /// would one by one: their keys, each with whether it was in the last
+    /// version. One split of the tree, where popping searched and
+    /// rebalanced it per entry (W3 expires about half its state a batch).
+    pub(crate) fn pop_below(&mut self, end: &[u8]) -> Vec<(Vec<u8>, bool)> {
+        let rest = self.entries.split_off(KeyRef::new(end));
+        let due = std::mem::replace(&mut self.entries, rest);
+        let mut out = Vec::with_capacity(due.len());
+        for (key, slot) in due {
+            self.changed -= usize::from(slot.changed);
+            out.push((key.0, !slot.changed));
+        }
+        if let Some((last, _)) = out.last()
+            && (!self.popped || KeyRef::new(last) > KeyRef::new(&self.popped_through))
+        {
+            self.popped_through.clear();
+            self.popped_through.extend_from_slice(last);
+            self.popped = true;
+        }
+        out
+    }
+
     /// Whether merging `n` entries beats a search per entry: the merge
     /// rebuilds the map, so it pays when they are many against its size.
     pub(crate) fn merge_pays(&self, n: usize) -> bool {
@@ -296,6 +318,31 @@ mod tests {
             want.insert(0, (b"k0000".to_vec(), None));
             assert_eq!(changes(&mut m), want, "{changed} changed");
             assert!(changes(&mut m).is_empty());
+        }
+    }
+
+    #[test]
+    fn popping_below_a_key_is_popping_one_by_one() {
+        let build = || {
+            let mut m = MemoryMap::default();
+            for i in 0..50u32 {
+                m.insert(format!("k{i:02}").into_bytes(), vec![1]);
+            }
+            changes(&mut m);
+            for i in (0..50u32).step_by(3) {
+                m.insert(format!("k{i:02}").into_bytes(), vec![2]);
+            }
+            m
+        };
+        for end in [&b"k"[..], b"k00", b"k17x", b"k49", b"l"] {
+            let (mut one, mut split) = (build(), build());
+            let mut want = Vec::new();
+            while let Some(e) = one.pop_first_if(|k| k < end) {
+                want.push(e);
+            }
+            assert_eq!(split.pop_below(end), want, "below {end:?}");
+            assert_eq!(split.len(), one.len());
+            assert_eq!(changes(&mut split), changes(&mut one), "below {end:?}");
         }
     }
 
