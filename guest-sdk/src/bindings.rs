@@ -11,4 +11,9 @@ wit_bindgen::generate!({
     pub_export_macro: true,
     export_macro_name: "__export_transformer",
     default_bindings_module: "weir_guest::bindings",
+    // Imports read their arguments in place: a batch's keys and ranges go
+    // to the host without a copy each.
+    ownership: Borrowing {
+        duplicate_if_necessary: true
+    },
 });

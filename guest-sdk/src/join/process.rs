@@ -3,8 +3,9 @@
 //!
 //! A batch holds one source, so none of its own rows is looked for while it
 //! runs: its lookups are made a chunk of records at a time (one host call
-//! for a chunk's ranges), and its rows and their expiries are stored with
-//! one host call each at its end. Host calls, not the work they do, were
+//! for a chunk's ranges, cut from one buffer), and its rows and their
+//! expiries (naming the rows' keys, not copies) are stored with one host
+//! call each at its end. Host calls, not the work they do, were
 //! most of a row's cost when each row made its own.
 
 use super::rows::{self, Side};
@@ -26,11 +27,11 @@ struct Lookup {
     to: i64,
 }
 
-/// A batch's own rows and their expiries, stored at its end.
+/// A batch's own rows and their expiries (by row), stored at its end.
 #[derive(Default)]
 struct Pending {
     rows: Rows,
-    expiries: Vec<(Vec<u8>, i64)>,
+    expiries: Vec<(usize, i64)>,
 }
 
 impl Join {
@@ -60,6 +61,7 @@ impl Join {
             rows: Vec::with_capacity(batch.len()),
             expiries: Vec::with_capacity(batch.len()),
         };
+        let mut bounds = Vec::new();
         let r = (|| {
             for first in (0..batch.len()).step_by(CHUNK) {
                 let records: Vec<Record<'_>> = (first..batch.len().min(first + CHUNK))
@@ -67,12 +69,17 @@ impl Join {
                     .collect();
                 let lookups: Vec<Result<Lookup, RecordError>> =
                     records.iter().map(|r| self.lookup(side, r)).collect();
-                let ranges = lookups
+                bounds.clear();
+                let spans: Vec<_> = lookups
                     .iter()
                     .flatten()
-                    .map(|l| rows::bounds(side.other(), &l.key, l.from, l.to))
+                    .map(|l| rows::push_bounds(&mut bounds, side.other(), &l.key, l.from, l.to))
                     .collect();
-                let mut found = state::ranges(ranges).into_iter();
+                let ranges: Vec<(&[u8], &[u8])> = spans
+                    .into_iter()
+                    .map(|(start, end)| (&bounds[start], &bounds[end]))
+                    .collect();
+                let mut found = state::ranges(&ranges).into_iter();
                 for (record, lookup) in records.into_iter().zip(lookups) {
                     let matches = match &lookup {
                         Ok(_) => found.next().unwrap_or_default(),
@@ -86,8 +93,11 @@ impl Join {
             }
             Ok(())
         })();
+        let expiries: Vec<(&[u8], i64)> = (pending.expiries.iter())
+            .map(|&(row, at)| (&pending.rows[row].0[..], at))
+            .collect();
+        state::expire_many(TimeDomain::EventTime, &expiries);
         state::put_many(pending.rows);
-        state::expire_many(TimeDomain::EventTime, pending.expiries);
         r
     }
 
@@ -191,7 +201,7 @@ impl Join {
         match pending {
             Some(p) => {
                 if !keeps {
-                    p.expiries.push((own.clone(), gone));
+                    p.expiries.push((p.rows.len(), gone));
                 }
                 p.rows.push((own, value));
             }

@@ -5,6 +5,8 @@
 //! position (so equal times never collide). A time range of one key's rows
 //! on one side is then one state scan.
 
+use std::ops::Range;
+
 pub(crate) const TAG: u8 = b'J';
 
 /// Which input of the join a row came from.
@@ -93,17 +95,32 @@ pub(crate) fn decode(v: &[u8]) -> (bool, &[u8]) {
 /// The state keys of `side`'s rows of `key` with event times in `[from,
 /// to]`: `(start, end)`, a scan's bounds.
 pub(crate) fn bounds(side: Side, key: &[u8], from: i64, to: i64) -> (Vec<u8>, Vec<u8>) {
-    let mut start = Vec::with_capacity(key.len() + 14);
-    push_prefix(&mut start, side, key);
-    let mut end = Vec::with_capacity(key.len() + 14);
-    end.extend_from_slice(&start);
-    start.extend_from_slice(&time_bytes(from));
+    let mut buf = Vec::with_capacity(2 * key.len() + 28);
+    let (start, end) = push_bounds(&mut buf, side, key, from, to);
+    (buf[start].to_vec(), buf[end].to_vec())
+}
+
+/// [`bounds`], appended to `buf`: where each lies in it (a chunk's bounds
+/// share one buffer).
+pub(crate) fn push_bounds(
+    buf: &mut Vec<u8>,
+    side: Side,
+    key: &[u8],
+    from: i64,
+    to: i64,
+) -> (Range<usize>, Range<usize>) {
+    let a = buf.len();
+    push_prefix(buf, side, key);
+    let prefix = a..buf.len();
+    buf.extend_from_slice(&time_bytes(from));
+    let b = buf.len();
+    buf.extend_from_within(prefix);
     match to.checked_add(1) {
-        Some(t) => end.extend_from_slice(&time_bytes(t)),
+        Some(t) => buf.extend_from_slice(&time_bytes(t)),
         // Up to the end of the prefix: one past its last byte string.
-        None => end.push(0xff),
+        None => buf.push(0xff),
     }
-    (start, end)
+    (a..b, b..buf.len())
 }
 
 #[cfg(test)]

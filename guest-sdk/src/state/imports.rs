@@ -21,9 +21,9 @@ pub fn delete(key: &[u8]) {
     state::delete(key)
 }
 pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
-    let entries: Vec<state::Entry> = entries
-        .into_iter()
-        .map(|(key, value)| state::Entry { key, value })
+    let entries: Vec<state::EntryParam<'_>> = entries
+        .iter()
+        .map(|(key, value)| state::EntryParam { key, value })
         .collect();
     state::put_many(&entries)
 }
@@ -33,20 +33,15 @@ pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u
         .map(|e| (e.key, e.value))
         .collect()
 }
-pub fn scan_many(ranges: &mut Vec<(Vec<u8>, Vec<u8>)>, limit: u32) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
-    let wit: Vec<state::KeyRange> = ranges
-        .drain(..)
-        .map(|(start, end)| state::KeyRange {
+pub fn scan_many(ranges: &[(&[u8], &[u8])], limit: u32) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+    let wit: Vec<state::KeyRange<'_>> = ranges
+        .iter()
+        .map(|&(start, end)| state::KeyRange {
             start,
             end: Some(end),
         })
         .collect();
-    let answers = state::scan_many(&wit, limit);
-    ranges.extend(
-        wit.into_iter()
-            .map(|r| (r.start, r.end.expect("set above"))),
-    );
-    answers
+    state::scan_many(&wit, limit)
         .into_iter()
         .map(|l| l.into_iter().map(|e| (e.key, e.value)).collect())
         .collect()
@@ -66,10 +61,10 @@ pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
 pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
     timers::expire(domain(d), key, at)
 }
-pub fn expire_many(d: TimeDomain, expiries: Vec<(Vec<u8>, i64)>) {
-    let expiries: Vec<timers::Expiry> = expiries
-        .into_iter()
-        .map(|(key, at)| timers::Expiry { key, at })
+pub fn expire_many(d: TimeDomain, expiries: &[(&[u8], i64)]) {
+    let expiries: Vec<timers::Expiry<'_>> = expiries
+        .iter()
+        .map(|&(key, at)| timers::Expiry { key, at })
         .collect();
     timers::expire_many(domain(d), &expiries)
 }

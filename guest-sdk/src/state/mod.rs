@@ -72,27 +72,26 @@ pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u
 /// Every entry of each range `(start, end)` (`start <= key < end`), in key
 /// order, with as few host calls as the host allows: one for all the
 /// ranges' first pages, while they fit its limit, then a call per further
-/// page of a range that has more.
-pub fn ranges(mut ranges: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+/// page of a range that has more. The ranges are borrowed: the host reads
+/// them in place, so a caller can cut them all from one buffer.
+pub fn ranges(ranges: &[(&[u8], &[u8])]) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut out = Vec::with_capacity(ranges.len());
     while out.len() < ranges.len() {
-        let mut rest = ranges.split_off(out.len());
-        let answers = imp::scan_many(&mut rest, PAGE);
-        ranges.append(&mut rest);
+        let answers = imp::scan_many(&ranges[out.len()..], PAGE);
         if answers.is_empty() {
             // A host answers at least one range; guard the loop anyway.
-            let (start, end) = ranges[out.len()].clone();
-            out.push(range(start, end).collect());
+            let (start, end) = ranges[out.len()];
+            out.push(range(start.to_vec(), end.to_vec()).collect());
             continue;
         }
         for mut page in answers {
-            let (_, end) = &ranges[out.len()];
+            let (_, end) = ranges[out.len()];
             if page.len() == PAGE as usize
                 && let Some((last, _)) = page.last()
             {
                 let mut from = last.clone();
                 from.push(0);
-                page.extend(range(from, end.clone()));
+                page.extend(range(from, end.to_vec()));
             }
             out.push(page);
         }
@@ -166,8 +165,9 @@ pub fn expire(domain: TimeDomain, key: &[u8], at: i64) {
     imp::expire(domain, key, at)
 }
 
-/// [`expire`] of each `(key, at)`, in one host call.
-pub fn expire_many(domain: TimeDomain, expiries: Vec<(Vec<u8>, i64)>) {
+/// [`expire`] of each `(key, at)`, in one host call (which reads the keys
+/// in place: they need not be copied out of the rows they name).
+pub fn expire_many(domain: TimeDomain, expiries: &[(&[u8], i64)]) {
     if !expiries.is_empty() {
         imp::expire_many(domain, expiries)
     }

@@ -48,21 +48,18 @@ pub fn delete_timer(d: TimeDomain, key: &[u8], at: i64) {
 pub fn expire(d: TimeDomain, key: &[u8], at: i64) {
     NATIVE.with(|n| n.borrow_mut().expiries.insert((d, at, key.to_vec())));
 }
-pub fn expire_many(d: TimeDomain, expiries: Vec<(Vec<u8>, i64)>) {
-    for (key, at) in expiries {
-        expire(d, &key, at);
+pub fn expire_many(d: TimeDomain, expiries: &[(&[u8], i64)]) {
+    for &(key, at) in expiries {
+        expire(d, key, at);
     }
 }
 /// As the host answers: ranges in order, stopping before one whose
 /// answer could pass 10,000 entries in all (the first always answered).
-/// The signature is the wasm side's, which moves the ranges into the call
-/// and back.
-#[allow(clippy::ptr_arg)]
-pub fn scan_many(ranges: &mut Vec<(Vec<u8>, Vec<u8>)>, limit: u32) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
+pub fn scan_many(ranges: &[(&[u8], &[u8])], limit: u32) -> Vec<Vec<(Vec<u8>, Vec<u8>)>> {
     let limit = limit.min(10_000);
     let mut left = 10_000u32;
     let mut out = Vec::new();
-    for (start, end) in ranges.iter() {
+    for &(start, end) in ranges {
         if left < limit && !out.is_empty() {
             break;
         }

@@ -16,7 +16,8 @@ fn ranges_answers_each_range_whole_past_pages_and_the_call_limit() {
         .collect();
     asked.push((key(5), key(5)));
     asked.push((key(29_990), key(40_000)));
-    let got = ranges(asked.clone());
+    let borrowed: Vec<(&[u8], &[u8])> = asked.iter().map(|(s, e)| (&s[..], &e[..])).collect();
+    let got = ranges(&borrowed);
     assert_eq!(got.len(), asked.len());
     for ((start, end), entries) in asked.iter().zip(&got) {
         let want: Vec<(Vec<u8>, Vec<u8>)> = range(start.clone(), end.clone()).collect();
@@ -33,10 +34,7 @@ fn expire_many_registers_each_expiry() {
     reset_state();
     put(b"a", b"1");
     put(b"b", b"2");
-    expire_many(
-        TimeDomain::EventTime,
-        vec![(b"a".to_vec(), 10), (b"b".to_vec(), 20)],
-    );
+    expire_many(TimeDomain::EventTime, &[(b"a", 10), (b"b", 20)]);
     crate::testing::set_watermark(Some(15));
     crate::testing::fire_timers(&mut Nothing).unwrap();
     assert_eq!(get(b"a"), None);
