@@ -8,6 +8,8 @@
 //! call each at its end. Host calls, not the work they do, were
 //! most of a row's cost when each row made its own.
 
+use std::ops::Range;
+
 use super::rows::{self, Side};
 use super::{Join, Joined, Row, default_output, index};
 use crate::state::{self, TimeDomain, Timer};
@@ -27,11 +29,29 @@ struct Lookup {
     to: i64,
 }
 
-/// A batch's own rows and their expiries (by row), stored at its end.
+/// A batch's own rows and their expiries, stored at its end: the rows'
+/// keys and values one after another in `bytes` (one buffer, not two
+/// allocations a row), each row's key and value spans, and each expiry's
+/// row and time.
 #[derive(Default)]
 struct Pending {
-    rows: Rows,
+    bytes: Vec<u8>,
+    rows: Vec<(Range<usize>, Range<usize>)>,
     expiries: Vec<(usize, i64)>,
+}
+
+impl Pending {
+    fn store(&self) {
+        let b = &self.bytes;
+        let expiries: Vec<(&[u8], i64)> = (self.expiries.iter())
+            .map(|&(row, at)| (&b[self.rows[row].0.clone()], at))
+            .collect();
+        state::expire_many(TimeDomain::EventTime, &expiries);
+        let rows: Vec<(&[u8], &[u8])> = (self.rows.iter())
+            .map(|(k, v)| (&b[k.clone()], &b[v.clone()]))
+            .collect();
+        state::put_many(&rows);
+    }
 }
 
 impl Join {
@@ -58,6 +78,9 @@ impl Join {
         }
         let side = self.side()?;
         let mut pending = Pending {
+            // Each row: its value, a flag, and a key of the join key and
+            // 26 bytes (grown by doubling, the buffer was copied whole).
+            bytes: Vec::with_capacity(batch.wire.values.len() + batch.len() * 48),
             rows: Vec::with_capacity(batch.len()),
             expiries: Vec::with_capacity(batch.len()),
         };
@@ -93,11 +116,7 @@ impl Join {
             }
             Ok(())
         })();
-        let expiries: Vec<(&[u8], i64)> = (pending.expiries.iter())
-            .map(|&(row, at)| (&pending.rows[row].0[..], at))
-            .collect();
-        state::expire_many(TimeDomain::EventTime, &expiries);
-        state::put_many(pending.rows);
+        pending.store();
         r
     }
 
@@ -189,27 +208,30 @@ impl Join {
             }
         }
         let pos = r.position();
-        let own = rows::row_key(side, &l.key, l.ts, pos.partition, pos.offset);
-        let value = rows::encode(matched, r.value());
         // A row an outer join may emit alone waits for its timer; any other
         // just leaves, which the host does without calling back.
         let gone = l.to.saturating_add(1);
         let keeps = self.kind.keeps(side);
-        if keeps {
-            state::register_timer(TimeDomain::EventTime, &own, gone);
-        }
         match pending {
             Some(p) => {
-                if !keeps {
+                let b = &mut p.bytes;
+                let own = rows::push_row_key(b, side, &l.key, l.ts, pos.partition, pos.offset);
+                let value = rows::push_encoded(b, matched, r.value());
+                if keeps {
+                    state::register_timer(TimeDomain::EventTime, &b[own.clone()], gone);
+                } else {
                     p.expiries.push((p.rows.len(), gone));
                 }
                 p.rows.push((own, value));
             }
             None => {
-                if !keeps {
+                let own = rows::row_key(side, &l.key, l.ts, pos.partition, pos.offset);
+                if keeps {
+                    state::register_timer(TimeDomain::EventTime, &own, gone);
+                } else {
                     state::expire(TimeDomain::EventTime, &own, gone);
                 }
-                state::put(&own, &value);
+                state::put(&own, &rows::encode(matched, r.value()));
             }
         }
     }

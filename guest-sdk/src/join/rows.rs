@@ -37,12 +37,6 @@ fn time_bytes(ts: i64) -> [u8; 8] {
 }
 
 /// The state key of `side`'s rows of `key`, without time and position.
-pub(crate) fn prefix(side: Side, key: &[u8]) -> Vec<u8> {
-    let mut p = Vec::with_capacity(key.len() + 26);
-    push_prefix(&mut p, side, key);
-    p
-}
-
 fn push_prefix(p: &mut Vec<u8>, side: Side, key: &[u8]) {
     p.push(TAG);
     p.push(side.byte());
@@ -52,11 +46,26 @@ fn push_prefix(p: &mut Vec<u8>, side: Side, key: &[u8]) {
 
 /// The state key of one row.
 pub(crate) fn row_key(side: Side, key: &[u8], ts: i64, partition: u32, offset: i64) -> Vec<u8> {
-    let mut k = prefix(side, key);
-    k.extend_from_slice(&time_bytes(ts));
-    k.extend_from_slice(&partition.to_be_bytes());
-    k.extend_from_slice(&time_bytes(offset));
+    let mut k = Vec::with_capacity(key.len() + 26);
+    push_row_key(&mut k, side, key, ts, partition, offset);
     k
+}
+
+/// [`row_key`], appended to `buf`: where it lies in it.
+pub(crate) fn push_row_key(
+    buf: &mut Vec<u8>,
+    side: Side,
+    key: &[u8],
+    ts: i64,
+    partition: u32,
+    offset: i64,
+) -> Range<usize> {
+    let start = buf.len();
+    push_prefix(buf, side, key);
+    buf.extend_from_slice(&time_bytes(ts));
+    buf.extend_from_slice(&partition.to_be_bytes());
+    buf.extend_from_slice(&time_bytes(offset));
+    start..buf.len()
 }
 
 /// A stored row's parts: side, join key and event time.
@@ -79,9 +88,16 @@ pub(crate) fn parse(k: &[u8]) -> Option<(Side, &[u8], i64)> {
 /// value.
 pub(crate) fn encode(matched: bool, value: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(value.len() + 1);
-    v.push(matched as u8);
-    v.extend_from_slice(value);
+    push_encoded(&mut v, matched, value);
     v
+}
+
+/// [`encode`], appended to `buf`: where it lies in it.
+pub(crate) fn push_encoded(buf: &mut Vec<u8>, matched: bool, value: &[u8]) -> Range<usize> {
+    let start = buf.len();
+    buf.push(matched as u8);
+    buf.extend_from_slice(value);
+    start..buf.len()
 }
 
 /// `(matched, value)` of a stored row.

@@ -20,10 +20,10 @@ pub fn put(key: &[u8], value: &[u8]) {
 pub fn delete(key: &[u8]) {
     state::delete(key)
 }
-pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
+pub fn put_many(entries: &[(&[u8], &[u8])]) {
     let entries: Vec<state::EntryParam<'_>> = entries
         .iter()
-        .map(|(key, value)| state::EntryParam { key, value })
+        .map(|&(key, value)| state::EntryParam { key, value })
         .collect();
     state::put_many(&entries)
 }

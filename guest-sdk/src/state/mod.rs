@@ -57,8 +57,9 @@ pub fn delete(key: &[u8]) {
     imp::delete(key)
 }
 
-/// Store every entry with one host call (cheaper than one `put` each).
-pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
+/// Store every entry with one host call (cheaper than one `put` each),
+/// which reads them in place.
+pub fn put_many(entries: &[(&[u8], &[u8])]) {
     if !entries.is_empty() {
         imp::put_many(entries)
     }

@@ -13,8 +13,10 @@ pub fn put(key: &[u8], value: &[u8]) {
 pub fn delete(key: &[u8]) {
     NATIVE.with(|n| n.borrow_mut().state.remove(key));
 }
-pub fn put_many(entries: Vec<(Vec<u8>, Vec<u8>)>) {
-    NATIVE.with(|n| n.borrow_mut().state.extend(entries));
+pub fn put_many(entries: &[(&[u8], &[u8])]) {
+    NATIVE.with(|n| {
+        (n.borrow_mut().state).extend(entries.iter().map(|(k, v)| (k.to_vec(), v.to_vec())))
+    });
 }
 pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
     NATIVE.with(|n| {

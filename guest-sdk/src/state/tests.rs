@@ -8,7 +8,9 @@ fn key(i: u32) -> Vec<u8> {
 #[test]
 fn ranges_answers_each_range_whole_past_pages_and_the_call_limit() {
     reset_state();
-    put_many((0..30_000).map(|i| (key(i), key(i * 2))).collect());
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..30_000).map(|i| (key(i), key(i * 2))).collect();
+    let borrowed: Vec<(&[u8], &[u8])> = entries.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+    put_many(&borrowed);
     // Twelve ranges of 1,500 entries (over a page each, 18,000 in all:
     // past one call's 10,000), an empty one, and one past the end.
     let mut asked: Vec<(Vec<u8>, Vec<u8>)> = (0..12)

@@ -53,7 +53,8 @@ impl<Acc: Codec + Clone> Cache<Acc> {
             .filter(|(_, (_, dirty))| *dirty)
             .map(|(k, (acc, _))| (k, acc.to_bytes()))
             .collect();
-        state::put_many(dirty);
+        let entries: Vec<(&[u8], &[u8])> = dirty.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        state::put_many(&entries);
     }
 }
 
