@@ -33,6 +33,10 @@ pub struct RecordBatch {
     pub header_ends: Vec<u32>,
     pub timestamps: Vec<i64>,
     pub offsets: Vec<i64>,
+    /// The timestamps are the event times the query reads from the values
+    /// (the key exchange read them in the pass that read the keys): the
+    /// event-time split does not parse the values again.
+    pub event_times_read: bool,
 }
 
 /// One record of a batch, borrowed.

@@ -113,9 +113,9 @@ impl Reader {
             else {
                 continue;
             };
-            let routed = self
-                .partitioning
-                .route_from(self.source, &self.source_name, batch)?;
+            let routed =
+                self.partitioning
+                    .route_from(self.source, &self.source_name, batch, None)?;
             for (q, b) in routed.parts {
                 if self.outs[q as usize].send(Msg::Records(b)).is_err() {
                     return Ok(());

@@ -99,7 +99,7 @@ impl ContinuousQuery {
             let batch = self.read_range(r as u32, *s, *e)?;
             let source = self.inputs.locate(r as u32).0;
             let name = self.inputs.description(source);
-            let routed = partitioning.route_from(source, &name, batch)?;
+            let routed = partitioning.route_from(source, &name, batch, None)?;
             for (q, b) in routed.parts {
                 inputs[q as usize].push((source, b));
             }

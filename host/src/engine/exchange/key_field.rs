@@ -7,6 +7,8 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
+use crate::engine::state::event_time::Time;
+
 /// The key in `value` at `path` (a string's characters, or a number's or
 /// boolean's JSON text), or why there is none.
 pub fn extract<'a>(value: &'a [u8], path: &[String]) -> Result<Cow<'a, [u8]>, String> {
@@ -16,6 +18,65 @@ pub fn extract<'a>(value: &'a [u8], path: &[String]) -> Result<Cow<'a, [u8]>, St
         Ok(Some(k)) => Ok(k),
         Ok(None) => Err(format!("state key field `{}` is missing", name())),
         Err(e) => Err(format!("cannot read state key field `{}`: {e}", name())),
+    }
+}
+
+/// The key at `path` and the event time in top-level field `time`, read in
+/// one pass, when both are there and readable; `None` otherwise (then
+/// [`extract`] and the event-time split, each on its own, say why). The
+/// exchange reads both so the split need not parse the value again.
+pub fn extract_with_time<'a>(
+    value: &'a [u8],
+    path: &[String],
+    time: &str,
+) -> Option<(Cow<'a, [u8]>, i64)> {
+    // A key that is the time field itself is left to the two passes.
+    if path.first().is_some_and(|f| f == time) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(value);
+    match (KeyAndTime { path, time }).deserialize(&mut de) {
+        Ok((Some(k), Some(t))) => Some((k, t)),
+        _ => None,
+    }
+}
+
+/// [`Path`] at the top level, and the event time beside it: as the two
+/// passes read them (the key's first occurrence, the time's last).
+struct KeyAndTime<'p> {
+    path: &'p [String],
+    time: &'p str,
+}
+
+impl<'de> DeserializeSeed<'de> for KeyAndTime<'_> {
+    type Value = (Option<Cow<'de, [u8]>>, Option<i64>);
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyAndTime<'_> {
+    type Value = (Option<Cow<'de, [u8]>>, Option<i64>);
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (first, rest) = self.path.split_first().expect("a path has a segment");
+        let (mut key, mut time) = (None, None);
+        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+            if name == first.as_str() && key.is_none() {
+                key = if rest.is_empty() {
+                    Some(map.next_value_seed(Leaf)?)
+                } else {
+                    map.next_value_seed(Path { path: rest })?
+                };
+            } else if name == self.time {
+                time = Some(map.next_value::<Time>()?.0);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok((key, time))
     }
 }
 
@@ -116,5 +177,32 @@ mod tests {
         assert!(e.starts_with("cannot read state key field `n`"), "{e}");
         let e = extract(br#"{"n":null}"#, &path("n")).unwrap_err();
         assert!(e.contains("a string, number or boolean"), "{e}");
+    }
+
+    #[test]
+    fn key_and_time_in_one_pass_read_as_each_alone() {
+        use crate::engine::state::event_time;
+        let values: [&[u8]; 9] = [
+            br#"{"k":"a","ts":5}"#,
+            br#"{"ts":"1970-01-01T00:00:01Z","u":{"id":7},"k":1.5}"#,
+            br#"{"k":"a","k":"b","ts":1,"ts":2}"#,
+            br#"{"k":"a"}"#,
+            br#"{"ts":3}"#,
+            br#"{"k":null,"ts":3}"#,
+            br#"{"k":"a","ts":true}"#,
+            br#"{"k":"a","ts":4"#,
+            b"nope",
+        ];
+        for v in values {
+            for p in [path("k"), path("u.id")] {
+                let alone = match (extract(v, &p), event_time::extract(v, "ts")) {
+                    (Ok(k), Ok(t)) => Some((k.into_owned(), t)),
+                    _ => None,
+                };
+                let both = extract_with_time(v, &p, "ts").map(|(k, t)| (k.into_owned(), t));
+                assert_eq!(both, alone, "{} at {p:?}", String::from_utf8_lossy(v));
+            }
+        }
+        assert_eq!(extract_with_time(br#"{"ts":1}"#, &path("ts"), "ts"), None);
     }
 }

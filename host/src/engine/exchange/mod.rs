@@ -117,30 +117,57 @@ impl Partitioning {
         murmur2::partition_of(key, self.partitions)
     }
 
-    /// [`Partitioning::route`] for a batch of source `source` (named
+    /// [`Partitioning::route_timed`] for a batch of source `source` (named
     /// `source_name`), a misplaced record being the query's error.
     pub(crate) fn route_from(
         &self,
         source: usize,
         source_name: &str,
         batch: RecordBatch,
+        time: Option<&str>,
     ) -> Result<Routed, crate::engine::EngineError> {
-        self.route(source, batch)
-            .map_err(|m| crate::engine::EngineError::NotPartitionedByKey {
+        self.route_timed(source, batch, time).map_err(|m| {
+            crate::engine::EngineError::NotPartitionedByKey {
                 source_name: source_name.to_string(),
                 partition: m.partition,
                 offset: m.offset,
                 belongs: m.belongs,
                 partitions: self.partitions,
-            })
+            }
+        })
     }
 
     /// Route one batch of source `source` (see [`Routed`]).
     pub fn route(&self, source: usize, batch: RecordBatch) -> Result<Routed, Misplaced> {
+        self.route_timed(source, batch, None)
+    }
+
+    /// [`Partitioning::route`], reading each record's event time from
+    /// top-level field `time` in the pass that reads its key (a key field's
+    /// source with event time): the times go in the timestamps, and a batch
+    /// whose every time was read is marked `event_times_read`.
+    pub fn route_timed(
+        &self,
+        source: usize,
+        mut batch: RecordBatch,
+        time: Option<&str>,
+    ) -> Result<Routed, Misplaced> {
         let key = self.key_of(source);
         let mut targets = Vec::with_capacity(batch.len());
         let mut bad: Vec<(usize, String)> = Vec::new();
+        let with_time = match (key, time) {
+            (StateKey::Field(path), Some(t)) => Some((path, t)),
+            _ => None,
+        };
+        let mut times = Vec::new();
         for i in 0..batch.len() {
+            if let Some((path, t)) = with_time
+                && let Some((k, ts)) = key_field::extract_with_time(batch.get(i).value, path, t)
+            {
+                targets.push(self.partition_of(&k));
+                times.push((i, ts));
+                continue;
+            }
             match key.of(&batch.get(i)) {
                 Ok(k) => targets.push(self.partition_of(&k)),
                 Err(why) => {
@@ -148,6 +175,10 @@ impl Partitioning {
                     bad.push((i, why));
                 }
             }
+        }
+        batch.event_times_read = with_time.is_some() && times.len() == batch.len();
+        for (i, ts) in times {
+            batch.timestamps[i] = ts;
         }
         if !self.exchange {
             let p = batch.partition;
@@ -192,7 +223,10 @@ impl Partitioning {
             .into_iter()
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(q, b)| (q as u32, b))
+            .map(|(q, mut b)| {
+                b.event_times_read = batch.event_times_read;
+                (q as u32, b)
+            })
             .collect();
         if !bad.is_empty() {
             routed.unreadable = Some((unreadable, bad.into_iter().map(|(_, w)| w).collect()));

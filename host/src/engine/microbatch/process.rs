@@ -7,12 +7,11 @@ use std::collections::BTreeMap;
 use super::MicroBatchQuery;
 use crate::engine::batch::RecordBatch;
 use crate::engine::connector::Source;
-use crate::engine::exchange::Partitioning;
 use crate::engine::options::EngineError;
 use crate::engine::output::TransformOutput;
 use crate::engine::parallel::Workers;
 use crate::engine::state::run::progress_fields;
-use crate::engine::state::{BatchTime, TaskStats};
+use crate::engine::state::{BatchTime, StatefulOptions, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
 use crate::engine::tasks::{TaskKeys, Tasks, reject_unkeyed};
 use crate::engine::wal::OffsetEntry;
@@ -94,12 +93,7 @@ impl MicroBatchQuery {
             processing_time: entry.timestamp_ms,
         };
         let (groups, unkeyed) = if self.options.state.stateful {
-            exchange(
-                &self.sources,
-                &self.options.state.partitioning,
-                inputs,
-                &self.workers,
-            )?
+            exchange(&self.sources, &self.options.state, inputs, &self.workers)?
         } else {
             let mut groups = Groups::new();
             let mut keys = TaskKeys::new(&self.sources);
@@ -144,13 +138,15 @@ type Unkeyed = Vec<(usize, RecordBatch, Vec<String>)>;
 /// input order (source, then partition, then offset).
 fn exchange(
     sources: &[Box<dyn Source>],
-    partitioning: &Partitioning,
+    state: &StatefulOptions,
     inputs: Vec<(usize, RecordBatch)>,
     workers: &Workers,
 ) -> Result<(Groups, Unkeyed), EngineError> {
     let names: Vec<String> = sources.iter().map(|s| s.description()).collect();
+    // Event times are read with the keys, in one pass over each value.
+    let time = |i| state.event_time.as_ref().and_then(|et| et.field_of(i));
     let routed = workers.map(inputs, |(i, b)| {
-        (i, partitioning.route_from(i, &names[i], b))
+        (i, state.partitioning.route_from(i, &names[i], b, time(i)))
     });
     let mut groups = Groups::new();
     let mut unkeyed = Vec::new();

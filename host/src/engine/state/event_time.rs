@@ -103,6 +103,8 @@ pub struct Split {
 pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>) -> Split {
     let mut bad: Vec<(usize, String)> = Vec::new();
     match field {
+        // The exchange read them already, from the same field.
+        Some(_) if batch.event_times_read => {}
         Some(field) => {
             for i in 0..batch.len() {
                 match extract(batch.get(i).value, field) {
@@ -226,7 +228,7 @@ impl Visitor<'_> for KeyIs<'_> {
 }
 
 /// An event time: epoch milliseconds, or an RFC 3339 timestamp.
-struct Time(i64);
+pub(crate) struct Time(pub(crate) i64);
 
 impl<'de> Deserialize<'de> for Time {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
