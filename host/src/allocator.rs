@@ -22,8 +22,9 @@
 //! arenas), shorter than a batch: each batch faulted in again the pages the
 //! last one had freed, and W3 spent 8-9% of its CPU time in those faults
 //! and in `madvise`. A purge delay of one second (ten for arenas) keeps
-//! them from batch to batch, for 8% more peak RSS on W3 (404 against 372
-//! MiB); memory freed when a query goes idle still goes back to the OS.
+//! them from batch to batch, for about 20% more peak RSS on W3 (352-370
+//! against 296-307 MB); memory freed when a query goes idle still goes
+//! back to the OS.
 //! `MIMALLOC_PURGE_DELAY`, when set, wins.
 
 /// `mi_option_purge_delay` in mimalloc's option enum (the Rust bindings
