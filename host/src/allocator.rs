@@ -9,7 +9,6 @@
 //! zeroing fresh pages. Keeping such blocks in the heap lets the next batch
 //! reuse them; memory is still returned once more than 128 MiB lies free at
 //! the top of the heap.
-
 //!
 //! Transparent huge pages are turned off for the process (unless
 //! `MIMALLOC_ALLOW_THP` is set, mimalloc's own switch for this): mimalloc
@@ -23,8 +22,8 @@
 //! last one had freed, and W3 spent 8-9% of its CPU time in those faults
 //! and in `madvise`. A purge delay of one second (ten for arenas) keeps
 //! them from batch to batch, for about 20% more peak RSS on W3 (352-370
-//! against 296-307 MB); memory freed when a query goes idle still goes
-//! back to the OS.
+//! against 296-307 MB); freed memory still goes back to the OS, that much
+//! later.
 //! `MIMALLOC_PURGE_DELAY`, when set, wins.
 
 /// `mi_option_purge_delay` in mimalloc's option enum (the Rust bindings
