@@ -41,6 +41,8 @@ struct Pending {
 }
 
 impl Pending {
+    /// Register the expiries and store the rows: two host calls, each
+    /// reading its keys and values in place in `bytes`.
     fn store(&self) {
         let b = &self.bytes;
         let expiries: Vec<(&[u8], i64)> = (self.expiries.iter())
@@ -80,7 +82,9 @@ impl Join {
         let mut pending = Pending {
             // Each row: its value, a flag, and a key of the join key and
             // 26 bytes (grown by doubling, the buffer was copied whole).
-            bytes: Vec::with_capacity(batch.wire.values.len() + batch.len() * 48),
+            bytes: Vec::with_capacity(
+                (batch.wire.values.len()).saturating_add(batch.len().saturating_mul(48)),
+            ),
             rows: Vec::with_capacity(batch.len()),
             expiries: Vec::with_capacity(batch.len()),
         };
