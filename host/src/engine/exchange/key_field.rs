@@ -14,9 +14,9 @@ use crate::engine::state::event_time::Time;
 pub fn extract<'a>(value: &'a [u8], path: &[String]) -> Result<Cow<'a, [u8]>, String> {
     let name = || path.join(".");
     let mut de = serde_json::Deserializer::from_slice(value);
-    match (Path { path }).deserialize(&mut de) {
-        Ok(Some(k)) => Ok(k),
-        Ok(None) => Err(format!("state key field `{}` is missing", name())),
+    match (Path { path, time: None }).deserialize(&mut de) {
+        Ok((Some(k), _)) => Ok(k),
+        Ok((None, _)) => Err(format!("state key field `{}` is missing", name())),
         Err(e) => Err(format!("cannot read state key field `{}`: {e}", name())),
     }
 }
@@ -35,27 +35,33 @@ pub fn extract_with_time<'a>(
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(value);
-    match (KeyAndTime { path, time }).deserialize(&mut de) {
+    match (Path {
+        path,
+        time: Some(time),
+    })
+    .deserialize(&mut de)
+    {
         Ok((Some(k), Some(t))) => Some((k, t)),
         _ => None,
     }
 }
 
-/// [`Path`] at the top level, and the event time beside it: as the two
-/// passes read them (the key's first occurrence, the time's last).
-struct KeyAndTime<'p> {
+/// Navigates one object level per path segment; with `time`, also reads
+/// the event time in that field of this level, as the event-time split
+/// does (its last occurrence; the key's first).
+struct Path<'p> {
     path: &'p [String],
-    time: &'p str,
+    time: Option<&'p str>,
 }
 
-impl<'de> DeserializeSeed<'de> for KeyAndTime<'_> {
+impl<'de> DeserializeSeed<'de> for Path<'_> {
     type Value = (Option<Cow<'de, [u8]>>, Option<i64>);
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeyAndTime<'_> {
+impl<'de> Visitor<'de> for Path<'_> {
     type Value = (Option<Cow<'de, [u8]>>, Option<i64>);
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON object")
@@ -68,50 +74,19 @@ impl<'de> Visitor<'de> for KeyAndTime<'_> {
                 key = if rest.is_empty() {
                     Some(map.next_value_seed(Leaf)?)
                 } else {
-                    map.next_value_seed(Path { path: rest })?
+                    let inner = Path {
+                        path: rest,
+                        time: None,
+                    };
+                    map.next_value_seed(inner)?.0
                 };
-            } else if name == self.time {
+            } else if self.time == Some(&*name) {
                 time = Some(map.next_value::<Time>()?.0);
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
         }
         Ok((key, time))
-    }
-}
-
-/// Navigates one object level per path segment.
-struct Path<'p> {
-    path: &'p [String],
-}
-
-impl<'de> DeserializeSeed<'de> for Path<'_> {
-    type Value = Option<Cow<'de, [u8]>>;
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Path<'_> {
-    type Value = Option<Cow<'de, [u8]>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let (first, rest) = self.path.split_first().expect("a path has a segment");
-        let mut found = None;
-        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
-            if name == first.as_str() && found.is_none() {
-                found = if rest.is_empty() {
-                    Some(map.next_value_seed(Leaf)?)
-                } else {
-                    map.next_value_seed(Path { path: rest })?
-                };
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(found)
     }
 }
 
