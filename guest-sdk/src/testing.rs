@@ -25,6 +25,7 @@ pub(crate) struct Native {
     pub(crate) output_mode: OutputMode,
     pub(crate) event_time: bool,
     pub(crate) source: Option<String>,
+    pub(crate) state_keys: Option<Vec<Vec<u8>>>,
 }
 
 impl Default for Native {
@@ -38,6 +39,7 @@ impl Default for Native {
             output_mode: OutputMode::Append,
             event_time: true,
             source: None,
+            state_keys: None,
         }
     }
 }
@@ -71,6 +73,13 @@ pub fn set_event_time(enabled: bool) {
 /// sets it per batch.
 pub fn set_source(name: Option<&str>) {
     NATIVE.with(|n| n.borrow_mut().source = name.map(str::to_string));
+}
+
+/// The state keys later calls see ([`crate::state::state_keys`]), as the
+/// host sets them per call: one per record of the batch the test passes.
+pub fn set_state_keys(keys: Option<&[&[u8]]>) {
+    NATIVE
+        .with(|n| n.borrow_mut().state_keys = keys.map(|k| k.iter().map(|k| k.to_vec()).collect()));
 }
 
 pub fn set_output_mode(mode: OutputMode) {

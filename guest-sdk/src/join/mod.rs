@@ -63,6 +63,9 @@ pub struct Join {
     /// its time is in `[t - before, t + after]`.
     range: Option<(i64, i64)>,
     keys: [KeyFn; 2],
+    /// Join on the keys the host routed the records by
+    /// ([`Join::on_state_keys`]) instead of `keys`.
+    state_keys: bool,
     output: OutputFn,
     checked: bool,
     buf: Vec<u8>,
@@ -98,6 +101,7 @@ impl Join {
             sources: [left.to_string(), right.to_string()],
             range: None,
             keys: [by_record_key(), by_record_key()],
+            state_keys: false,
             output: Box::new(default_output),
             checked: false,
             buf: Vec::new(),
@@ -147,6 +151,31 @@ impl Join {
         };
         self.key_by(Side::Left, field(left.to_string()))
             .key_by(Side::Right, field(right.to_string()))
+    }
+
+    /// Join on the key the host routed each record by, its source's
+    /// `key-field` (or record key): the state key a join must use anyway,
+    /// read from the host ([`state::state_keys`]) rather than from each
+    /// record again. A row's key is as the host reads it: a string's
+    /// characters, a number's JSON text.
+    pub fn on_state_keys(mut self) -> Self {
+        self.state_keys = true;
+        self
+    }
+
+    /// The current call's state keys, `n` of them, for a join on them.
+    fn call_keys(&self, n: usize) -> Result<Option<state::StateKeys>, String> {
+        if !self.state_keys {
+            return Ok(None);
+        }
+        match state::state_keys() {
+            Some(k) if k.len() == n => Ok(Some(k)),
+            Some(k) => Err(format!(
+                "the host passed {} state keys for {n} records",
+                k.len()
+            )),
+            None => Err("Join::on_state_keys: the host passed no state keys for this call".into()),
+        }
     }
 
     /// Build each output value from a matched pair (or an unmatched row).

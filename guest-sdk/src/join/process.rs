@@ -79,6 +79,7 @@ impl Join {
             return Ok(());
         }
         let side = self.side()?;
+        let keys = self.call_keys(batch.len())?;
         let mut pending = Pending {
             // Each row: its value, a flag, and a key of the join key and
             // 26 bytes (grown by doubling, the buffer was copied whole).
@@ -94,8 +95,11 @@ impl Join {
                 let records: Vec<Record<'_>> = (first..batch.len().min(first + CHUNK))
                     .map(|i| batch.get(i))
                     .collect();
-                let lookups: Vec<Result<Lookup, RecordError>> =
-                    records.iter().map(|r| self.lookup(side, r)).collect();
+                let lookups: Vec<Result<Lookup, RecordError>> = (records.iter().enumerate())
+                    .map(|(i, r)| {
+                        self.lookup(side, r, keys.as_ref().and_then(|k| k.get(first + i)))
+                    })
+                    .collect();
                 bounds.clear();
                 let spans: Vec<_> = lookups
                     .iter()
@@ -141,7 +145,8 @@ impl Join {
         f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
     ) -> Result<(), RecordError> {
         let side = self.side().map_err(RecordError::Fatal)?;
-        let l = self.lookup(side, record)?;
+        let keys = self.call_keys(1).map_err(RecordError::Fatal)?;
+        let l = self.lookup(side, record, keys.as_ref().and_then(|k| k.get(0)))?;
         let (start, end) = rows::bounds(side.other(), &l.key, l.from, l.to);
         let matches = state::range(start, end).collect();
         self.join(side, record, l, matches, out, f, None);
@@ -158,8 +163,18 @@ impl Join {
         r
     }
 
-    fn lookup(&self, side: Side, r: &Record<'_>) -> Result<Lookup, RecordError> {
-        let key = (self.keys[index(side)])(r)?;
+    /// What `r` looks up: keyed by `key` (the host's state key) when
+    /// given, else by the side's key function.
+    fn lookup(
+        &self,
+        side: Side,
+        r: &Record<'_>,
+        key: Option<&[u8]>,
+    ) -> Result<Lookup, RecordError> {
+        let key = match key {
+            Some(k) => k.to_vec(),
+            None => (self.keys[index(side)])(r)?,
+        };
         let (before, after) = self.range.expect("checked");
         let ts = r.timestamp();
         // The other side's times this row matches: [from, to]. Rows still

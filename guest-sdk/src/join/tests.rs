@@ -27,14 +27,21 @@ impl Transform for J {
 }
 
 fn join(kind: JoinType) -> J {
-    J(Join::new(kind, "orders", "payments")
-        .within(Duration::from_millis(2), Duration::from_millis(5))
+    J(join_on(kind, false))
+}
+
+/// The test's join, keyed by record keys or (`by_state_keys`) by the keys
+/// the host passes.
+fn join_on(kind: JoinType, by_state_keys: bool) -> Join {
+    let j = Join::new(kind, "orders", "payments");
+    let j = if by_state_keys { j.on_state_keys() } else { j };
+    j.within(Duration::from_millis(2), Duration::from_millis(5))
         .output(|j, out| {
             let v = |r: Option<Row<'_>>| {
                 r.map_or("-".to_string(), |r| String::from_utf8_lossy(r.value).into())
             };
             out.extend_from_slice(format!("{}|{}", v(j.left), v(j.right)).as_bytes());
-        }))
+        })
 }
 
 /// A tiny deterministic generator (xorshift), so the test needs no crate.
@@ -77,12 +84,13 @@ fn reference(kind: JoinType, rows: &[Row_]) -> Vec<String> {
 
 /// Feed random rows in random batches, each batch from one source, with
 /// the host's watermark (smallest of each source's largest time, minus a
-/// delay) and its late drops; at the end, the final watermark.
-fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
+/// delay) and its late drops; at the end, the final watermark. Keys come
+/// as record keys or (`by_state_keys`) only as the host's state keys.
+fn simulate(kind: JoinType, seed: u64, by_state_keys: bool) -> (Vec<String>, Vec<String>) {
     reset_state();
     set_output_mode(OutputMode::Append);
     let mut rng = Rng(seed);
-    let mut t = join(kind);
+    let mut t = J(join_on(kind, by_state_keys));
     let delay = 6;
     let (mut wm, mut max): (Option<i64>, BTreeMap<bool, i64>) = (None, BTreeMap::new());
     let (mut kept, mut got) = (Vec::new(), Vec::new());
@@ -119,11 +127,13 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
             .enumerate()
             .map(|(i, (k, ts, v))| {
                 Record::new(v.as_bytes())
-                    .with_key(Some(k.as_bytes()))
+                    .with_key((!by_state_keys).then_some(k.as_bytes()))
                     .with_timestamp(*ts)
                     .with_position(0, i as i64 + n as i64 * 100)
             })
             .collect();
+        let keys: Vec<&[u8]> = on_time.iter().map(|b| b.0.as_bytes()).collect();
+        testing::set_state_keys(by_state_keys.then_some(&keys[..]));
         got.extend(
             run(&mut t, &recs)
                 .unwrap()
@@ -137,6 +147,7 @@ fn simulate(kind: JoinType, seed: u64) -> (Vec<String>, Vec<String>) {
                 .map(|(k, ts, v)| (side, k.clone(), *ts, v.clone())),
         );
         set_source(None);
+        testing::set_state_keys(None);
         got.extend(
             fire_timers(&mut t)
                 .unwrap()
@@ -173,9 +184,11 @@ fn every_join_type_equals_its_definition_over_shuffled_input() {
         JoinType::FullOuter,
     ] {
         for seed in [1, 7, 42, 1234] {
-            let (got, want) = simulate(kind, seed);
-            assert!(want.iter().any(|w| !w.contains('-')), "some pairs match");
-            assert_eq!(got, want, "{kind:?}, seed {seed}");
+            for by_state_keys in [false, true] {
+                let (got, want) = simulate(kind, seed, by_state_keys);
+                assert!(want.iter().any(|w| !w.contains('-')), "some pairs match");
+                assert_eq!(got, want, "{kind:?}, seed {seed}, {by_state_keys}");
+            }
         }
     }
 }
@@ -222,4 +235,36 @@ fn misuse_is_explained() {
     set_output_mode(OutputMode::Append);
     let out = run(&mut join(JoinType::Inner), &[Record::new(b"x")]).unwrap();
     assert_eq!(out.rejected[0].1, "record has no key to join on");
+}
+
+#[test]
+fn a_join_on_state_keys_reads_the_hosts_keys_per_batch_and_per_record() {
+    reset_state();
+    set_output_mode(OutputMode::Append);
+    let mut t = J(join_on(JoinType::Inner, true));
+    set_source(Some("orders"));
+    // The value and record key say nothing of the join key: only the
+    // host's state keys do.
+    let orders = [
+        Record::new(b"o1").with_key(Some(b"x")).with_timestamp(10),
+        Record::new(b"o2").with_timestamp(10),
+    ];
+    testing::set_state_keys(Some(&[b"a", b"b"]));
+    assert!(run(&mut t, &orders).unwrap().emitted.is_empty());
+    set_source(Some("payments"));
+    let pay = [Record::new(b"p").with_timestamp(12)];
+    let out = testing::run_fn(&pay, |r, o| {
+        testing::set_state_keys(Some(&[b"b"]));
+        t.0.process(r, o)
+    })
+    .unwrap();
+    assert_eq!(out.values(), ["o2|p"]);
+    assert_eq!(out.emitted[0].key.as_deref(), Some(&b"b"[..]));
+    // Keys the host did not pass, or too few of them, are a clear error.
+    testing::set_state_keys(None);
+    let e = run(&mut t, &pay).unwrap_err();
+    assert!(e.contains("passed no state keys"), "{e}");
+    testing::set_state_keys(Some(&[b"a", b"b"]));
+    let e = run(&mut t, &pay).unwrap_err();
+    assert!(e.contains("2 state keys for 1 records"), "{e}");
 }

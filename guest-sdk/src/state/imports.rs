@@ -83,6 +83,9 @@ pub fn event_time() -> bool {
 pub fn source() -> Option<String> {
     context::source()
 }
+pub fn state_keys() -> Option<super::StateKeys> {
+    context::state_keys().map(|c| super::StateKeys::new(c.keys, c.key_ends))
+}
 pub fn output_mode() -> OutputMode {
     match context::query_output_mode() {
         context::OutputMode::Append => OutputMode::Append,

@@ -202,6 +202,48 @@ pub fn source() -> Option<String> {
     imp::source()
 }
 
+/// The state key the host routed each record of the current call by: its
+/// source's `key-field` member (a string's characters, a number's or
+/// boolean's JSON text) or its record key. One per record of the batch, in
+/// order (one in a per-record call); `None` while timers fire. Reading the
+/// keys here spares parsing every record again for them.
+pub fn state_keys() -> Option<StateKeys> {
+    imp::state_keys()
+}
+
+/// The state keys of a call's records ([`state_keys`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateKeys {
+    keys: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl StateKeys {
+    pub(crate) fn new(keys: Vec<u8>, ends: Vec<u32>) -> Self {
+        StateKeys { keys, ends }
+    }
+
+    /// How many keys (one per record).
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Record `i`'s key; `None` past the last (or for ends the host got
+    /// wrong).
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let start = match i {
+            0 => 0,
+            _ => *self.ends.get(i - 1)? as usize,
+        };
+        let end = *self.ends.get(i)? as usize;
+        self.keys.get(start..end)
+    }
+}
+
 /// The pipeline's output mode.
 pub fn output_mode() -> OutputMode {
     imp::output_mode()

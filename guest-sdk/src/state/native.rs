@@ -89,3 +89,15 @@ pub fn event_time() -> bool {
 pub fn source() -> Option<String> {
     NATIVE.with(|n| n.borrow().source.clone())
 }
+pub fn state_keys() -> Option<super::StateKeys> {
+    NATIVE.with(|n| {
+        let n = n.borrow();
+        let keys = n.state_keys.as_ref()?;
+        let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+        for k in keys {
+            bytes.extend_from_slice(k);
+            ends.push(bytes.len() as u32);
+        }
+        Some(super::StateKeys::new(bytes, ends))
+    })
+}

@@ -17,7 +17,7 @@ pub(crate) use generated::exports::weir::transform::timer_handler::{
 };
 pub(crate) use generated::exports::weir::transform::transform::GuestIndices;
 pub(crate) use generated::weir::transform::context::{
-    Host as ContextHost, OutputMode as WitOutputMode,
+    Host as ContextHost, KeyColumn, OutputMode as WitOutputMode,
 };
 pub(crate) use generated::weir::transform::json::{Host as JsonHost, NumberColumn as JsonNumbers};
 pub(crate) use generated::weir::transform::log::{Host as LogHost, Level};

@@ -5,7 +5,8 @@
 //! [`StateContext`]: crate::engine::state::StateContext
 
 use super::bindings::{
-    ContextHost, Entry, Expiry, KeyRange, StateHost, TimersHost, WitOutputMode, WitTimeDomain,
+    ContextHost, Entry, Expiry, KeyColumn, KeyRange, StateHost, TimersHost, WitOutputMode,
+    WitTimeDomain,
 };
 use super::store_data::StoreData;
 use crate::engine::state::{ENTRY_OVERHEAD, OutputMode, TimeDomain};
@@ -182,6 +183,14 @@ impl ContextHost for StoreData {
 
     fn source(&mut self) -> Option<String> {
         self.ctx.source.clone()
+    }
+
+    fn state_keys(&mut self) -> Option<KeyColumn> {
+        let (keys, ends) = self.call_keys.clone()?;
+        Some(KeyColumn {
+            keys,
+            key_ends: ends,
+        })
     }
 
     fn query_output_mode(&mut self) -> WitOutputMode {

@@ -103,6 +103,9 @@ pub(crate) struct StoreData {
     pub(crate) state_exceeded: bool,
     /// The guest's `log` calls, on the same budget as its stdout/stderr.
     pub(crate) log_budget: crate::engine::log_budget::LogBudget,
+    /// The state keys of the current stateful call's records
+    /// (`context.state-keys`).
+    pub(crate) call_keys: Option<(Vec<u8>, Vec<u32>)>,
 }
 
 impl StoreData {
@@ -147,6 +150,7 @@ impl StoreData {
             log_budget: crate::engine::log_budget::LogBudget::new(
                 super::output_pipe::LINES_PER_SECOND,
             ),
+            call_keys: None,
         })
     }
 }

@@ -12,6 +12,11 @@
 //!   `user`; its `country` column is added to each output, reloaded when
 //!   the file changes.
 //!
+//! The join key is the key the host routed each record by: the pipeline
+//! keys both sources by `key-field = "order_id"` (a join needs its two
+//! sides in the same state partitions, so that is its key anyway), and the
+//! guest reads those keys from the host instead of parsing them again.
+//!
 //! Orders are `{"order_id","user","ts"}`, payments `{"order_id","amount",
 //! "pay_ts"}`; output is `{"order_id","user","amount"}` (with `"country"`
 //! when `users` is set), `null` for the side an outer row lacks.
@@ -97,7 +102,7 @@ impl Transform for OrdersPayments {
             config.duration_or_zero("before", Duration::ZERO)?,
             config.duration_or_zero("after", Duration::from_secs(60))?,
         )
-        .key_fields("order_id", "order_id");
+        .on_state_keys();
         let users = config
             .get("users")
             .map(|p| Table::open(p, "user"))
@@ -167,12 +172,14 @@ mod tests {
         let mut t: OrdersPayments =
             init(&[("join", "left-outer"), ("users", users.to_str().unwrap())]).unwrap();
         testing::set_source(Some("orders"));
+        testing::set_state_keys(Some(&[b"o1", b"o2"]));
         let orders = [
             rec(r#"{"order_id":"o1","user":"u1","ts":0}"#, 0),
             rec(r#"{"order_id":"o2","user":"u2","ts":5}"#, 5),
         ];
         assert!(run(&mut t, &orders).unwrap().emitted.is_empty());
         testing::set_source(Some("payments"));
+        testing::set_state_keys(Some(&[b"o1"]));
         let pays = [rec(
             r#"{"order_id":"o1","amount":7,"pay_ts":30000}"#,
             30_000,
@@ -183,6 +190,7 @@ mod tests {
             [r#"{"order_id":"o1","user":"u1","amount":7,"country":"FR"}"#]
         );
         testing::set_source(None);
+        testing::set_state_keys(None);
         testing::set_watermark(Some(60_006));
         let out = fire_timers(&mut t).unwrap();
         assert_eq!(

@@ -37,6 +37,14 @@ pub struct RecordBatch {
     /// (the key exchange read them in the pass that read the keys): the
     /// event-time split does not parse the values again.
     pub event_times_read: bool,
+    /// The state key each record was routed by, back to back, and where
+    /// each ends: the key exchange keeps the keys it read, so a guest can
+    /// ask for them (`context.state-keys`) instead of reading them again.
+    /// In use only while there is one end per record (see
+    /// [`RecordBatch::state_key`]); a record added without one leaves the
+    /// column short for good, so it never names the wrong record's key.
+    pub state_keys: Vec<u8>,
+    pub state_key_ends: Vec<u32>,
 }
 
 /// One record of a batch, borrowed.
@@ -50,6 +58,8 @@ pub struct RecordRef<'a> {
     pub headers: &'a [u8],
     pub timestamp: i64,
     pub offset: i64,
+    /// The key the record was routed by (see `RecordBatch::state_keys`).
+    pub state_key: Option<&'a [u8]>,
 }
 
 impl<'a> RecordRef<'a> {
@@ -141,7 +151,11 @@ impl RecordBatch {
     /// About the memory the batch takes: its data, and 24 bytes a record
     /// for the per-record columns (value end, timestamp, offset).
     pub fn byte_len(&self) -> usize {
-        self.values.len() + self.keys.len() + self.headers.len() + 24 * self.len()
+        self.values.len()
+            + self.keys.len()
+            + self.headers.len()
+            + self.state_keys.len()
+            + 24 * self.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -159,6 +173,35 @@ impl RecordBatch {
         self.header_ends.clear();
         self.timestamps.clear();
         self.offsets.clear();
+        self.state_keys.clear();
+        self.state_key_ends.clear();
+    }
+
+    /// Whether every record has its state key.
+    pub fn has_state_keys(&self) -> bool {
+        !self.is_empty() && self.state_key_ends.len() == self.len()
+    }
+
+    /// Record `i`'s state key, when every record has one.
+    pub fn state_key(&self, i: usize) -> Option<&[u8]> {
+        (self.state_key_ends.len() == self.len())
+            .then(|| span(&self.state_keys, &self.state_key_ends, i))
+    }
+
+    /// Set every record's state key, in record order (`keys` yields one
+    /// per record, or the column is left out).
+    pub fn set_state_keys<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) {
+        self.state_keys.clear();
+        self.state_key_ends.clear();
+        for k in keys {
+            self.state_keys.extend_from_slice(k);
+            self.state_key_ends
+                .push(weir_wire::end(self.state_keys.len()));
+        }
+        if self.state_key_ends.len() != self.len() {
+            self.state_keys.clear();
+            self.state_key_ends.clear();
+        }
     }
 
     /// Append a record without headers.
@@ -201,6 +244,13 @@ impl RecordBatch {
 
     /// Append a copy of `r` (its value's absence included).
     pub fn push_copy(&mut self, r: &RecordRef<'_>) {
+        if let Some(k) = r.state_key
+            && self.state_key_ends.len() == self.len()
+        {
+            self.state_keys.extend_from_slice(k);
+            self.state_key_ends
+                .push(weir_wire::end(self.state_keys.len()));
+        }
         self.push_raw_value(r.key, r.value_opt(), r.headers, r.timestamp, r.offset);
     }
 
@@ -263,6 +313,7 @@ impl RecordBatch {
             headers,
             timestamp: self.timestamps[i],
             offset: self.offsets[i],
+            state_key: self.state_key(i),
         }
     }
 
@@ -282,6 +333,11 @@ impl RecordBatch {
         check_optional_column("header-ends", &self.header_ends, n)?;
         check_ends("header-ends", &self.header_ends, self.headers.len())?;
         check_headers(&self.headers, &self.header_ends)?;
+        check_ends(
+            "state-key-ends",
+            &self.state_key_ends,
+            self.state_keys.len(),
+        )?;
         check_len("timestamps", self.timestamps.len(), n)?;
         check_len("offsets", self.offsets.len(), n)
     }

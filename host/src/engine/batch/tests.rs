@@ -55,3 +55,39 @@ fn validate_names_the_broken_column() {
     b.header_ends[0] -= 1;
     assert!(b.validate().unwrap_err().to_string().contains("truncated"));
 }
+
+#[test]
+fn state_keys_hold_only_while_every_record_has_one() {
+    let mut b = RecordBatch::new(0);
+    b.push(None, b"a", 0, 0);
+    b.push(None, b"b", 0, 1);
+    assert!(!b.has_state_keys());
+    b.set_state_keys([&b"k1"[..]]);
+    assert!(!b.has_state_keys(), "one key for two records is none");
+    b.set_state_keys([&b"k1"[..], b""]);
+    assert_eq!(
+        (b.state_key(0), b.state_key(1)),
+        (Some(&b"k1"[..]), Some(&b""[..]))
+    );
+    b.validate().unwrap();
+    // Copies keep their keys; a record added without one ends the column.
+    let mut c = RecordBatch::new(0);
+    c.push_copy(&b.get(1));
+    c.push_copy(&b.get(0));
+    assert_eq!(c.get(1).state_key, Some(&b"k1"[..]));
+    c.push(None, b"c", 0, 2);
+    assert_eq!((c.has_state_keys(), c.get(0).state_key), (false, None));
+    c.push_copy(&b.get(0));
+    assert_eq!(c.state_key(3), None, "never the wrong record's key");
+    assert!(c.byte_len() > 0);
+    c.clear();
+    c.push_copy(&b.get(0));
+    assert!(c.has_state_keys(), "a cleared batch starts a new column");
+    b.state_key_ends[1] = 9;
+    assert!(
+        b.validate()
+            .unwrap_err()
+            .to_string()
+            .contains("state-key-ends")
+    );
+}

@@ -160,22 +160,34 @@ impl Partitioning {
             _ => None,
         };
         let mut times = Vec::new();
+        // The keys read, kept with the batch (an unreadable record's as
+        // empty: it never reaches the guest).
+        let mut keys = Vec::with_capacity(batch.len().saturating_mul(16));
+        let mut ends = Vec::with_capacity(batch.len());
         for i in 0..batch.len() {
             if let Some((path, t)) = with_time
                 && let Some((k, ts)) = key_field::extract_with_time(batch.get(i).value, path, t)
             {
                 targets.push(self.partition_of(&k));
+                keys.extend_from_slice(&k);
+                ends.push(weir_wire::end(keys.len()));
                 times.push((i, ts));
                 continue;
             }
             match key.of(&batch.get(i)) {
-                Ok(k) => targets.push(self.partition_of(&k)),
+                Ok(k) => {
+                    targets.push(self.partition_of(&k));
+                    keys.extend_from_slice(&k);
+                }
                 Err(why) => {
                     targets.push(u32::MAX);
                     bad.push((i, why));
                 }
             }
+            ends.push(weir_wire::end(keys.len()));
         }
+        batch.state_keys = keys;
+        batch.state_key_ends = ends;
         batch.event_times_read = with_time.is_some() && times.len() == batch.len();
         for (i, ts) in times {
             batch.timestamps[i] = ts;
@@ -293,6 +305,27 @@ mod tests {
         assert_eq!(left.parts[0].0, right.parts[0].0);
         assert_eq!(right.parts[0].0, p.partition_of(b"user-3"));
         assert_eq!(p.describe(), "field k; source 1: field pid");
+    }
+
+    #[test]
+    fn routed_records_carry_the_keys_they_were_routed_by() {
+        let p = Partitioning {
+            key: StateKey::Field(vec!["k".into()]),
+            partitions: 3,
+            ..Partitioning::default()
+        };
+        let keys: Vec<String> = (0..20).map(|i| format!("u{}", i % 5)).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        // Split into parts, and whole (one key, one part).
+        for input in [batch(0, &keys), batch(0, &["u1", "u1"])] {
+            let r = p.route(0, input).unwrap();
+            for (_, b) in &r.parts {
+                assert!(b.has_state_keys());
+                for i in 0..b.len() {
+                    assert_eq!(b.get(i).state_key, b.get(i).key, "record {i}");
+                }
+            }
+        }
     }
 
     #[test]

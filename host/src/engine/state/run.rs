@@ -125,6 +125,17 @@ pub(crate) fn reject_all(
     }
 }
 
+/// Read the state keys of a batch that reached its task without them (its
+/// records were not routed here, or were copied without their keys), so a
+/// stateful call always has them; left out if a record has none.
+fn fill_state_keys(batch: &mut RecordBatch, key: &crate::engine::exchange::StateKey) {
+    let keys: Option<Vec<_>> = batch.iter().map(|r| key.of(&r).ok()).collect();
+    if let Some(keys) = keys {
+        let keys: Vec<Vec<u8>> = keys.into_iter().map(|k| k.into_owned()).collect();
+        batch.set_state_keys(keys.iter().map(Vec::as_slice));
+    }
+}
+
 impl TaskRun<'_> {
     fn context(&mut self, source: Option<usize>) -> StateContext {
         StateContext {
@@ -164,12 +175,15 @@ impl TaskRun<'_> {
         batch: RecordBatch,
         parts: &mut Parts,
     ) -> Result<(), StepError> {
-        let batch = match &self.options.event_time {
+        let mut batch = match &self.options.event_time {
             Some(et) => self.split(et, source, batch, parts),
             None => batch,
         };
         if batch.is_empty() {
             return Ok(());
+        }
+        if self.options.stateful && !batch.has_state_keys() {
+            fill_state_keys(&mut batch, self.options.partitioning.key_of(source));
         }
         let out = if self.options.stateful {
             let mut ctx = self.context(Some(source));

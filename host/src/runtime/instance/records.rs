@@ -27,8 +27,15 @@ impl WasmTransform {
         };
         let mut out = TransformOutput::default();
         let mut result = Ok(());
+        // A stateful call's `context.state-keys` holds the one record's key.
+        let keyed = live.store.data().call_keys.is_some();
         for i in 0..input.len() {
             let r = input.get(i);
+            if keyed {
+                live.store.data_mut().call_keys = r
+                    .state_key
+                    .map(|k| (k.to_vec(), vec![weir_wire::end(k.len())]));
+            }
             fill_record(&mut scratch, input.partition, &r);
             arm(&mut live.store, ticks, limits.fuel);
             match records.call_process_record(&mut live.store, &scratch) {
