@@ -123,8 +123,10 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     let (st, v) = put(&s, &acme, "up", &spec);
     assert_eq!(st, 201, "{v}");
     assert_eq!(output(&log, 100), expected(100));
-    let (st, v) = s.call("GET", "/v1/pipelines/up", Some(&acme), None);
-    assert_eq!((st, v["state"].as_str()), (200, Some("running")), "{v}");
+    // A batch's progress report follows its output (it is sent once the
+    // batch has committed), so it may take a moment to show.
+    let v = wait_for(&s, &acme, "up", |v| v["progress"]["batchId"].is_number());
+    assert_eq!(v["state"].as_str(), Some("running"), "{v}");
     assert!(v["progress"]["batchId"].is_number(), "{v}");
     // Another tenant: 404 everywhere, nothing changes.
     assert_eq!(s.call("GET", "/v1/pipelines/up", Some(&other), None).0, 404);
