@@ -96,7 +96,7 @@ pub fn state_keys() -> Option<super::StateKeys> {
         let (mut bytes, mut ends) = (Vec::new(), Vec::new());
         for k in keys {
             bytes.extend_from_slice(k);
-            ends.push(bytes.len() as u32);
+            ends.push(weir_wire::end(bytes.len()));
         }
         Some(super::StateKeys::new(bytes, ends))
     })

@@ -186,10 +186,10 @@ impl ContextHost for StoreData {
     }
 
     fn state_keys(&mut self) -> Option<KeyColumn> {
-        let (keys, ends) = self.call_keys.clone()?;
+        let keys = self.call_keys.clone()?;
         Some(KeyColumn {
-            keys,
-            key_ends: ends,
+            keys: keys.bytes,
+            key_ends: keys.ends,
         })
     }
 

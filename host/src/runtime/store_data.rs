@@ -105,7 +105,7 @@ pub(crate) struct StoreData {
     pub(crate) log_budget: crate::engine::log_budget::LogBudget,
     /// The state keys of the current stateful call's records
     /// (`context.state-keys`).
-    pub(crate) call_keys: Option<(Vec<u8>, Vec<u32>)>,
+    pub(crate) call_keys: Option<crate::engine::batch::StateKeys>,
 }
 
 impl StoreData {

@@ -37,14 +37,48 @@ pub struct RecordBatch {
     /// (the key exchange read them in the pass that read the keys): the
     /// event-time split does not parse the values again.
     pub event_times_read: bool,
-    /// The state key each record was routed by, back to back, and where
-    /// each ends: the key exchange keeps the keys it read, so a guest can
-    /// ask for them (`context.state-keys`) instead of reading them again.
-    /// In use only while there is one end per record (see
-    /// [`RecordBatch::state_key`]); a record added without one leaves the
-    /// column short for good, so it never names the wrong record's key.
-    pub state_keys: Vec<u8>,
-    pub state_key_ends: Vec<u32>,
+    /// The state key each record was routed by: the key exchange keeps
+    /// the keys it read, so a guest can ask for them
+    /// (`context.state-keys`) instead of reading them again. In use only
+    /// while there is one per record (see [`RecordBatch::state_key`]); a
+    /// record added without one leaves the column short for good, so it
+    /// never names the wrong record's key.
+    pub state_keys: StateKeys,
+}
+
+/// Keys back to back, and where each ends (key `i` is
+/// `bytes[ends[i-1]..ends[i]]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StateKeys {
+    pub bytes: Vec<u8>,
+    pub ends: Vec<u32>,
+}
+
+impl StateKeys {
+    pub fn with_capacity(keys: usize) -> Self {
+        StateKeys {
+            bytes: Vec::with_capacity(keys.saturating_mul(16)),
+            ends: Vec::with_capacity(keys),
+        }
+    }
+
+    pub fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        self.ends.push(weir_wire::end(self.bytes.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
 }
 
 /// One record of a batch, borrowed.
@@ -154,7 +188,7 @@ impl RecordBatch {
         self.values.len()
             + self.keys.len()
             + self.headers.len()
-            + self.state_keys.len()
+            + self.state_keys.bytes.len()
             + 24 * self.len()
     }
 
@@ -174,33 +208,25 @@ impl RecordBatch {
         self.timestamps.clear();
         self.offsets.clear();
         self.state_keys.clear();
-        self.state_key_ends.clear();
     }
 
     /// Whether every record has its state key.
     pub fn has_state_keys(&self) -> bool {
-        !self.is_empty() && self.state_key_ends.len() == self.len()
+        !self.is_empty() && self.state_keys.len() == self.len()
     }
 
     /// Record `i`'s state key, when every record has one.
     pub fn state_key(&self, i: usize) -> Option<&[u8]> {
-        (self.state_key_ends.len() == self.len())
-            .then(|| span(&self.state_keys, &self.state_key_ends, i))
+        (self.state_keys.len() == self.len())
+            .then(|| span(&self.state_keys.bytes, &self.state_keys.ends, i))
     }
 
-    /// Set every record's state key, in record order (`keys` yields one
-    /// per record, or the column is left out).
-    pub fn set_state_keys<'k>(&mut self, keys: impl IntoIterator<Item = &'k [u8]>) {
-        self.state_keys.clear();
-        self.state_key_ends.clear();
-        for k in keys {
-            self.state_keys.extend_from_slice(k);
-            self.state_key_ends
-                .push(weir_wire::end(self.state_keys.len()));
-        }
-        if self.state_key_ends.len() != self.len() {
+    /// Set every record's state key, in record order (one per record, or
+    /// the column is left out).
+    pub fn set_state_keys(&mut self, keys: StateKeys) {
+        self.state_keys = keys;
+        if self.state_keys.len() != self.len() {
             self.state_keys.clear();
-            self.state_key_ends.clear();
         }
     }
 
@@ -245,11 +271,9 @@ impl RecordBatch {
     /// Append a copy of `r` (its value's absence included).
     pub fn push_copy(&mut self, r: &RecordRef<'_>) {
         if let Some(k) = r.state_key
-            && self.state_key_ends.len() == self.len()
+            && self.state_keys.len() == self.len()
         {
-            self.state_keys.extend_from_slice(k);
-            self.state_key_ends
-                .push(weir_wire::end(self.state_keys.len()));
+            self.state_keys.push(k);
         }
         self.push_raw_value(r.key, r.value_opt(), r.headers, r.timestamp, r.offset);
     }
@@ -335,8 +359,8 @@ impl RecordBatch {
         check_headers(&self.headers, &self.header_ends)?;
         check_ends(
             "state-key-ends",
-            &self.state_key_ends,
-            self.state_keys.len(),
+            &self.state_keys.ends,
+            self.state_keys.bytes.len(),
         )?;
         check_len("timestamps", self.timestamps.len(), n)?;
         check_len("offsets", self.offsets.len(), n)

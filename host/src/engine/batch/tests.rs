@@ -62,9 +62,14 @@ fn state_keys_hold_only_while_every_record_has_one() {
     b.push(None, b"a", 0, 0);
     b.push(None, b"b", 0, 1);
     assert!(!b.has_state_keys());
-    b.set_state_keys([&b"k1"[..]]);
+    let column = |keys: &[&[u8]]| {
+        let mut c = StateKeys::default();
+        keys.iter().for_each(|k| c.push(k));
+        c
+    };
+    b.set_state_keys(column(&[b"k1"]));
     assert!(!b.has_state_keys(), "one key for two records is none");
-    b.set_state_keys([&b"k1"[..], b""]);
+    b.set_state_keys(column(&[b"k1", b""]));
     assert_eq!(
         (b.state_key(0), b.state_key(1)),
         (Some(&b"k1"[..]), Some(&b""[..]))
@@ -83,7 +88,7 @@ fn state_keys_hold_only_while_every_record_has_one() {
     c.clear();
     c.push_copy(&b.get(0));
     assert!(c.has_state_keys(), "a cleared batch starts a new column");
-    b.state_key_ends[1] = 9;
+    b.state_keys.ends[1] = 9;
     assert!(
         b.validate()
             .unwrap_err()

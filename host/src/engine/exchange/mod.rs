@@ -16,7 +16,7 @@ pub mod murmur2;
 
 use std::borrow::Cow;
 
-use super::batch::{RecordBatch, RecordRef};
+use super::batch::{RecordBatch, RecordRef, StateKeys};
 
 /// State partitions when the pipeline does not say.
 pub const DEFAULT_STATE_PARTITIONS: u32 = 8;
@@ -162,32 +162,29 @@ impl Partitioning {
         let mut times = Vec::new();
         // The keys read, kept with the batch (an unreadable record's as
         // empty: it never reaches the guest).
-        let mut keys = Vec::with_capacity(batch.len().saturating_mul(16));
-        let mut ends = Vec::with_capacity(batch.len());
+        let mut keys = StateKeys::with_capacity(batch.len());
         for i in 0..batch.len() {
             if let Some((path, t)) = with_time
                 && let Some((k, ts)) = key_field::extract_with_time(batch.get(i).value, path, t)
             {
                 targets.push(self.partition_of(&k));
-                keys.extend_from_slice(&k);
-                ends.push(weir_wire::end(keys.len()));
+                keys.push(&k);
                 times.push((i, ts));
                 continue;
             }
             match key.of(&batch.get(i)) {
                 Ok(k) => {
                     targets.push(self.partition_of(&k));
-                    keys.extend_from_slice(&k);
+                    keys.push(&k);
                 }
                 Err(why) => {
                     targets.push(u32::MAX);
+                    keys.push(&[]);
                     bad.push((i, why));
                 }
             }
-            ends.push(weir_wire::end(keys.len()));
         }
-        batch.state_keys = keys;
-        batch.state_key_ends = ends;
+        batch.set_state_keys(keys);
         batch.event_times_read = with_time.is_some() && times.len() == batch.len();
         for (i, ts) in times {
             batch.timestamps[i] = ts;

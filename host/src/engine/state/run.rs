@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::event_time::{EventStats, EventTimeOptions, LatePolicy, split};
 use super::files::{StateFileOptions, StatePartition};
 use super::{FiredTimers, OutputMode, StateContext, TimeDomain};
-use crate::engine::batch::RecordBatch;
+use crate::engine::batch::{RecordBatch, StateKeys};
 use crate::engine::checkpoint::CheckpointStore;
 use crate::engine::output::{RejectKind, Rejected, TransformOutput};
 use crate::engine::transform::{Transform, TransformError};
@@ -129,11 +129,12 @@ pub(crate) fn reject_all(
 /// records were not routed here, or were copied without their keys), so a
 /// stateful call always has them; left out if a record has none.
 fn fill_state_keys(batch: &mut RecordBatch, key: &crate::engine::exchange::StateKey) {
-    let keys: Option<Vec<_>> = batch.iter().map(|r| key.of(&r).ok()).collect();
-    if let Some(keys) = keys {
-        let keys: Vec<Vec<u8>> = keys.into_iter().map(|k| k.into_owned()).collect();
-        batch.set_state_keys(keys.iter().map(Vec::as_slice));
+    let mut keys = StateKeys::with_capacity(batch.len());
+    for r in batch.iter() {
+        let Ok(k) = key.of(&r) else { return };
+        keys.push(&k);
     }
+    batch.set_state_keys(keys);
 }
 
 impl TaskRun<'_> {

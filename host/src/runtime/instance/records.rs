@@ -3,7 +3,7 @@
 //! the record lowered from a scratch buffer reused across records.
 
 use super::{WasmTransform, arm, classify};
-use crate::engine::batch::RecordBatch;
+use crate::engine::batch::{RecordBatch, StateKeys};
 use crate::engine::output::{RejectKind, Rejected, TransformOutput};
 use crate::engine::transform::TransformError;
 use crate::runtime::bindings::{Position, RECORD_INTERFACE, Record, RecordError};
@@ -32,9 +32,11 @@ impl WasmTransform {
         for i in 0..input.len() {
             let r = input.get(i);
             if keyed {
-                live.store.data_mut().call_keys = r
-                    .state_key
-                    .map(|k| (k.to_vec(), vec![weir_wire::end(k.len())]));
+                live.store.data_mut().call_keys = r.state_key.map(|k| {
+                    let mut one = StateKeys::default();
+                    one.push(k);
+                    one
+                });
             }
             fill_record(&mut scratch, input.partition, &r);
             arm(&mut live.store, ticks, limits.fuel);
