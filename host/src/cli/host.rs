@@ -59,7 +59,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
         let query = build_query(
             runtime,
             &pipeline,
-            Some(tenants[&tenant].clone()),
+            weir::pipeline::GuestScope::of_tenant(tenants[&tenant].clone()),
             args.exit_when_idle,
             false,
         )

@@ -25,10 +25,26 @@ pub struct Args {
     /// How often tenants' data is measured against their quotas, e.g. "10s".
     #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
     quota_interval: Option<std::time::Duration>,
+    /// A request's headers must arrive within this, e.g. "10s".
+    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    header_timeout: Option<std::time::Duration>,
+    /// Close connections idle this long, e.g. "60s".
+    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    idle_timeout: Option<std::time::Duration>,
+    /// Connections held at once (default: a quarter of the open-file limit, at most 4096).
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Connections held at once from one client address (default 256).
+    #[arg(long, value_name = "N")]
+    max_connections_per_client: Option<usize>,
 }
 
 pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let store = weir::serve::open(&args.data)?;
+    // Stored component paths and tenant roots are absolute: a relative
+    // `--data` must mean the same directory whatever the cwd later is.
+    let data = std::fs::canonicalize(&args.data)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", args.data.display()))?;
     if args.init || !store.has_admin()? {
         let token = weir::serve::new_admin_token(&store, &args.data)?;
         // The only time the admin token exists outside the caller's hands.
@@ -46,7 +62,8 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
         store: Arc::new(store),
         supervisor: Arc::new(weir::serve::supervisor::Supervisor::new(runtime.clone())),
         runtime,
-        data: args.data,
+        quota_locks: Default::default(),
+        data,
         max_component_size: args
             .max_component_size
             .unwrap_or(DEFAULT_MAX_COMPONENT_SIZE),
@@ -54,6 +71,17 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
             .quota_interval
             .unwrap_or(weir::serve::quota::DEFAULT_INTERVAL),
     };
-    weir::serve::run(state, args.listen)?;
+    let d = weir::serve::edge::EdgeLimits::default();
+    let limits = weir::serve::edge::EdgeLimits {
+        header_timeout: args.header_timeout.unwrap_or(d.header_timeout),
+        idle_timeout: args.idle_timeout.unwrap_or(d.idle_timeout),
+        max_connections: args.max_connections.unwrap_or(d.max_connections).max(1),
+        max_connections_per_client: args
+            .max_connections_per_client
+            .unwrap_or(d.max_connections_per_client)
+            .max(1),
+        ..d
+    };
+    weir::serve::run(state, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

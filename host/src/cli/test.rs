@@ -182,7 +182,7 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let text = spec(&a, dir.path())?;
     let spec = Pipeline::parse(&text, "weir test", dir.path())
         .map_err(|e| anyhow::anyhow!("{} (from the options given to weir test)", e.message))?;
-    let mut query = build_query(runtime, &spec, None, None, false)?;
+    let mut query = build_query(runtime, &spec, Default::default(), None, false)?;
     // Sample input is all there is: windows still open at its end fire.
     query.flush_event_time_at_end();
     query.run(&mut |_| {})?;

@@ -121,6 +121,10 @@ pub struct TransformMetrics {
     /// Instances replaced for holding most of their memory limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub instances_recycled: u64,
+    /// Metric updates refused: a name that is not a metric name, or past
+    /// the limit on distinct names.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -134,6 +138,7 @@ impl TransformMetrics {
             && self.memory_bytes == 0
             && self.fuel_consumed == 0
             && self.instances_recycled == 0
+            && self.dropped == 0
     }
 
     /// Add another instance's figures.
@@ -148,6 +153,7 @@ impl TransformMetrics {
         self.memory_bytes = self.memory_bytes.saturating_add(o.memory_bytes);
         self.fuel_consumed = self.fuel_consumed.saturating_add(o.fuel_consumed);
         self.instances_recycled = self.instances_recycled.saturating_add(o.instances_recycled);
+        self.dropped = self.dropped.saturating_add(o.dropped);
     }
 }
 

@@ -44,6 +44,10 @@ pub enum TransformError {
     /// `init` refused the pipeline's transform config.
     #[error("transform refused its config: {0}")]
     Config(String),
+    /// The pipeline is stopping: its guest was interrupted mid-call (or not
+    /// started). Not about any record; the batch is re-run after a restart.
+    #[error("stopped: the pipeline was stopped while its guest ran")]
+    Stopped,
     /// The guest keeps failing: the pipeline stops rather than spin.
     #[error("crash loop: the guest failed {failures} times within {window:?} (last: {last})")]
     CrashLoop {

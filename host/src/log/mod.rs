@@ -11,6 +11,7 @@
 mod commits;
 mod cuts;
 mod epoch_writer;
+mod name;
 mod partition;
 mod record;
 mod uncommitted;
@@ -26,6 +27,7 @@ pub use commits::CommitRange;
 use commits::{CommitEntry, CommitFile, CommitState};
 use cuts::CutLog;
 pub use epoch_writer::EpochWriter;
+pub use name::{MAX_TOPIC_NAME, check_topic_name};
 use partition::Partition;
 pub use uncommitted::{Fetched, UncommittedReader};
 
@@ -55,6 +57,8 @@ pub enum LogError {
     EpochNotEnded { epoch: u64 },
     #[error("partition {partition} does not exist (the topic has {partitions})")]
     NoPartition { partition: u32, partitions: u32 },
+    #[error("topic name `{}`: {why}", name.escape_debug())]
+    BadName { name: String, why: &'static str },
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -114,6 +118,7 @@ impl Topic {
         partitions: u32,
         segment_bytes: u64,
     ) -> Result<Topic, LogError> {
+        check_topic_name(name)?;
         let dir = root.join(name);
         if let Ok(existing) = Self::open(root, name) {
             return Err(LogError::Exists {
@@ -137,6 +142,7 @@ impl Topic {
     }
 
     pub fn open(root: &Path, name: &str) -> Result<Topic, LogError> {
+        check_topic_name(name)?;
         let dir = root.join(name);
         let meta_path = dir.join("topic.json");
         let bytes = match std::fs::read(&meta_path) {

@@ -128,13 +128,26 @@ fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformE
     Ok(())
 }
 
+/// Whose guests a query runs: the tenant they are charged to (memory quota,
+/// CPU share), and the switch that stops them mid-call.
+#[derive(Clone, Default)]
+pub struct GuestScope {
+    pub tenant: Option<Arc<Tenant>>,
+    pub abort: Option<crate::runtime::Abort>,
+}
+
+impl GuestScope {
+    pub fn of_tenant(tenant: Arc<Tenant>) -> GuestScope {
+        GuestScope {
+            tenant: Some(tenant),
+            abort: None,
+        }
+    }
+}
+
 /// The transform instances' factory (each guest behind the engine's guard),
 /// the pipeline's error policy, and whether the guest keeps state.
-fn factory(
-    runtime: &Runtime,
-    spec: &Pipeline,
-    tenant: Option<Arc<Tenant>>,
-) -> Result<Guest, BuildError> {
+fn factory(runtime: &Runtime, spec: &Pipeline, scope: GuestScope) -> Result<Guest, BuildError> {
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(identity)))
@@ -155,9 +168,12 @@ fn factory(
     crate::runtime::check_sandbox(&t.sandbox, runtime.cache_dir()).map_err(BuildError::Refused)?;
     // Guest logs carry the tenant first, so they can be routed per tenant.
     let mut name = spec.name.clone();
-    if let Some(tenant) = tenant {
+    if let Some(tenant) = scope.tenant {
         name = format!("{}/{name}", tenant.name());
         component = component.for_tenant(tenant);
+    }
+    if let Some(abort) = scope.abort {
+        component = component.with_abort(abort);
     }
     component.check_limits(&t.limits)?;
     let policy = match t.on_error {
@@ -270,7 +286,7 @@ impl Query {
 pub fn build_query(
     runtime: &Runtime,
     spec: &Pipeline,
-    tenant: Option<Arc<Tenant>>,
+    guests: GuestScope,
     exit_when_idle: Option<Duration>,
     upgrade: bool,
 ) -> Result<Query, BuildError> {
@@ -284,7 +300,7 @@ pub fn build_query(
         policy: error_policy,
         stateful,
         component,
-    } = factory(runtime, spec, tenant)?;
+    } = factory(runtime, spec, guests)?;
     let state = StatefulOptions {
         stateful,
         ..spec.state.clone()

@@ -228,7 +228,16 @@ fn run(
     entries: Vec<OffsetEntry>,
     unit: &str,
 ) -> Result<BTreeMap<u64, Progress>, ReplayError> {
-    let mut query = build_query(runtime, candidate, tenant, None, true)
+    let mut query = build_query(
+        runtime,
+        candidate,
+        crate::pipeline::GuestScope {
+            tenant,
+            abort: None,
+        },
+        None,
+        true,
+    )
         .map_err(|e| ReplayError::Run(format!("the candidate: {e}")))?;
     let Query::MicroBatch(q) = &mut query else {
         return Err(ReplayError::Run("replay runs as micro-batches".into()));

@@ -47,6 +47,20 @@ fn artifact_path(dir: &Path, content_hash: &str, engine: &Engine) -> PathBuf {
     dir.join(format!("{content_hash}-{}.cwasm", engine_key(engine)))
 }
 
+/// Remove every cached artifact of the component with `content_hash` (for
+/// any engine): it was refused, or deleted everywhere.
+pub(crate) fn remove(dir: &Path, content_hash: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!("{content_hash}-");
+    for e in entries.flatten() {
+        if e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Compile `bytes`, or load the cached artifact for them.
 pub(crate) fn load_or_compile(
     engine: &Engine,

@@ -16,6 +16,7 @@ mod output_pipe;
 mod sandbox;
 mod state_imports;
 mod store_data;
+mod abort;
 pub mod tenant;
 mod ticker;
 
@@ -99,6 +100,14 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Drop the compiled code of the component whose bytes hash to
+    /// `content_hash` from the cache (a refused or deleted upload).
+    pub fn forget_compiled(&self, content_hash: &str) {
+        if let Some(dir) = self.cache_dir() {
+            cache::remove(dir, content_hash);
+        }
+    }
+
     /// Where compiled components are cached, if anywhere.
     pub fn cache_dir(&self) -> Option<&std::path::Path> {
         self.options.cache_dir.as_deref()
@@ -274,6 +283,7 @@ impl Runtime {
             }),
             sandbox: Arc::default(),
             tenant: None,
+            abort: None,
         })
     }
 }
@@ -302,7 +312,11 @@ pub struct TransformComponent {
     inner: Arc<ComponentInner>,
     sandbox: Arc<Sandbox>,
     tenant: Option<Arc<tenant::Tenant>>,
+    abort: Option<Abort>,
 }
+
+pub use abort::Abort;
+pub use store_data::metric_name;
 
 struct ComponentInner {
     pre: InstancePre<StoreData>,
@@ -361,6 +375,13 @@ impl TransformComponent {
     /// CPU share).
     pub fn for_tenant(mut self, tenant: Arc<tenant::Tenant>) -> Self {
         self.tenant = Some(tenant);
+        self
+    }
+
+    /// The same component, its guests stopped mid-call when `abort` is
+    /// raised.
+    pub fn with_abort(mut self, abort: Abort) -> Self {
+        self.abort = Some(abort);
         self
     }
 

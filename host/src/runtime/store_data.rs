@@ -22,7 +22,8 @@ const MAX_TEXT: usize = 4096;
 pub struct GuestMetrics {
     pub counters: BTreeMap<String, u64>,
     pub gauges: BTreeMap<String, f64>,
-    /// Metric updates refused because the name limit was reached.
+    /// Metric updates refused: the name limit was reached, or the name is
+    /// not a Prometheus metric name.
     pub dropped: u64,
     /// Fuel burnt by calls (metered guests only), measured by the host.
     pub fuel_consumed: u64,
@@ -106,6 +107,10 @@ pub(crate) struct StoreData {
     /// The state keys of the current stateful call's records
     /// (`context.state-keys`).
     pub(crate) call_keys: Option<crate::engine::batch::StateKeys>,
+    /// Raised to stop the guest mid-call (its pipeline is stopping).
+    pub(crate) abort: Option<super::Abort>,
+    /// The current call was interrupted by `abort`.
+    pub(crate) aborted: bool,
 }
 
 impl StoreData {
@@ -151,6 +156,8 @@ impl StoreData {
                 super::output_pipe::LINES_PER_SECOND,
             ),
             call_keys: None,
+            abort: None,
+            aborted: false,
         })
     }
 }
@@ -198,6 +205,10 @@ impl LogHost for StoreData {
 
 impl MetricsHost for StoreData {
     fn counter_add(&mut self, name: String, delta: u64) {
+        if !metric_name(&name) {
+            self.refuse_metric(&name);
+            return;
+        }
         let m = &mut self.metrics;
         if let Some(c) = m.counters.get_mut(&name) {
             *c = c.saturating_add(delta);
@@ -209,6 +220,10 @@ impl MetricsHost for StoreData {
     }
 
     fn gauge_set(&mut self, name: String, value: f64) {
+        if !metric_name(&name) {
+            self.refuse_metric(&name);
+            return;
+        }
         let m = &mut self.metrics;
         if let Some(g) = m.gauges.get_mut(&name) {
             *g = value;
@@ -218,6 +233,34 @@ impl MetricsHost for StoreData {
             m.dropped += 1;
         }
     }
+}
+
+impl StoreData {
+    /// Count a refused metric update, and say why (on the log's budget).
+    fn refuse_metric(&mut self, name: &str) {
+        self.metrics.dropped += 1;
+        if self.log_budget.admit().admit {
+            tracing::warn!(target: "weir::guest", guest = &*self.label,
+                "metric name {:?} refused: use letters, digits, `_` and `:` (not starting with a digit), at most {MAX_METRIC_NAME} bytes",
+                clip(name));
+        }
+    }
+}
+
+/// Longest metric name, in bytes.
+const MAX_METRIC_NAME: usize = 200;
+
+/// Whether `name` is a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`):
+/// names are republished in `/metrics` and progress reports, so none may
+/// carry quotes, newlines or braces into the text others read.
+pub fn metric_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= MAX_METRIC_NAME
+        && !b[0].is_ascii_digit()
+        && b
+            .iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')
 }
 
 impl TypesHost for StoreData {}

@@ -15,7 +15,7 @@
 //! its share, not a share per thread, and cannot starve a tenant with few.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,7 +34,9 @@ pub struct Scheduler {
 
 #[derive(Debug)]
 struct Share {
-    weight: u32,
+    /// Changed in place when the tenant's weight changes, so its running
+    /// guests are scheduled by the new one at once.
+    weight: AtomicU32,
     /// Threads inside guest calls and not yielding right now.
     running: AtomicUsize,
     /// Threads inside guest calls, yielding or not.
@@ -59,15 +61,18 @@ impl Scheduler {
 
     fn share(&self, name: &str, weight: u32) -> Arc<Share> {
         let mut t = self.tenants.lock().expect("scheduler lock");
-        t.entry(name.to_string())
+        let share = t
+            .entry(name.to_string())
             .or_insert_with(|| {
                 Arc::new(Share {
-                    weight: weight.max(1),
+                    weight: AtomicU32::new(1),
                     running: AtomicUsize::new(0),
                     inside: AtomicUsize::new(0),
                 })
             })
-            .clone()
+            .clone();
+        share.weight.store(weight.max(1), Ordering::Relaxed);
+        share
     }
 
     /// Ticks guest threads slept so far to yield their core.
@@ -83,10 +88,11 @@ impl Scheduler {
         let active: u32 = t
             .values()
             .filter(|s| s.running.load(Ordering::Relaxed) > 0)
-            .map(|s| s.weight)
-            .sum::<u32>()
-            .max(share.weight);
-        let part = self.cores as f64 * share.weight as f64 / active.max(1) as f64;
+            .map(|s| s.weight.load(Ordering::Relaxed))
+            .fold(0u32, u32::saturating_add);
+        let mine = share.weight.load(Ordering::Relaxed);
+        let active = active.max(mine);
+        let part = self.cores as f64 * f64::from(mine) / f64::from(active.max(1));
         (part.ceil() as usize).max(1)
     }
 }

@@ -66,15 +66,11 @@ impl FromRequestParts<AppState> for Caller {
         let unauthorized = |detail: &str| {
             ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", detail.to_string())
         };
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+        let token = token_hash(&parts.headers)
             .ok_or_else(|| unauthorized("send `Authorization: Bearer <token>`"))?;
         let caller = state
             .store
-            .caller(&hash(token.trim()))?
+            .caller(&token)?
             .ok_or_else(|| unauthorized("unknown token"))?;
         let acting_for = parts
             .headers
@@ -87,6 +83,15 @@ impl FromRequestParts<AppState> for Caller {
             (c, _) => c,
         })
     }
+}
+
+/// The hash of the bearer token a request carries.
+pub fn token_hash(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(|t| hash(t.trim()))
 }
 
 /// `GET /v1/whoami`: whom the token is for (the dashboard's login check).

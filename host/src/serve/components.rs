@@ -32,6 +32,9 @@ pub async fn upload(
             format!("a component may have at most {limit} bytes"),
         )
     })?;
+    // Check and store as one step per tenant: parallel uploads cannot all
+    // pass the component-bytes quota.
+    let _quota_lock = state.tenant_lock(&tenant).await;
     let quota = state
         .store
         .tenant(&tenant)?
@@ -71,7 +74,15 @@ fn validate_and_store(state: &AppState, bytes: &[u8]) -> ApiResult<ComponentRow>
         .tempfile_in(&tmp_dir)
         .map_err(ApiError::internal)?;
     std::fs::write(tmp.path(), bytes).map_err(ApiError::internal)?;
-    let component = state.runtime.load(tmp.path(), &[]).map_err(|e| {
+    // Checked for what it is, a valid component of the world; what it
+    // imports beyond it is reported, and granted (or not) per pipeline.
+    let grantable: Vec<String> = super::tenants::GRANTABLE
+        .iter()
+        .map(|g| g.to_string())
+        .collect();
+    let component = state.runtime.load(tmp.path(), &grantable).map_err(|e| {
+        // A component refused after it compiled leaves no native code.
+        state.runtime.forget_compiled(&id);
         let reason = e.to_string();
         // Name the upload, not the temporary file it was checked in.
         let reason = reason.replace(&tmp.path().display().to_string(), "component");
@@ -144,6 +155,7 @@ pub async fn delete(
 /// Remove a component's bytes once no tenant has it.
 pub fn forget_bytes(state: &AppState, id: &str) -> ApiResult<()> {
     if !state.store.component_referenced(id)? {
+        state.runtime.forget_compiled(id);
         match std::fs::remove_file(bytes_path(state, id)) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

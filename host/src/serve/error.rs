@@ -79,3 +79,46 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
         }
     }
 }
+
+/// Every error response as the API's JSON: axum's own refusals (a bad
+/// query string or path, a body over its limit, a wrong method) are plain
+/// text or empty; they are rewritten here, so a client parses one shape.
+///
+/// Every error's text also has the data directory's path replaced by
+/// `<data>`: a client never learns where the server keeps its files.
+pub async fn json_errors(
+    axum::extract::State(data): axum::extract::State<std::path::PathBuf>,
+    resp: Response,
+) -> Response {
+    let status = resp.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return resp;
+    }
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let body = axum::body::to_bytes(resp.into_body(), 256 << 10)
+        .await
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body).replace(&data.display().to_string(), "<data>");
+    if is_json {
+        let mut r = (status, text).into_response();
+        r.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        );
+        return r;
+    }
+    let text = text.trim().to_string();
+    let (error, fallback) = match status {
+        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", "this endpoint does not take that method"),
+        StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is over the limit"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", "send the body as the endpoint expects"),
+        s if s.is_server_error() => ("internal", "the server failed"),
+        _ => ("bad-request", "the request is malformed"),
+    };
+    let detail = if text.is_empty() { fallback.to_string() } else { text };
+    ApiError::new(status, error, detail).into_response()
+}

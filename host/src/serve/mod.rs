@@ -8,6 +8,7 @@ pub mod auth;
 pub mod components;
 pub mod confine;
 pub mod dashboard;
+pub mod edge;
 pub mod error;
 pub mod logs;
 pub mod metrics;
@@ -35,6 +36,9 @@ use store::Store;
 /// Largest component upload unless `--max-component-size` says otherwise.
 pub const DEFAULT_MAX_COMPONENT_SIZE: usize = 64 << 20;
 
+/// Largest request body of every route but uploads (pipeline files, JSON).
+pub const MAX_REQUEST_BODY: usize = 1 << 20;
+
 /// Shared by every request.
 #[derive(Clone)]
 pub struct AppState {
@@ -46,6 +50,8 @@ pub struct AppState {
     /// How often running tenants' data is measured against their quota.
     pub quota_interval: std::time::Duration,
     pub supervisor: Arc<supervisor::Supervisor>,
+    /// Held from a tenant's quota check to the insert it allows.
+    pub quota_locks: Arc<quota::TenantLocks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +68,11 @@ pub enum ServeError {
 }
 
 impl AppState {
+    /// Tenant `tenant`'s quota lock (see [`quota::TenantLocks`]).
+    pub async fn tenant_lock(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        self.quota_locks.lock(tenant).await
+    }
+
     /// Start (or restart) tenant `t`'s pipeline off the async workers:
     /// building it loads and instantiates its component.
     pub async fn start_pipeline(
@@ -72,13 +83,17 @@ impl AppState {
         upgrade: bool,
     ) -> error::ApiResult<()> {
         let st = self.clone();
+        let t_name = t.name.clone();
         tokio::task::spawn_blocking(move || {
             st.supervisor
                 .start_with(&st.store, &t, &name, &spec, upgrade)
         })
         .await
         .map_err(ApiError::internal)?
-        .map_err(ApiError::bad_request)
+        .map_err(|e| {
+            let root = confine::TenantRoot::shown(&self.data, &t_name);
+            ApiError::bad_request(root.redact(&e))
+        })
     }
 
     /// Stop pipelines after their current batch or epoch, off the async
@@ -110,6 +125,14 @@ impl AppState {
 
 /// Open (creating) the data directory and its store.
 pub fn open(data: &std::path::Path) -> Result<Store, ServeError> {
+    // Uploads and replays interrupted by a crash left their scratch here.
+    let tmp = data.join("tmp");
+    match std::fs::remove_dir_all(&tmp) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            return Err(ServeError::Io { path: tmp, err });
+        }
+        _ => {}
+    }
     for d in [
         data.to_path_buf(),
         data.join("components"),
@@ -180,12 +203,22 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/metrics", get(reports::metrics))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
+        .layer(axum::middleware::map_response_with_state(
+            state.data.clone(),
+            error::json_errors,
+        ))
         .with_state(state)
 }
 
 /// Serve until SIGINT or SIGTERM; pipelines that should run are resumed
-/// first, and stopped after their current batch when the service stops.
-pub fn run(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
+/// first. On a signal, open requests get the edge's shutdown grace, then
+/// pipelines are stopped (bounded, see [`supervisor::STOP_GRACE`]).
+pub fn run(
+    state: AppState,
+    listen: SocketAddr,
+    limits: edge::EdgeLimits,
+) -> Result<(), ServeError> {
     pipelines::resume_all(&state);
     let (watched, interval) = (state.clone(), state.quota_interval);
     std::thread::Builder::new()
@@ -196,12 +229,12 @@ pub fn run(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
             err,
         })?;
     let supervisor = state.supervisor.clone();
-    let r = serve(state, listen);
+    let r = serve(state, listen, limits);
     supervisor.stop_all();
     r
 }
 
-fn serve(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
+fn serve(state: AppState, listen: SocketAddr, limits: edge::EdgeLimits) -> Result<(), ServeError> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -210,24 +243,26 @@ fn serve(state: AppState, listen: SocketAddr) -> Result<(), ServeError> {
             path: state.data.clone(),
             err,
         })?;
-    rt.block_on(async move {
+    let r = rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
             .map_err(|err| ServeError::Listen { addr: listen, err })?;
         let addr = listener.local_addr().unwrap_or(listen);
         tracing::warn!("weir serve: listening on http://{addr}");
         eprintln!("weir serve: listening on http://{addr}");
-        axum::serve(listener, router(state))
-            .with_graceful_shutdown(async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                        .expect("installing a SIGTERM handler");
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            })
-            .await
-            .map_err(|err| ServeError::Listen { addr: listen, err })
-    })
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|err| ServeError::Listen { addr: listen, err })?;
+        let signalled = async move {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        };
+        edge::serve(listener, router(state), limits, signalled).await;
+        Ok(())
+    });
+    // Requests still computing (a component being compiled) are not waited
+    // for past this.
+    rt.shutdown_timeout(std::time::Duration::from_secs(1));
+    r
 }

@@ -15,7 +15,7 @@ use super::auth::Caller;
 use super::confine;
 use super::error::{ApiError, ApiResult};
 use super::store::{PipelineRow, TenantRow};
-use crate::spec::Pipeline;
+use crate::spec::{GuestEnv, Pipeline};
 
 pub(super) fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
     state
@@ -26,12 +26,7 @@ pub(super) fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow>
 
 /// The pipeline TOML with its component id resolved to the stored bytes,
 /// its name set and a default checkpoint; validated and confined.
-fn resolve(
-    state: &AppState,
-    t: &TenantRow,
-    name: &str,
-    text: &str,
-) -> ApiResult<(Pipeline, String, String)> {
+fn resolve(state: &AppState, t: &TenantRow, name: &str, text: &str) -> ApiResult<Resolved> {
     let tenant = t.name.as_str();
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| ApiError::bad_request(format!("pipeline: {}", e.message())))?;
@@ -49,23 +44,47 @@ fn resolve(
         })?;
     if state.store.component(tenant, &component)?.is_none() {
         return Err(ApiError::bad_request(format!(
-            "transform.component: no component `{component}` (upload it to /v1/components first)"
+            "transform.component: no component `{}` (upload it to /v1/components first)",
+            component.escape_debug()
         )));
     }
-    let path = state
-        .data
-        .join("components")
-        .join(format!("{component}.wasm"));
+    let path = super::components::bytes_path(state, &component);
     if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
         t.insert("component".into(), path.display().to_string().into());
     }
     let text = toml::to_string(&table).map_err(ApiError::internal)?;
-    let root = confine::tenant_root(&state.data, tenant);
-    std::fs::create_dir_all(&root).map_err(ApiError::internal)?;
-    let spec =
-        Pipeline::parse(&text, "pipeline", &root).map_err(|e| ApiError::bad_request(e.message))?;
-    confine::pipeline(&spec, &root, &t.kafka_brokers).map_err(ApiError::bad_request)?;
-    Ok((spec, text, component))
+    let spec = confined(state, t, &text).map_err(ApiError::bad_request)?;
+    Ok(Resolved {
+        spec,
+        text,
+        component,
+    })
+}
+
+/// A pipeline as PUT: validated, with the text stored and the component.
+struct Resolved {
+    spec: Pipeline,
+    text: String,
+    component: String,
+}
+
+/// `text` parsed as tenant `t`'s pipeline: relative to its data root, its
+/// guest variables from its own list, every place, number and client
+/// confined. Refusals name no server path.
+fn confined(state: &AppState, t: &TenantRow, text: &str) -> Result<Pipeline, String> {
+    let root = confine::TenantRoot::open(&state.data, &t.name).map_err(|e| {
+        tracing::error!("serve: the data root of {}: {e}", t.name);
+        "the tenant's data directory cannot be opened (see the server's log)".to_string()
+    })?;
+    let spec = Pipeline::parse_with(text, "pipeline", root.dir(), GuestEnv::Only(&t.guest_env))
+        .map_err(|e| root.redact(&e.message))?;
+    let allowed = confine::Allowed {
+        brokers: &t.kafka_brokers,
+        grants: &t.grants,
+        max_memory: t.max_memory,
+    };
+    confine::pipeline(&spec, &root, &allowed).map_err(|e| root.redact(&e))?;
+    Ok(spec)
 }
 
 fn view(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
@@ -104,7 +123,16 @@ pub async fn put(
         )));
     }
     let t = tenant_row(&state, &tenant)?;
-    let (spec, text, component) = resolve(&state, &t, &name, &text)?;
+    let Resolved {
+        spec,
+        text,
+        component,
+    } = resolve(&state, &t, &name, &text)?;
+    // Check and insert as one step per tenant: parallel PUTs cannot all
+    // pass the pipeline quota.
+    let _quota_lock = state.tenant_lock(&tenant).await;
+    // The tenant as it is now (it may have been deleted meanwhile).
+    let t = tenant_row(&state, &tenant)?;
     super::quota::check(&state, &t)?;
     let existing = state.store.pipelines(Some(&tenant))?;
     if !existing.iter().any(|p| p.name == name) && existing.len() as u64 >= t.max_pipelines {
@@ -221,36 +249,32 @@ pub async fn delete(
     let p = find(&state, &tenant, &name)?;
     state.forget_pipelines(&tenant, vec![name.clone()]).await?;
     state.store.delete_pipeline(&tenant, &name)?;
-    if opts.purge {
-        let root = confine::tenant_root(&state.data, &tenant);
-        if let Ok(spec) = stored_spec(&state, &p)
-            && let Some(dir) = spec.checkpoint.dir()
-            && confine::inside(dir, &root, "checkpoint").is_ok()
-        {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+    if opts.purge
+        && let Ok(spec) = stored_spec(&state, &p)
+        && let Some(dir) = spec.checkpoint.dir()
+    {
+        // Confined when it was stored and again just now.
+        let _ = std::fs::remove_dir_all(dir);
     }
     state.store.event(Some(&tenant), &name, "deleted", "");
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// A stored pipeline's spec, read as it was validated (relative to the
-/// tenant's data root).
+/// tenant's data root, with its guest variables).
 pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline, String> {
-    let root = confine::tenant_root(&state.data, &p.tenant);
-    Pipeline::parse(&p.spec, "pipeline", &root).map_err(|e| e.message)
+    let t = state
+        .store
+        .tenant(&p.tenant)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("no tenant `{}`", p.tenant))?;
+    startable(state, &t, p)
 }
 
-/// A stored pipeline's spec, checked again against its tenant's current
-/// allow-list (the admin may have narrowed it since).
+/// A stored pipeline's spec, confined again under its tenant's current
+/// quotas and allow-lists (the admin may have narrowed them since).
 fn startable(state: &AppState, t: &TenantRow, p: &PipelineRow) -> Result<Pipeline, String> {
-    let spec = stored_spec(state, p)?;
-    confine::pipeline(
-        &spec,
-        &confine::tenant_root(&state.data, &t.name),
-        &t.kafka_brokers,
-    )?;
-    Ok(spec)
+    confined(state, t, &p.spec)
 }
 
 /// After a tenant's quotas changed: its running pipelines start again

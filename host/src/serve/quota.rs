@@ -4,7 +4,9 @@
 //! stopped (shown `failed`, with the figures) rather than fill the disk its
 //! neighbours share.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::AppState;
@@ -14,6 +16,33 @@ use super::store::TenantRow;
 /// How often the watcher measures tenants with running pipelines, unless
 /// `weir serve --quota-interval` says otherwise.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// One lock per tenant, held from a quota's check to the insert it allows
+/// (a pipeline, a component), so parallel requests cannot all pass a check
+/// that only one of them fits.
+#[derive(Default)]
+pub struct TenantLocks(Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>);
+
+impl TenantLocks {
+    pub async fn lock(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
+        let lock = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tenant.to_string())
+            .or_default()
+            .clone();
+        lock.lock_owned().await
+    }
+
+    /// Drop a deleted tenant's lock.
+    pub fn forget(&self, tenant: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant);
+    }
+}
 
 /// Bytes of the regular files under `dir` (symlinks are not followed).
 pub fn data_bytes(dir: &Path) -> u64 {
@@ -34,7 +63,7 @@ pub fn data_bytes(dir: &Path) -> u64 {
 
 /// The refusal when `t` is over its data quota.
 pub fn over(state: &AppState, t: &TenantRow) -> Option<String> {
-    let used = data_bytes(&super::confine::tenant_root(&state.data, &t.name));
+    let used = data_bytes(&super::confine::TenantRoot::path_of(&state.data, &t.name));
     (used > t.max_data_bytes).then(|| {
         format!(
             "tenant `{}` holds {used} bytes of data, over its quota of {} (max-data-bytes); delete pipelines with ?purge=true or output, or ask the admin for more",
@@ -72,11 +101,18 @@ pub fn watch(state: AppState, interval: Duration) {
                 continue;
             };
             tracing::warn!(tenant = %name, "{why}");
-            for (tenant, pipeline) in state.supervisor.running() {
-                if tenant == name {
-                    state.supervisor.halt(&tenant, &pipeline, &why);
-                    state.store.event(Some(&tenant), &pipeline, "failed", &why);
-                }
+            let mine: Vec<String> = state
+                .supervisor
+                .running()
+                .into_iter()
+                .filter(|(tenant, _)| *tenant == name)
+                .map(|(_, pipeline)| pipeline)
+                .collect();
+            // Bounded (interrupting guests if need be): one tenant's
+            // pipelines cannot hold up every other tenant's enforcement.
+            state.supervisor.halt_all(&name, &mine, &why);
+            for pipeline in &mine {
+                state.store.event(Some(&name), pipeline, "failed", &why);
             }
         }
     }

@@ -38,12 +38,13 @@ pub async fn progress(
     caller: Caller,
     Path(name): Path<String>,
     Query(q): Query<Since>,
-) -> ApiResult<Json<Vec<crate::engine::Progress>>> {
+) -> ApiResult<Json<Value>> {
     let tenant = caller.tenant()?;
     super::pipelines::find(&state, tenant, &name)?;
-    Ok(Json(
-        state.supervisor.progress_since(tenant, &name, q.since),
-    ))
+    let reports = state.supervisor.progress_since(tenant, &name, q.since);
+    let mut v = serde_json::to_value(reports).map_err(ApiError::internal)?;
+    super::confine::TenantRoot::shown(&state.data, tenant).redact_json(&mut v);
+    Ok(Json(v))
 }
 
 #[derive(Debug, Deserialize)]
@@ -57,9 +58,14 @@ pub struct LogQuery {
 }
 
 /// `GET /v1/pipelines/{name}/logs?tail=N&follow=true`.
+/// How often a log follower's token is checked again: a rotated or
+/// revoked token (or a deleted tenant) closes the stream within this.
+const TOKEN_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub async fn logs(
     State(state): State<AppState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
     Path(name): Path<String>,
     Query(q): Query<LogQuery>,
 ) -> ApiResult<Response> {
@@ -70,27 +76,58 @@ pub async fn logs(
     if !q.follow {
         return Ok(Json(log.tail(tail)).into_response());
     }
+    let token = super::auth::token_hash(&headers)
+        .ok_or_else(|| ApiError::internal("a caller without a token"))?;
+    let holder = state.store.caller(&token)?;
     let (kept, rx) = log.follow(tail);
-    let event = |l: &LogLine| {
-        Event::default()
-            .id(l.seq.to_string())
-            .json_data(l)
-            .unwrap_or_else(|_| Event::default().comment("unencodable line"))
-    };
-    let first: Vec<Result<Event, Infallible>> = kept.iter().map(|l| Ok(event(l))).collect();
-    let live = BroadcastStream::new(rx).map(move |r| {
-        Ok(match r {
-            Ok(l) => event(&l),
-            // A follower slower than its guest: say what it missed.
-            Err(BroadcastStreamRecvError::Lagged(n)) => Event::default()
-                .event("skipped")
-                .data(format!("{n} lines not sent: the reader fell behind")),
-        })
+    let (tx, events) = tokio::sync::mpsc::channel::<Event>(64);
+    let store = state.store.clone();
+    tokio::spawn(async move {
+        for l in &kept {
+            if tx.send(log_event(l)).await.is_err() {
+                return;
+            }
+        }
+        let mut live = BroadcastStream::new(rx);
+        let mut recheck = tokio::time::interval(TOKEN_RECHECK);
+        loop {
+            tokio::select! {
+                line = live.next() => {
+                    let event = match line {
+                        None => return,
+                        Some(Ok(l)) => log_event(&l),
+                        // A follower slower than its guest: say what it missed.
+                        Some(Err(BroadcastStreamRecvError::Lagged(n))) => Event::default()
+                            .event("skipped")
+                            .data(format!("{n} lines not sent: the reader fell behind")),
+                    };
+                    if tx.send(event).await.is_err() {
+                        return;
+                    }
+                }
+                _ = recheck.tick() => {
+                    if store.caller(&token).ok().flatten() != holder {
+                        let _ = tx
+                            .send(Event::default().event("closed").data("the token was rotated or revoked"))
+                            .await;
+                        return;
+                    }
+                }
+                _ = tx.closed() => return,
+            }
+        }
     });
-    let stream = tokio_stream::iter(first).chain(live);
+    let stream = tokio_stream::wrappers::ReceiverStream::new(events).map(Ok::<_, Infallible>);
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())
         .into_response())
+}
+
+fn log_event(l: &LogLine) -> Event {
+    Event::default()
+        .id(l.seq.to_string())
+        .json_data(l)
+        .unwrap_or_else(|_| Event::default().comment("unencodable line"))
 }
 
 #[derive(Debug, Deserialize)]

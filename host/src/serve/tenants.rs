@@ -1,6 +1,8 @@
 //! `/v1/tenants`: the admin creates tenants with quotas (each gets a token,
 //! shown once), lists, deletes them and rotates their tokens.
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -35,6 +37,46 @@ pub struct Quotas {
     max_data_bytes: Option<String>,
     /// `host:port` of each Kafka broker its pipelines may use.
     kafka_brokers: Option<Vec<String>>,
+    /// Variables its guests may be given (`[transform.sandbox] env`), with
+    /// their values: the only environment a tenant's guest can see.
+    guest_env: Option<BTreeMap<String, String>>,
+    /// Interfaces its pipelines may grant their guests (`wasi:sockets`,
+    /// `wasi:filesystem`): the admin decides per tenant.
+    grants: Option<Vec<String>>,
+}
+
+/// What an admin may allow a tenant's pipelines to grant: the WASI
+/// packages the sandbox can back with an empty context (no network reached,
+/// no directory but the granted read-only ones).
+pub const GRANTABLE: &[&str] = &["wasi:sockets", "wasi:filesystem"];
+
+/// Most variables in a tenant's guest-env, and the longest value.
+const MAX_GUEST_VARS: usize = 64;
+const MAX_GUEST_VALUE: usize = 32 << 10;
+
+fn check_guest_env(env: &BTreeMap<String, String>) -> ApiResult<()> {
+    if env.len() > MAX_GUEST_VARS {
+        return Err(ApiError::bad_request(format!(
+            "guest-env: at most {MAX_GUEST_VARS} variables"
+        )));
+    }
+    for (name, value) in env {
+        let plain = (1..=128).contains(&name.len())
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !plain {
+            return Err(ApiError::bad_request(format!(
+                "guest-env: `{}` is not a variable name (letters, digits and `_`, at most 128)",
+                name.escape_debug()
+            )));
+        }
+        if value.len() > MAX_GUEST_VALUE || value.contains('\0') {
+            return Err(ApiError::bad_request(format!(
+                "guest-env.{name}: a value has at most {MAX_GUEST_VALUE} bytes and no NUL"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Quotas {
@@ -62,6 +104,20 @@ impl Quotas {
                 super::confine::broker_address(b).map_err(ApiError::bad_request)?;
             }
             row.kafka_brokers = brokers.iter().map(|b| b.to_ascii_lowercase()).collect();
+        }
+        if let Some(grants) = self.grants {
+            if let Some(g) = grants.iter().find(|g| !GRANTABLE.contains(&g.as_str())) {
+                return Err(ApiError::bad_request(format!(
+                    "grants: `{}` cannot be granted (grantable: {})",
+                    g.escape_debug(),
+                    GRANTABLE.join(", ")
+                )));
+            }
+            row.grants = grants;
+        }
+        if let Some(env) = self.guest_env {
+            check_guest_env(&env)?;
+            row.guest_env = env;
         }
         Ok(())
     }
@@ -104,6 +160,8 @@ pub async fn create(
         max_component_bytes: 1 << 30,
         max_data_bytes: 10 << 30,
         kafka_brokers: vec![],
+        guest_env: BTreeMap::new(),
+        grants: vec![],
         name: body.name,
     };
     body.quotas.apply(&mut row)?;
@@ -127,19 +185,26 @@ pub async fn list(
     Ok(Json(state.store.tenants()?))
 }
 
+/// `DELETE /v1/tenants/{name}`: its pipelines stop, then its rows, its
+/// components' bytes (unless another tenant has them) and its whole data
+/// root go, so a later tenant of the same name starts empty.
 pub async fn delete(
     State(state): State<AppState>,
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
     caller.admin()?;
+    // No PUT or upload of the tenant's runs meanwhile.
+    let _quota_lock = state.tenant_lock(&name).await;
+    if state.store.tenant(&name)?.is_none() {
+        return Err(ApiError::not_found(&format!("tenant `{name}`")));
+    }
     let ids: Vec<String> = state
         .store
         .components(&name)?
         .into_iter()
         .map(|c| c.id)
         .collect();
-    // Its pipelines stop (after their current batch) before their rows go.
     let names: Vec<String> = state
         .store
         .pipelines(Some(&name))?
@@ -147,12 +212,30 @@ pub async fn delete(
         .map(|p| p.name)
         .collect();
     state.forget_pipelines(&name, names).await?;
+    if state.supervisor.tenant_still_stopping(&name) {
+        return Err(ApiError::conflict(format!(
+            "tenant `{name}` has pipelines that are still stopping; try again shortly"
+        )));
+    }
     if !state.store.delete_tenant(&name)? {
         return Err(ApiError::not_found(&format!("tenant `{name}`")));
     }
     for id in ids {
         super::components::forget_bytes(&state, &id)?;
     }
+    let root = super::confine::TenantRoot::path_of(&state.data, &name);
+    let removed = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&root) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    })
+    .await
+    .map_err(ApiError::internal)?;
+    if let Err(e) = removed {
+        return Err(ApiError::internal(format!(
+            "tenant `{name}` was deleted but its data was not all removed: {e}"
+        )));
+    }
+    state.supervisor.forget_tenant(&name);
     state.store.event(Some(&name), &name, "tenant-deleted", "");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -52,6 +52,8 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
             Err(e) => json!({"error": e}),
         };
     }
+    // What the engine reports names places by their server paths.
+    super::confine::TenantRoot::shown(&state.data, &p.tenant).redact_json(&mut v);
     v
 }
 

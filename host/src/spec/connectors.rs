@@ -17,7 +17,7 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
             max_bytes_per_trigger,
         } => SourceSpec::Log {
             root: path(&p),
-            topic,
+            topic: plain_topic(topic, &format!("source {i}"))?,
             starting: match starting_offsets.as_deref().unwrap_or("earliest") {
                 "earliest" => StartingOffsets::Earliest,
                 "latest" => StartingOffsets::Latest,
@@ -91,7 +91,7 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
             write,
         } => SinkSpec::Log {
             root: path(&p),
-            topic,
+            topic: plain_topic(topic, &format!("sink.{name}"))?,
             partitions: partitions.unwrap_or(1).max(1),
             as_produced: match write.as_deref().unwrap_or("at-commit") {
                 "at-commit" => false,
@@ -141,6 +141,13 @@ pub(super) fn batch_bytes(v: Option<&str>, at: &str) -> Result<u64, String> {
         Ok(n) => Ok(n as u64),
         Err(e) => Err(format!("{at}: max-bytes-per-trigger: {e}")),
     }
+}
+
+/// An embedded-log topic name, refused at parse time unless plain (the log
+/// refuses it again when opened).
+fn plain_topic(topic: String, at: &str) -> Result<String, String> {
+    crate::log::check_topic_name(&topic).map_err(|e| format!("{at}: {e}"))?;
+    Ok(topic)
 }
 
 fn positive(v: Option<u64>, source: usize, key: &str) -> Result<Option<u64>, String> {

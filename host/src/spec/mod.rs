@@ -122,6 +122,16 @@ pub enum OnError {
     DeadLetter,
 }
 
+/// Where `[transform.sandbox] env` takes its values from.
+#[derive(Debug, Clone, Copy)]
+pub enum GuestEnv<'a> {
+    /// weir's own environment: whoever runs `weir run` runs its guests.
+    Process,
+    /// Only these variables (`weir serve`: those the admin set for the
+    /// tenant), never the process's own.
+    Only(&'a std::collections::BTreeMap<String, String>),
+}
+
 /// How the pipeline executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -182,6 +192,16 @@ impl Pipeline {
     }
 
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<Pipeline, SpecError> {
+        Self::parse_with(text, file, base, GuestEnv::Process)
+    }
+
+    /// [`Self::parse`], the sandbox's variables taken from `env`.
+    pub fn parse_with(
+        text: &str,
+        file: &str,
+        base: &Path,
+        env: GuestEnv<'_>,
+    ) -> Result<Pipeline, SpecError> {
         let raw: RawPipeline = toml::from_str(text).map_err(|e| {
             let message = e.message().trim().replace('\n', " ");
             let location = e.span().map(|s| key_location(text, s.start, &message));
@@ -191,7 +211,7 @@ impl Pipeline {
                 message,
             }
         })?;
-        validate(raw, base).map_err(|message| SpecError {
+        validate(raw, base, env).map_err(|message| SpecError {
             file: file.into(),
             location: None,
             message,
@@ -199,7 +219,7 @@ impl Pipeline {
     }
 }
 
-fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
+fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline, String> {
     let mode = match (raw.mode.as_str(), raw.checkpoint_interval.as_deref()) {
         ("micro-batch", None) => Mode::MicroBatch,
         ("micro-batch", Some(_)) => {
@@ -239,7 +259,7 @@ fn validate(raw: RawPipeline, base: &Path) -> Result<Pipeline, String> {
     let inputs = sources::sources(raw.source, base)?;
     let transform = raw
         .transform
-        .map(|t| transform::transform(t, base))
+        .map(|t| transform::transform(t, base, env))
         .transpose()?;
     if raw.sink.is_empty() {
         return Err(

@@ -5,11 +5,15 @@ use std::path::Path;
 
 use super::raw::{RawSandbox, RawTransform};
 use super::units::{flatten_config, parse_duration, parse_size};
-use super::{OnError, TransformSpec};
+use super::{GuestEnv, OnError, TransformSpec};
 use crate::engine::RecordLimits;
 use crate::runtime::{CallMode, Limits, Sandbox};
 
-pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, String> {
+pub(super) fn transform(
+    t: RawTransform,
+    base: &Path,
+    env: GuestEnv<'_>,
+) -> Result<TransformSpec, String> {
     let l = &t.limits;
     let size = |key: &str, v: &Option<String>, default: usize| -> Result<usize, String> {
         match v {
@@ -90,11 +94,11 @@ pub(super) fn transform(t: RawTransform, base: &Path) -> Result<TransformSpec, S
         limits,
         record_limits,
         grants: t.grants,
-        sandbox: sandbox(t.sandbox, base)?,
+        sandbox: sandbox(t.sandbox, base, env)?,
     })
 }
 
-fn sandbox(raw: RawSandbox, base: &Path) -> Result<Sandbox, String> {
+fn sandbox(raw: RawSandbox, base: &Path, source: GuestEnv<'_>) -> Result<Sandbox, String> {
     let mut dirs = Vec::new();
     for (guest, host) in raw.dirs {
         let path = base.join(&host);
@@ -113,9 +117,16 @@ fn sandbox(raw: RawSandbox, base: &Path) -> Result<Sandbox, String> {
     }
     let mut env = Vec::new();
     for name in raw.env {
-        let v = std::env::var(&name).map_err(|_| {
-            format!("transform.sandbox.env: `{name}` is not set in weir's environment")
-        })?;
+        let v = match source {
+            GuestEnv::Process => std::env::var(&name).map_err(|_| {
+                format!("transform.sandbox.env: `{name}` is not set in weir's environment")
+            })?,
+            GuestEnv::Only(allowed) => allowed.get(&name).cloned().ok_or_else(|| {
+                format!(
+                    "transform.sandbox.env: `{name}` is not one of this tenant's guest variables (the admin sets guest-env per tenant)"
+                )
+            })?,
+        };
         env.push((name, v));
     }
     Ok(Sandbox {

@@ -2,6 +2,7 @@
 //! The harness: start or restart a server on a free port, call it, read
 //! the JSON answer.
 
+mod attacks;
 mod browser;
 mod client;
 mod components;
@@ -42,8 +43,22 @@ impl Server {
     }
 
     fn spawn(data: &Path, extra: &[&str], admin: Option<&str>) -> Server {
+        Self::wrap(crate::testkit::Serve::spawn(data, extra, admin))
+    }
+
+    /// A server with extra environment variables, started in `cwd`.
+    pub(crate) fn start_with(
+        data: &Path,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        cwd: Option<&Path>,
+    ) -> Server {
+        Self::wrap(crate::testkit::Serve::spawn_with(data, extra, None, env, cwd))
+    }
+
+    fn wrap(serve: crate::testkit::Serve) -> Server {
         Server {
-            serve: crate::testkit::Serve::spawn(data, extra, admin),
+            serve,
             http: ureq::Agent::config_builder()
                 .http_status_as_error(false)
                 .build()

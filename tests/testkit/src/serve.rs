@@ -17,7 +17,24 @@ impl Serve {
     /// Start it over `data` with `extra` arguments. `admin`: the token of a
     /// data directory started before, which the server does not print again.
     pub fn spawn(data: &Path, extra: &[&str], admin: Option<&str>) -> Serve {
-        let mut child = crate::weir()
+        Self::spawn_with(data, extra, admin, &[], None)
+    }
+
+    /// [`Self::spawn`] with extra environment variables, in `cwd` (the
+    /// test's own when `None`).
+    pub fn spawn_with(
+        data: &Path,
+        extra: &[&str],
+        admin: Option<&str>,
+        env: &[(&str, &str)],
+        cwd: Option<&Path>,
+    ) -> Serve {
+        let mut cmd = crate::weir();
+        cmd.envs(env.iter().copied());
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        let mut child = cmd
             .arg("serve")
             .arg("--data")
             .arg(data)

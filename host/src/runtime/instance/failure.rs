@@ -32,6 +32,9 @@ pub(super) fn classify(
     limits: &Limits,
 ) -> TransformError {
     let state = store.data();
+    if state.aborted {
+        return TransformError::Stopped;
+    }
     if state.limiter.tenant_exceeded
         && let Some(t) = &state.limiter.tenant
     {

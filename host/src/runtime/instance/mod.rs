@@ -159,6 +159,14 @@ impl WasmTransform {
     }
 
     fn ensure_live(&mut self) -> Result<&mut Live, TransformError> {
+        if self
+            .component
+            .abort
+            .as_ref()
+            .is_some_and(super::Abort::is_raised)
+        {
+            return Err(TransformError::Stopped);
+        }
         if self.live.is_none() {
             let live = self.instantiate()?;
             self.live = Some(live);
@@ -177,11 +185,16 @@ impl WasmTransform {
         )
         .map_err(TransformError::Fatal)?;
         let mut store = Store::new(&inner.engine, state);
+        store.data_mut().abort = self.component.abort.clone();
         store.limiter(|s| &mut s.limiter);
         // Every tick interrupts a running guest: the call's CPU deadline is
         // counted here, and a tenant over its CPU share yields its core.
         store.epoch_deadline_callback(|mut ctx| {
             let data = ctx.data_mut();
+            if data.abort.as_ref().is_some_and(super::Abort::is_raised) {
+                data.aborted = true;
+                return Ok(wasmtime::UpdateDeadline::Interrupt);
+            }
             if data.ticks_left <= 1 {
                 return Ok(wasmtime::UpdateDeadline::Interrupt);
             }
@@ -335,7 +348,9 @@ impl WasmTransform {
                 Ok(out)
             }
             Err(e) => {
-                if e.poisons_instance() {
+                // A trap, or a call interrupted by a stop: the instance is
+                // poisoned either way.
+                if e.poisons_instance() || matches!(e, TransformError::Stopped) {
                     self.retire();
                 }
                 Err(e)
@@ -353,6 +368,7 @@ impl Transform for WasmTransform {
             memory_bytes: m.memory_bytes,
             fuel_consumed: m.fuel_consumed,
             instances_recycled: self.instances_recycled,
+            dropped: m.dropped,
         }
     }
 

@@ -267,13 +267,16 @@ impl Metrics {
             .get_or_create(l)
             .inc_by(tm.fuel_consumed.saturating_sub(s.fuel));
         s.fuel = tm.fuel_consumed;
-        for (name, total) in &tm.counters {
+        // Guests can only set metric names (the runtime refuses others);
+        // checked again here, since these become label values others read.
+        let named = |name: &String| crate::runtime::metric_name(name);
+        for (name, total) in tm.counters.iter().filter(|(n, _)| named(n)) {
             let before = s.counters.insert(name.clone(), *total).unwrap_or(0);
             self.guest_counters
                 .get_or_create(&self.named(l, name))
                 .inc_by(total.saturating_sub(before));
         }
-        for (name, v) in &tm.gauges {
+        for (name, v) in tm.gauges.iter().filter(|(n, _)| named(n)) {
             self.guest_gauges
                 .get_or_create(&self.named(l, name))
                 .set(*v);
@@ -350,20 +353,14 @@ impl Metrics {
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
-        let Some(t) = tenant else { return text };
-        // Tenant names are [a-z0-9-], so the quoted label is unambiguous.
-        let mine = format!("tenant=\"{t}\"");
-        let mut out = String::with_capacity(text.len());
-        for line in text.lines() {
-            if line.starts_with('#') || line.contains(&mine) {
-                out.push_str(line);
-                out.push('\n');
-            }
+        match tenant {
+            None => text,
+            Some(t) => exposition::for_tenant(&text, t),
         }
-        out
     }
 }
 
+mod exposition;
 mod group;
 mod summary;
 

@@ -57,6 +57,12 @@ const MIGRATIONS: &[&str] = &[
     // (one `host:port` per line; none by default).
     "ALTER TABLE tenants ADD COLUMN max_data_bytes INTEGER NOT NULL DEFAULT 10737418240;
      ALTER TABLE tenants ADD COLUMN kafka_brokers TEXT NOT NULL DEFAULT '';",
+    // 3: the environment variables a tenant's guests may be given (a JSON
+    // object of name -> value, set by the admin; never the server's own).
+    "ALTER TABLE tenants ADD COLUMN guest_env TEXT NOT NULL DEFAULT '{}';",
+    // 4: the extra interfaces its pipelines may grant their guests (one per
+    // line, e.g. `wasi:sockets`; none by default).
+    "ALTER TABLE tenants ADD COLUMN grants TEXT NOT NULL DEFAULT '';",
 ];
 
 pub struct Store {
@@ -154,6 +160,8 @@ mod tests {
             max_component_bytes: 1 << 20,
             max_data_bytes: 1 << 30,
             kafka_brokers: vec!["kafka-1:9092".into(), "kafka-2:9092".into()],
+            guest_env: [("TZ".to_string(), "UTC".to_string())].into(),
+            grants: vec!["wasi:sockets".into()],
         };
         assert!(s.create_tenant(&t, "h-acme").unwrap());
         assert!(!s.create_tenant(&t, "h-other").unwrap());

@@ -1,5 +1,7 @@
 //! Tenants: token hashes, quotas and the Kafka brokers they may use.
 
+use std::collections::BTreeMap;
+
 use rusqlite::{OptionalExtension, params};
 use serde::Serialize;
 
@@ -18,9 +20,24 @@ pub struct TenantRow {
     pub max_data_bytes: u64,
     /// `host:port` of the Kafka brokers its pipelines may name.
     pub kafka_brokers: Vec<String>,
+    /// Variables its guests may be given by name (`[transform.sandbox]
+    /// env`), with their values; the API shows only the names, since
+    /// values may be credentials.
+    #[serde(serialize_with = "names_only")]
+    pub guest_env: BTreeMap<String, String>,
+    /// Interfaces beyond the world its pipelines may grant (`grants = [..]`
+    /// in a pipeline), e.g. `wasi:sockets` for Python guests.
+    pub grants: Vec<String>,
 }
 
-const COLUMNS: &str = "name, max_pipelines, max_memory, cpu_weight, max_component_bytes, max_data_bytes, kafka_brokers";
+fn names_only<S: serde::Serializer>(
+    env: &BTreeMap<String, String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(env.keys())
+}
+
+const COLUMNS: &str = "name, max_pipelines, max_memory, cpu_weight, max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants";
 
 fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
     Ok(TenantRow {
@@ -31,6 +48,10 @@ fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
         max_component_bytes: r.get::<_, i64>(4)? as u64,
         max_data_bytes: r.get::<_, i64>(5)? as u64,
         kafka_brokers: r.get::<_, String>(6)?.lines().map(str::to_string).collect(),
+        guest_env: serde_json::from_str(&r.get::<_, String>(7)?).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
+        })?,
+        grants: r.get::<_, String>(8)?.lines().map(str::to_string).collect(),
     })
 }
 
@@ -39,8 +60,8 @@ impl Store {
     pub fn create_tenant(&self, t: &TenantRow, token_hash: &str) -> Result<bool, rusqlite::Error> {
         let n = self.db().execute(
             "INSERT INTO tenants (name, token_hash, max_pipelines, max_memory, cpu_weight,
-                 max_component_bytes, max_data_bytes, kafka_brokers, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (name) DO NOTHING",
+                 max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, created_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (name) DO NOTHING",
             params![
                 t.name,
                 token_hash,
@@ -50,6 +71,8 @@ impl Store {
                 sql_int(t.max_component_bytes),
                 sql_int(t.max_data_bytes),
                 t.kafka_brokers.join("\n"),
+                env_json(&t.guest_env),
+                t.grants.join("\n"),
                 now_ms()
             ],
         )?;
@@ -94,7 +117,8 @@ impl Store {
     pub fn update_tenant(&self, t: &TenantRow) -> Result<bool, rusqlite::Error> {
         let n = self.db().execute(
             "UPDATE tenants SET max_pipelines = ?2, max_memory = ?3, cpu_weight = ?4,
-                 max_component_bytes = ?5, max_data_bytes = ?6, kafka_brokers = ?7
+                 max_component_bytes = ?5, max_data_bytes = ?6, kafka_brokers = ?7,
+                 guest_env = ?8, grants = ?9
              WHERE name = ?1",
             params![
                 t.name,
@@ -104,6 +128,8 @@ impl Store {
                 sql_int(t.max_component_bytes),
                 sql_int(t.max_data_bytes),
                 t.kafka_brokers.join("\n"),
+                env_json(&t.guest_env),
+                t.grants.join("\n"),
             ],
         )?;
         Ok(n == 1)
@@ -113,4 +139,8 @@ impl Store {
 /// SQLite integers are signed; quotas above `i64::MAX` mean "no limit".
 fn sql_int(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
+}
+
+fn env_json(env: &BTreeMap<String, String>) -> String {
+    serde_json::to_string(env).expect("a map of strings serializes")
 }

@@ -125,7 +125,13 @@ impl Job {
             if started.elapsed() > MAX_BACKOFF {
                 backoff = FIRST_BACKOFF;
             }
-            if permanent(&err) || self.stop.load(Ordering::Relaxed) {
+            // Stopped by request: the error (often the interrupted guest's)
+            // is the stop's doing, and the checkpoint re-runs the batch.
+            if self.stop.load(Ordering::Relaxed) {
+                self.set(|s| s.state = "stopped".into());
+                return;
+            }
+            if permanent(&err) {
                 self.set(|s| {
                     s.state = "failed".into();
                     s.last_error = Some(why.clone());

@@ -1,7 +1,8 @@
 //! A guest that misbehaves on command, one behaviour per record value:
 //! `panic`, `loop`, `oom`, `recurse` (unbounded recursion: stack overflow),
 //! `bomb` (100,000 outputs for one record), `huge-output` (one 16 MiB
-//! output), `bad`, `fatal`, `log` (logs and counts); any other value passes
+//! output), `bad`, `fatal`, `log` (logs and counts), `metric:NAME` (counts
+//! under NAME, whatever it holds); any other value passes
 //! through. Config `refuse = <msg>` makes init fail; `slow-init`
 //! makes init spin forever; `spin-per-record = N` burns N loop iterations on
 //! every record (a deliberately slow guest, for backpressure).
@@ -83,6 +84,13 @@ impl Transform for Misbehave {
             b"log" => {
                 host::info("log record seen");
                 host::counter_add("logged", 1);
+                out.forward();
+                Ok(())
+            }
+            v if v.starts_with(b"metric:") => {
+                // A metric name chosen by the record (attack tests: names
+                // that would forge exposition lines).
+                host::counter_add(&String::from_utf8_lossy(&v[7..]), 1);
                 out.forward();
                 Ok(())
             }

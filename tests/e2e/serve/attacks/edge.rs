@@ -1,0 +1,107 @@
+//! Attack 7: slowloris, half-open connections that never finish their
+//! headers, from a client that never authenticates; and the edge's other
+//! promises: every error is the API's JSON, every body has a limit.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::Victim;
+use crate::serve::Server;
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+}
+
+#[test]
+fn half_open_connections_neither_exhaust_descriptors_nor_slow_the_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start(
+        &data,
+        &["--max-connections-per-client", "32", "--header-timeout", "2s"],
+    );
+    let mut alice = Victim::start(&s, &data);
+    let fds_before = open_fds(s.pid());
+    let addr: std::net::SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // 300 connections from another client address, each sending half a
+    // request and nothing more.
+    let mut attackers = rt.block_on(async {
+        let mut held = Vec::new();
+        for _ in 0..300 {
+            let sock = tokio::net::TcpSocket::new_v4().unwrap();
+            sock.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+            if let Ok(mut c) = sock.connect(addr).await {
+                let _ = c.write_all(b"GET /v1/whoami HTTP/1.1\r\nHost: x\r\n").await;
+                held.push(c);
+            }
+        }
+        held
+    });
+    // Meanwhile the API answers alice quickly...
+    let mut took = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let (st, _) = s.call("GET", "/v1/pipelines/copy", Some(&alice.token), None);
+        took.push(t.elapsed());
+        assert_eq!(st, 200);
+    }
+    took.sort();
+    let p99 = took[took.len() * 99 / 100 - 1];
+    assert!(p99 < Duration::from_millis(50), "API p99 {p99:?} under attack");
+    // ...the server holds at most its per-client share of them...
+    let fds = open_fds(s.pid());
+    assert!(fds <= fds_before + 40, "{fds} descriptors open, {fds_before} before");
+    // ...her pipeline goes on...
+    alice.send(100);
+    alice.assert_flowing();
+    // ...and those it holds are closed once their headers are late.
+    rt.block_on(async {
+        for c in &mut attackers {
+            let mut buf = Vec::new();
+            let r = tokio::time::timeout(Duration::from_secs(8), c.read_to_end(&mut buf)).await;
+            assert!(r.is_ok(), "a half-open connection was still held after 8 s");
+        }
+    });
+}
+
+fn raw(s: &Server, method: &str, path: &str, token: &str, body: Vec<u8>) -> (u16, Value) {
+    let url = format!("{}{path}", s.base);
+    let auth = format!("Bearer {token}");
+    let mut r = match method {
+        "PUT" => s.http.put(&url).header("Authorization", &auth).send(&body[..]),
+        "PATCH" => s.http.patch(&url).header("Authorization", &auth).send(&body[..]),
+        _ => s.http.get(&url).header("Authorization", &auth).call(),
+    }
+    .unwrap();
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().unwrap_or_default();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[test]
+fn every_refusal_is_json_and_every_body_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = Server::start(&data, &[]);
+    let t = s.tenant("mallory");
+    for (method, path, body, status) in [
+        ("PATCH", "/v1/pipelines/x", b"x".to_vec(), 405),
+        ("PUT", "/v1/pipelines/x?bogus=1", b"x".to_vec(), 400),
+        ("GET", "/v1/pipelines/x/dead-letters?limit=abc", vec![], 400),
+        ("PUT", "/v1/pipelines/x", vec![0xff, 0xfe, 0x00], 400),
+        ("PUT", "/v1/pipelines/x", vec![b'#'; 2 << 20], 413),
+    ] {
+        let (st, v) = raw(&s, method, path, &t, body);
+        assert_eq!(st, status, "{method} {path}: {v}");
+        assert!(
+            v["error"].is_string() && v["detail"].is_string(),
+            "{method} {path}: not the API's JSON error: {v}"
+        );
+    }
+}
