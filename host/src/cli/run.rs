@@ -53,8 +53,14 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCo
             "--exit-when-idle applies to continuous mode; a micro-batch pipeline stops by itself with [trigger] type = \"available-now\" or \"once\""
         );
     }
-    let mut query = build_query(runtime, &spec, Default::default(), args.exit_when_idle, args.upgrade)
-        .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
+    let mut query = build_query(
+        runtime,
+        &spec,
+        Default::default(),
+        args.exit_when_idle,
+        args.upgrade,
+    )
+    .with_context(|| format!("starting pipeline {}", args.pipeline.display()))?;
     let stop = query.stop_handle();
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;

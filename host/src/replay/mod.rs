@@ -238,7 +238,7 @@ fn run(
         None,
         true,
     )
-        .map_err(|e| ReplayError::Run(format!("the candidate: {e}")))?;
+    .map_err(|e| ReplayError::Run(format!("the candidate: {e}")))?;
     let Query::MicroBatch(q) = &mut query else {
         return Err(ReplayError::Run("replay runs as micro-batches".into()));
     };

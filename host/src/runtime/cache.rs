@@ -55,7 +55,10 @@ pub(crate) fn remove(dir: &Path, content_hash: &str) {
     };
     let prefix = format!("{content_hash}-");
     for e in entries.flatten() {
-        if e.file_name().to_str().is_some_and(|n| n.starts_with(&prefix)) {
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+        {
             let _ = std::fs::remove_file(e.path());
         }
     }

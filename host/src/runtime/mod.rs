@@ -6,6 +6,7 @@
 //! shared instance-pre; one [`WasmTransform`] per partition task owns its own
 //! `Store`, so guests share nothing at run time.
 
+mod abort;
 mod bindings;
 mod cache;
 mod convert;
@@ -16,7 +17,6 @@ mod output_pipe;
 mod sandbox;
 mod state_imports;
 mod store_data;
-mod abort;
 pub mod tenant;
 mod ticker;
 

@@ -258,8 +258,7 @@ pub fn metric_name(name: &str) -> bool {
     !b.is_empty()
         && b.len() <= MAX_METRIC_NAME
         && !b[0].is_ascii_digit()
-        && b
-            .iter()
+        && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')
 }
 

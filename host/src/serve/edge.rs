@@ -107,7 +107,11 @@ impl Held {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        let mut by = self.held.by_client.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by = self
+            .held
+            .by_client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(n) = by.get_mut(&self.client) {
             *n -= 1;
             if *n == 0 {

@@ -113,12 +113,22 @@ pub async fn json_errors(
     }
     let text = text.trim().to_string();
     let (error, fallback) = match status {
-        StatusCode::METHOD_NOT_ALLOWED => ("method-not-allowed", "this endpoint does not take that method"),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method-not-allowed",
+            "this endpoint does not take that method",
+        ),
         StatusCode::PAYLOAD_TOO_LARGE => ("too-large", "the request body is over the limit"),
-        StatusCode::UNSUPPORTED_MEDIA_TYPE => ("unsupported-media-type", "send the body as the endpoint expects"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported-media-type",
+            "send the body as the endpoint expects",
+        ),
         s if s.is_server_error() => ("internal", "the server failed"),
         _ => ("bad-request", "the request is malformed"),
     };
-    let detail = if text.is_empty() { fallback.to_string() } else { text };
+    let detail = if text.is_empty() {
+        fallback.to_string()
+    } else {
+        text
+    };
     ApiError::new(status, error, detail).into_response()
 }

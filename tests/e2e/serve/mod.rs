@@ -53,7 +53,9 @@ impl Server {
         env: &[(&str, &str)],
         cwd: Option<&Path>,
     ) -> Server {
-        Self::wrap(crate::testkit::Serve::spawn_with(data, extra, None, env, cwd))
+        Self::wrap(crate::testkit::Serve::spawn_with(
+            data, extra, None, env, cwd,
+        ))
     }
 
     fn wrap(serve: crate::testkit::Serve) -> Server {

@@ -96,7 +96,11 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
                 ..
             } => {
                 if let Some(n) = max_files_per_trigger {
-                    at_most(&key("max-files-per-trigger"), *n as u64, MAX_FILES_PER_TRIGGER)?;
+                    at_most(
+                        &key("max-files-per-trigger"),
+                        *n as u64,
+                        MAX_FILES_PER_TRIGGER,
+                    )?;
                 }
             }
             SourceSpec::Rate {
@@ -104,7 +108,11 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
                 partitions,
                 max_records_per_trigger,
             } => {
-                at_most(&key("rows-per-second"), *rows_per_second, MAX_ROWS_PER_SECOND)?;
+                at_most(
+                    &key("rows-per-second"),
+                    *rows_per_second,
+                    MAX_ROWS_PER_SECOND,
+                )?;
                 at_most(&key("partitions"), u64::from(*partitions), MAX_PARTITIONS)?;
                 if let Some(n) = max_records_per_trigger {
                     at_most(&key("max-records-per-trigger"), *n, MAX_RECORDS_PER_TRIGGER)?;
@@ -136,14 +144,26 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
             Duration::from_millis(1),
             MAX_CALL_TIMEOUT,
         )?;
-        at_most(&key("memory"), l.max_memory as u64, MAX_GUEST_MEMORY.min(max_memory))?;
+        at_most(
+            &key("memory"),
+            l.max_memory as u64,
+            MAX_GUEST_MEMORY.min(max_memory),
+        )?;
         at_most(&key("state"), l.max_state as u64, MAX_STATE)?;
         if let Some(f) = l.fuel {
             at_most(&key("fuel"), f, MAX_FUEL)?;
         }
         let r = &t.record_limits;
-        at_most(&key("max-record-size"), r.max_record_bytes as u64, MAX_RECORD_SIZE)?;
-        at_most(&key("max-output-bytes"), r.max_output_bytes as u64, MAX_OUTPUT_BYTES)?;
+        at_most(
+            &key("max-record-size"),
+            r.max_record_bytes as u64,
+            MAX_RECORD_SIZE,
+        )?;
+        at_most(
+            &key("max-output-bytes"),
+            r.max_output_bytes as u64,
+            MAX_OUTPUT_BYTES,
+        )?;
         at_most(
             &key("max-outputs-per-record"),
             r.max_outputs_per_record as u64,
@@ -179,7 +199,11 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
         )?;
     }
     if let Some(k) = &p.state_key {
-        at_most("state.partitions", u64::from(k.partitions), MAX_STATE_PARTITIONS)?;
+        at_most(
+            "state.partitions",
+            u64::from(k.partitions),
+            MAX_STATE_PARTITIONS,
+        )?;
     }
     if let Trigger::ProcessingTime(i) = &p.trigger {
         duration_within("trigger.interval", *i, Duration::ZERO, MAX_WAIT)?;
@@ -191,7 +215,12 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
         checkpoint_interval,
     } = p.mode
     {
-        duration_within("checkpoint-interval", checkpoint_interval, MIN_EPOCH, MAX_WAIT)?;
+        duration_within(
+            "checkpoint-interval",
+            checkpoint_interval,
+            MIN_EPOCH,
+            MAX_WAIT,
+        )?;
     }
     Ok(())
 }

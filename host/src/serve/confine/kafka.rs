@@ -29,7 +29,11 @@ const KAFKA_PROPERTIES: &[&str] = &[
     "socket.timeout.ms",
 ];
 
-pub(super) fn kafka(servers: &str, properties: &[(String, String)], allowed: &[String]) -> Result<(), String> {
+pub(super) fn kafka(
+    servers: &str,
+    properties: &[(String, String)],
+    allowed: &[String],
+) -> Result<(), String> {
     for b in servers.split(',').map(str::trim) {
         if !allowed.iter().any(|a| a.eq_ignore_ascii_case(b)) {
             return Err(if allowed.is_empty() {

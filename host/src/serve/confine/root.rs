@@ -120,7 +120,8 @@ mod tests {
         let root = TenantRoot::open(dir.path(), "t").unwrap();
         std::fs::create_dir_all(root.dir().join("data")).unwrap();
         root.place(&root.dir().join("data/x/y"), "p").unwrap();
-        root.place_in(&root.dir().join("data"), "topic", "p").unwrap();
+        root.place_in(&root.dir().join("data"), "topic", "p")
+            .unwrap();
         for bad in [
             root.dir().join("../other"),
             root.dir().join("data/../../other"),

@@ -75,7 +75,10 @@ mod tests {
             Some(r#"tenant="bob""#)
         );
         let text = format!("# TYPE x counter\n{line}\n{forged}\nno_labels 3\n");
-        assert_eq!(for_tenant(&text, "bob"), format!("# TYPE x counter\n{line}\n"));
+        assert_eq!(
+            for_tenant(&text, "bob"),
+            format!("# TYPE x counter\n{line}\n")
+        );
         assert_eq!(label_value("bad{tenant=bob} 1", "tenant"), None);
     }
 }

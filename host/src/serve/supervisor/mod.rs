@@ -16,8 +16,8 @@ use super::metrics::{Metrics, PipelineLabels};
 use super::store::{Store, TenantRow};
 use crate::engine::Progress;
 use crate::pipeline::{GuestScope, build_query};
-use crate::runtime::{Abort, Runtime};
 use crate::runtime::tenant::{Scheduler, Tenant};
+use crate::runtime::{Abort, Runtime};
 use crate::spec::Pipeline;
 
 /// What a pipeline is doing, as the API shows it.

@@ -11,7 +11,9 @@ use super::Victim;
 use crate::serve::Server;
 
 fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count()
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
 }
 
 #[test]
@@ -20,7 +22,12 @@ fn half_open_connections_neither_exhaust_descriptors_nor_slow_the_api() {
     let data = dir.path().join("data");
     let s = Server::start(
         &data,
-        &["--max-connections-per-client", "32", "--header-timeout", "2s"],
+        &[
+            "--max-connections-per-client",
+            "32",
+            "--header-timeout",
+            "2s",
+        ],
     );
     let mut alice = Victim::start(&s, &data);
     let fds_before = open_fds(s.pid());
@@ -53,10 +60,16 @@ fn half_open_connections_neither_exhaust_descriptors_nor_slow_the_api() {
     }
     took.sort();
     let p99 = took[took.len() * 99 / 100 - 1];
-    assert!(p99 < Duration::from_millis(50), "API p99 {p99:?} under attack");
+    assert!(
+        p99 < Duration::from_millis(50),
+        "API p99 {p99:?} under attack"
+    );
     // ...the server holds at most its per-client share of them...
     let fds = open_fds(s.pid());
-    assert!(fds <= fds_before + 40, "{fds} descriptors open, {fds_before} before");
+    assert!(
+        fds <= fds_before + 40,
+        "{fds} descriptors open, {fds_before} before"
+    );
     // ...her pipeline goes on...
     alice.send(100);
     alice.assert_flowing();
@@ -74,8 +87,16 @@ fn raw(s: &Server, method: &str, path: &str, token: &str, body: Vec<u8>) -> (u16
     let url = format!("{}{path}", s.base);
     let auth = format!("Bearer {token}");
     let mut r = match method {
-        "PUT" => s.http.put(&url).header("Authorization", &auth).send(&body[..]),
-        "PATCH" => s.http.patch(&url).header("Authorization", &auth).send(&body[..]),
+        "PUT" => s
+            .http
+            .put(&url)
+            .header("Authorization", &auth)
+            .send(&body[..]),
+        "PATCH" => s
+            .http
+            .patch(&url)
+            .header("Authorization", &auth)
+            .send(&body[..]),
         _ => s.http.get(&url).header("Authorization", &auth).call(),
     }
     .unwrap();

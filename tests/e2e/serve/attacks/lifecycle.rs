@@ -20,7 +20,11 @@ fn a_followed_log_ends_when_its_token_is_rotated() {
     let auth = format!("Bearer {}", alice.token);
     let http = s.http.clone();
     std::thread::spawn(move || {
-        let resp = http.get(&url).header("Authorization", &auth).call().unwrap();
+        let resp = http
+            .get(&url)
+            .header("Authorization", &auth)
+            .call()
+            .unwrap();
         let _ = tx.send("open".into());
         let reader = std::io::BufReader::new(resp.into_body().into_reader());
         for line in reader.lines() {
@@ -43,8 +47,15 @@ fn a_followed_log_ends_when_its_token_is_rotated() {
         }
         seen.push(line);
     }
-    assert!(rotated.elapsed() < Duration::from_secs(3), "{:?}", rotated.elapsed());
-    assert!(seen.iter().any(|l| l.contains("rotated or revoked")), "{seen:?}");
+    assert!(
+        rotated.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        rotated.elapsed()
+    );
+    assert!(
+        seen.iter().any(|l| l.contains("rotated or revoked")),
+        "{seen:?}"
+    );
 }
 
 #[test]
@@ -59,7 +70,12 @@ fn a_deleted_tenant_leaves_nothing_for_the_next_of_its_name() {
     // A refused upload leaves no compiled code behind; a deleted one too.
     let bad = std::fs::read(crate::testkit::guest("not-a-transform")).unwrap();
     let bad_id = weir::runtime::sha256_hex(&bad);
-    let (st, v) = s.call("POST", "/v1/components", Some(&alice.token), Some(Body::Bytes(bad)));
+    let (st, v) = s.call(
+        "POST",
+        "/v1/components",
+        Some(&alice.token),
+        Some(Body::Bytes(bad)),
+    );
     assert_eq!(st, 400, "{v}");
     let compiled = |id: &str| {
         std::fs::read_dir(&cache)
@@ -69,16 +85,31 @@ fn a_deleted_tenant_leaves_nothing_for_the_next_of_its_name() {
             })
             .unwrap_or(false)
     };
-    assert!(!compiled(&bad_id), "a refused upload's code stayed in the cache");
+    assert!(
+        !compiled(&bad_id),
+        "a refused upload's code stayed in the cache"
+    );
     let (st, v) = s.call("DELETE", "/v1/tenants/alice", Some(&s.admin), None);
     assert_eq!(st, 204, "{v}");
-    assert!(!alice.root.exists(), "the deleted tenant's data is still there");
+    assert!(
+        !alice.root.exists(),
+        "the deleted tenant's data is still there"
+    );
     let id = weir::runtime::sha256_hex(&std::fs::read(crate::testkit::guest("uppercase")).unwrap());
-    assert!(!compiled(&id), "a deleted component's code stayed in the cache");
+    assert!(
+        !compiled(&id),
+        "a deleted component's code stayed in the cache"
+    );
     // A new tenant of the same name starts empty.
     let again = s.tenant("alice");
-    assert_eq!(s.call("GET", "/v1/pipelines", Some(&again), None).1, serde_json::json!([]));
-    assert_eq!(s.call("GET", "/v1/components", Some(&again), None).1, serde_json::json!([]));
+    assert_eq!(
+        s.call("GET", "/v1/pipelines", Some(&again), None).1,
+        serde_json::json!([])
+    );
+    assert_eq!(
+        s.call("GET", "/v1/components", Some(&again), None).1,
+        serde_json::json!([])
+    );
     assert!(
         !alice.root.exists() || crate::serve::files_under(&alice.root).is_empty(),
         "the new tenant sees the old one's files"

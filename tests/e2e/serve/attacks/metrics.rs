@@ -38,11 +38,18 @@ fn guest_metric_names_cannot_forge_series() {
         r.unwrap().body_mut().read_to_string().unwrap()
     };
     for (who, body) in [("alice", text(&alice.token)), ("admin", text(&s.admin))] {
-        assert!(!body.contains("weir_forged"), "{who} sees a forged series:\n{body}");
-        assert!(!body.contains("pipeline=\"forge\"") || who == "admin", "{who}:\n{body}");
+        assert!(
+            !body.contains("weir_forged"),
+            "{who} sees a forged series:\n{body}"
+        );
+        assert!(
+            !body.contains("pipeline=\"forge\"") || who == "admin",
+            "{who}:\n{body}"
+        );
         for line in body.lines().filter(|l| !l.starts_with('#')) {
             assert!(
-                line.starts_with("weir_") && line.rsplit(' ').next().unwrap().parse::<f64>().is_ok(),
+                line.starts_with("weir_")
+                    && line.rsplit(' ').next().unwrap().parse::<f64>().is_ok(),
                 "{who}: a malformed line: {line}"
             );
         }

@@ -65,7 +65,9 @@ impl Victim {
 
     /// Append `n` more records.
     pub fn send(&mut self, n: usize) {
-        let values: Vec<String> = (self.sent..self.sent + n).map(|i| format!("a{i:06}")).collect();
+        let values: Vec<String> = (self.sent..self.sent + n)
+            .map(|i| format!("a{i:06}"))
+            .collect();
         append_values(&self.log, &values);
         self.sent += n;
     }
@@ -107,7 +109,12 @@ pub(crate) fn tenant_with(s: &Server, name: &str, extra: Value) -> String {
     body.as_object_mut()
         .unwrap()
         .extend(extra.as_object().unwrap().clone());
-    let (st, v) = s.call("POST", "/v1/tenants", Some(&s.admin), Some(Body::Json(body)));
+    let (st, v) = s.call(
+        "POST",
+        "/v1/tenants",
+        Some(&s.admin),
+        Some(Body::Json(body)),
+    );
     assert_eq!(st, 201, "{v}");
     v["token"].as_str().unwrap().to_string()
 }
@@ -128,7 +135,12 @@ pub(crate) fn patch(s: &Server, tenant: &str, body: Value) -> (u16, Value) {
 }
 
 /// Poll the pipeline until `pred` holds (20 s at most); its last view.
-pub(crate) fn wait_for(s: &Server, token: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_for(
+    s: &Server,
+    token: &str,
+    name: &str,
+    pred: impl Fn(&Value) -> bool,
+) -> Value {
     let started = Instant::now();
     loop {
         let v = s
@@ -146,7 +158,9 @@ pub(crate) fn wait_for(s: &Server, token: &str, name: &str, pred: impl Fn(&Value
 pub(crate) fn assert_refused(got: (u16, Value), status: u16, needle: &str, data: &Path) {
     let (st, v) = got;
     assert_eq!(st, status, "{v}");
-    let detail = v["detail"].as_str().unwrap_or_else(|| panic!("not an API error: {v}"));
+    let detail = v["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an API error: {v}"));
     assert!(v["error"].is_string(), "{v}");
     assert!(detail.contains(needle), "`{needle}` not in: {detail}");
     assert!(

@@ -14,8 +14,14 @@ fn hostile_numbers_are_refused_before_anything_runs() {
     let id = s.upload(&mallory, "misbehave");
     let rss_before = rss_kib(s.pid());
     let rate = |extra: &str| {
-        let rows = if extra.contains("rows-per-second") { "" } else { "rows-per-second = 10\n" };
-        format!("[[source]]\ntype = \"rate\"\n{rows}{extra}\n[transform]\ncomponent = \"{id}\"\n[sink.default]\ntype = \"console\"\n")
+        let rows = if extra.contains("rows-per-second") {
+            ""
+        } else {
+            "rows-per-second = 10\n"
+        };
+        format!(
+            "[[source]]\ntype = \"rate\"\n{rows}{extra}\n[transform]\ncomponent = \"{id}\"\n[sink.default]\ntype = \"console\"\n"
+        )
     };
     let guest = |limits: &str| {
         format!(
@@ -23,15 +29,33 @@ fn hostile_numbers_are_refused_before_anything_runs() {
         )
     };
     let cases = [
-        (rate("partitions = 4294967295"), "partitions = 4294967295 is above"),
-        (rate("rows-per-second = 9223372036854775807"), "rows-per-second"),
-        (rate("max-records-per-trigger = 9223372036854775807"), "max-records-per-trigger"),
+        (
+            rate("partitions = 4294967295"),
+            "partitions = 4294967295 is above",
+        ),
+        (
+            rate("rows-per-second = 9223372036854775807"),
+            "rows-per-second",
+        ),
+        (
+            rate("max-records-per-trigger = 9223372036854775807"),
+            "max-records-per-trigger",
+        ),
         (rate("[trigger]\nidle-poll = \"1ns\""), "trigger.idle-poll"),
-        (rate("[trigger]\ntype = \"processing-time\"\ninterval = \"100000d\""), "trigger.interval"),
-        (guest("call-timeout = \"100000d\""), "transform.limits.call-timeout"),
+        (
+            rate("[trigger]\ntype = \"processing-time\"\ninterval = \"100000d\""),
+            "trigger.interval",
+        ),
+        (
+            guest("call-timeout = \"100000d\""),
+            "transform.limits.call-timeout",
+        ),
         (guest("memory = \"1000GiB\""), "transform.limits.memory"),
         (guest("state = \"100000GiB\""), "transform.limits.state"),
-        (guest("max-outputs-per-record = 9223372036854775807"), "max-outputs-per-record"),
+        (
+            guest("max-outputs-per-record = 9223372036854775807"),
+            "max-outputs-per-record",
+        ),
         (guest("max-record-size = \"1000GiB\""), "max-record-size"),
         (guest("fuel = 9223372036854775807"), "transform.limits.fuel"),
         (
@@ -39,7 +63,10 @@ fn hostile_numbers_are_refused_before_anything_runs() {
             "sink.default.partitions",
         ),
         (
-            format!("mode = \"continuous\"\ncheckpoint-interval = \"1ns\"\n{}", guest("")),
+            format!(
+                "mode = \"continuous\"\ncheckpoint-interval = \"1ns\"\n{}",
+                guest("")
+            ),
             "checkpoint-interval",
         ),
     ];
@@ -47,8 +74,16 @@ fn hostile_numbers_are_refused_before_anything_runs() {
         assert_refused(put(&s, &mallory, "hog", text), 400, needle, &data);
     }
     // Negative and non-numbers are refused by the parser, with the key.
-    assert_refused(put(&s, &mallory, "hog", &rate("partitions = -1")), 400, "-1", &data);
-    assert_eq!(s.call("GET", "/v1/pipelines", Some(&mallory), None).1, serde_json::json!([]));
+    assert_refused(
+        put(&s, &mallory, "hog", &rate("partitions = -1")),
+        400,
+        "-1",
+        &data,
+    );
+    assert_eq!(
+        s.call("GET", "/v1/pipelines", Some(&mallory), None).1,
+        serde_json::json!([])
+    );
     // The server did not grow for it, and alice's pipeline goes on.
     let grown = rss_kib(s.pid()).saturating_sub(rss_before);
     assert!(grown < 64 << 10, "the server grew by {grown} KiB");

@@ -20,7 +20,10 @@ fn names_and_paths_that_leave_the_tenant_root_are_refused() {
         ("topic = \"in\"", "topic = \"../../alice/log/out\""),
         ("topic = \"out\"", "topic = \"../../alice/log/in\""),
         ("topic = \"dead\"", "topic = \"../../alice/log/out\""),
-        ("topic = \"out\"", &format!("topic = \"{}\"", outside.display())),
+        (
+            "topic = \"out\"",
+            &format!("topic = \"{}\"", outside.display()),
+        ),
         ("topic = \"in\"", "topic = \"..\""),
         ("topic = \"in\"", "topic = \"a\\u0000b\""),
         ("topic = \"in\"", "topic = \"caf\u{e9}\""),
@@ -30,22 +33,43 @@ fn names_and_paths_that_leave_the_tenant_root_are_refused() {
         assert_refused(put(&s, &mallory, "steal", &text), 400, "topic name", &data);
     }
     let paths = [
-        ("path = \"log\"\ntopic = \"out\"", "path = \"../alice/log\"\ntopic = \"out\""),
-        ("path = \"log\"\ntopic = \"in\"", &format!("path = \"{}\"\ntopic = \"in\"", outside.display())),
+        (
+            "path = \"log\"\ntopic = \"out\"",
+            "path = \"../alice/log\"\ntopic = \"out\"",
+        ),
+        (
+            "path = \"log\"\ntopic = \"in\"",
+            &format!("path = \"{}\"\ntopic = \"in\"", outside.display()),
+        ),
     ];
     for (from, to) in paths {
         let text = base.replace(from, to);
-        assert_refused(put(&s, &mallory, "steal", &text), 400, "outside the tenant's data", &data);
+        assert_refused(
+            put(&s, &mallory, "steal", &text),
+            400,
+            "outside the tenant's data",
+            &data,
+        );
     }
     for checkpoint in ["../alice/checkpoints/copy", "/tmp/weir-attack"] {
         let text = format!("checkpoint = \"{checkpoint}\"\n{base}");
-        assert_refused(put(&s, &mallory, "steal", &text), 400, "outside the tenant's data", &data);
+        assert_refused(
+            put(&s, &mallory, "steal", &text),
+            400,
+            "outside the tenant's data",
+            &data,
+        );
     }
     let files = base.replace(
         "[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"",
         "[sink.default]\ntype = \"files\"\npath = \"../alice/log/out\"",
     );
-    assert_refused(put(&s, &mallory, "steal", &files), 400, "outside the tenant's data", &data);
+    assert_refused(
+        put(&s, &mallory, "steal", &files),
+        400,
+        "outside the tenant's data",
+        &data,
+    );
     // Nothing of alice's changed, nothing was made outside, and her
     // pipeline goes on.
     assert!(!outside.exists());

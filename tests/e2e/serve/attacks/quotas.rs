@@ -38,10 +38,21 @@ fn parallel_requests_cannot_pass_a_quota_together() {
     let barrier = Arc::new(Barrier::new(12));
     let uploads: Vec<_> = (0..12u8)
         .map(|i| {
-            let (s, barrier, token, body) = (s.clone(), barrier.clone(), mallory.clone(), variant(&bytes, i));
+            let (s, barrier, token, body) = (
+                s.clone(),
+                barrier.clone(),
+                mallory.clone(),
+                variant(&bytes, i),
+            );
             std::thread::spawn(move || {
                 barrier.wait();
-                s.call("POST", "/v1/components", Some(&token), Some(Body::Bytes(body))).0
+                s.call(
+                    "POST",
+                    "/v1/components",
+                    Some(&token),
+                    Some(Body::Bytes(body)),
+                )
+                .0
             })
         })
         .collect();
@@ -49,8 +60,16 @@ fn parallel_requests_cannot_pass_a_quota_together() {
     assert_eq!(codes.iter().filter(|c| **c == 201).count(), 3, "{codes:?}");
     assert!(codes.iter().all(|c| *c == 201 || *c == 403), "{codes:?}");
     let (_, list) = s.call("GET", "/v1/components", Some(&mallory), None);
-    let stored: u64 = list.as_array().unwrap().iter().map(|c| c["size"].as_u64().unwrap()).sum();
-    assert!(stored <= quota, "{stored} bytes stored against a quota of {quota}");
+    let stored: u64 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["size"].as_u64().unwrap())
+        .sum();
+    assert!(
+        stored <= quota,
+        "{stored} bytes stored against a quota of {quota}"
+    );
     // Twelve pipelines at once, room for seven.
     let id = list[0]["id"].as_str().unwrap();
     let spec = format!(
@@ -59,7 +78,8 @@ fn parallel_requests_cannot_pass_a_quota_together() {
     let barrier = Arc::new(Barrier::new(12));
     let puts: Vec<_> = (0..12)
         .map(|i| {
-            let (s, barrier, token, spec) = (s.clone(), barrier.clone(), mallory.clone(), spec.clone());
+            let (s, barrier, token, spec) =
+                (s.clone(), barrier.clone(), mallory.clone(), spec.clone());
             std::thread::spawn(move || {
                 barrier.wait();
                 put(&s, &token, &format!("p{i}"), &spec).0

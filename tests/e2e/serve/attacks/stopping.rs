@@ -17,7 +17,14 @@ fn looping(id: &str) -> String {
 
 /// Start `name` over a batch whose guest call logs, then loops; return
 /// once the guest is in the call (its log line arrived).
-fn start_looping(s: &Server, token: &str, data: &std::path::Path, tenant: &str, name: &str, id: &str) {
+fn start_looping(
+    s: &Server,
+    token: &str,
+    data: &std::path::Path,
+    tenant: &str,
+    name: &str,
+    id: &str,
+) {
     let log = data.join(format!("tenants/{tenant}/log"));
     // One partition gets both: the guest logs, then spins.
     let mut t = weir::log::Topic::open(&log, "in")
@@ -31,11 +38,19 @@ fn start_looping(s: &Server, token: &str, data: &std::path::Path, tenant: &str, 
     assert!(st == 201 || st == 200, "{v}");
     let started = Instant::now();
     loop {
-        let (_, lines) = s.call("GET", &format!("/v1/pipelines/{name}/logs?tail=10"), Some(token), None);
+        let (_, lines) = s.call(
+            "GET",
+            &format!("/v1/pipelines/{name}/logs?tail=10"),
+            Some(token),
+            None,
+        );
         if lines.to_string().contains("log record seen") {
             return;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "the guest never ran: {lines}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the guest never ran: {lines}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -69,7 +84,10 @@ fn stop_and_delete_interrupt_a_looping_guest_within_their_bound() {
     assert_eq!(v["state"], "stopped", "{v}");
     // Nothing spins on: the server is idle again.
     let used = cpu_over(s.pid(), Duration::from_secs(1));
-    assert!(used < 0.5, "the server used {used} s of CPU in a second after the stop");
+    assert!(
+        used < 0.5,
+        "the server used {used} s of CPU in a second after the stop"
+    );
     // Started again, the batch re-runs (nothing was committed) and spins;
     // delete is bounded the same way.
     let (st, v) = s.call("POST", "/v1/pipelines/spin/start", Some(&mallory), None);
@@ -77,7 +95,11 @@ fn stop_and_delete_interrupt_a_looping_guest_within_their_bound() {
     let t = Instant::now();
     let (st, v) = s.call("DELETE", "/v1/pipelines/spin", Some(&mallory), None);
     assert_eq!(st, 204, "{v}");
-    assert!(t.elapsed() < Duration::from_millis(2500), "delete took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "delete took {:?}",
+        t.elapsed()
+    );
 }
 
 #[test]
@@ -91,7 +113,8 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
     start_looping(&s, &mallory, &data, "mallory", "spin", &id);
     // Mallory goes over her quota while her guest spins: the watcher must
     // stop her pipeline without waiting for the guest...
-    let mut filler = weir::log::Topic::create(&data.join("tenants/mallory/log"), "filler", 1).unwrap();
+    let mut filler =
+        weir::log::Topic::create(&data.join("tenants/mallory/log"), "filler", 1).unwrap();
     let mut b = weir::engine::RecordBatch::new(0);
     for _ in 0..100 {
         b.push(None, &[b'x'; 1024], 0, 0);
@@ -102,13 +125,22 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
     // ...and go on enforcing everyone else's.
     let bob_id = s.upload(&bob, "uppercase");
     append_values(&data.join("tenants/bob/log"), &["first"]);
-    let (st, v) = put(&s, &bob, "fill", &looping(&bob_id).replace("[transform.limits]\ncall-timeout = \"60s\"\n", ""));
+    let (st, v) = put(
+        &s,
+        &bob,
+        "fill",
+        &looping(&bob_id).replace("[transform.limits]\ncall-timeout = \"60s\"\n", ""),
+    );
     assert_eq!(st, 201, "{v}");
-    let big: Vec<String> = (0..400).map(|i| format!("{i:04}{}", "x".repeat(1020))).collect();
+    let big: Vec<String> = (0..400)
+        .map(|i| format!("{i:04}{}", "x".repeat(1020)))
+        .collect();
     append_values(&data.join("tenants/bob/log"), &big);
     let v = wait_for(&s, &bob, "fill", |v| v["state"] == "failed");
     assert!(
-        v["last-error"].as_str().is_some_and(|e| e.contains("max-data-bytes")),
+        v["last-error"]
+            .as_str()
+            .is_some_and(|e| e.contains("max-data-bytes")),
         "{v}"
     );
     // SIGTERM with a spinning guest and a followed log open: the server
@@ -134,7 +166,10 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
         if gone {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(10), "weir serve still runs 10 s after SIGTERM");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "weir serve still runs 10 s after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
