@@ -31,6 +31,9 @@ pub struct Args {
     /// Close connections idle this long, e.g. "60s".
     #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
     idle_timeout: Option<std::time::Duration>,
+    /// A request must be read and answered within this, e.g. "5m".
+    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    request_timeout: Option<std::time::Duration>,
     /// Connections held at once (default: a quarter of the open-file limit, at most 4096).
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
@@ -60,7 +63,10 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let runtime = Arc::new(runtime);
     let state = AppState {
         store: Arc::new(store),
-        supervisor: Arc::new(weir::serve::supervisor::Supervisor::new(runtime.clone())),
+        supervisor: Arc::new(weir::serve::supervisor::Supervisor::new(
+            runtime.clone(),
+            &data,
+        )),
         runtime,
         quota_locks: Default::default(),
         data,
@@ -75,6 +81,7 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let limits = weir::serve::edge::EdgeLimits {
         header_timeout: args.header_timeout.unwrap_or(d.header_timeout),
         idle_timeout: args.idle_timeout.unwrap_or(d.idle_timeout),
+        request_timeout: args.request_timeout.unwrap_or(d.request_timeout),
         max_connections: args.max_connections.unwrap_or(d.max_connections).max(1),
         max_connections_per_client: args
             .max_connections_per_client

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use axum::response::IntoResponse as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -30,6 +31,9 @@ pub struct EdgeLimits {
     /// are closed as soon as they are accepted.
     pub max_connections: usize,
     pub max_connections_per_client: usize,
+    /// A request (its body read and its answer computed; not a streamed
+    /// answer's body) must finish within this, or gets 408.
+    pub request_timeout: Duration,
     /// How long a shutdown waits for open requests before closing them.
     pub shutdown_grace: Duration,
 }
@@ -41,6 +45,7 @@ impl Default for EdgeLimits {
             idle_timeout: Duration::from_secs(60),
             max_connections: default_max_connections(),
             max_connections_per_client: 256,
+            request_timeout: Duration::from_secs(300),
             shutdown_grace: Duration::from_secs(5),
         }
     }
@@ -247,7 +252,19 @@ async fn connection(
             let app = app.clone();
             let busy = Busy::enter(&in_flight);
             async move {
-                let r = app.oneshot(req.map(axum::body::Body::new)).await;
+                let answer = app.oneshot(req.map(axum::body::Body::new));
+                let r = match tokio::time::timeout(limits.request_timeout, answer).await {
+                    Ok(r) => r,
+                    Err(_) => Ok(super::error::ApiError::new(
+                        axum::http::StatusCode::REQUEST_TIMEOUT,
+                        "timeout",
+                        format!(
+                            "the request took longer than {:?} (a body sent too slowly?)",
+                            limits.request_timeout
+                        ),
+                    )
+                    .into_response()),
+                };
                 drop(busy);
                 r
             }

@@ -45,6 +45,13 @@ pub trait CheckpointStore: Send + Sync {
     fn delete(&self, path: &str) -> Result<(), CheckpointError>;
     /// Where this store lives, for messages.
     fn location(&self) -> String;
+    /// A local directory for state that outgrows memory (the disk state
+    /// backend's scratch), inside the checkpoint so that it lives, and is
+    /// counted, where the checkpoint is; `None` (a checkpoint on object
+    /// storage): the system's temporary directory.
+    fn scratch_dir(&self) -> Option<PathBuf> {
+        None
+    }
     /// Hold the checkpoint for one running query until the guard drops:
     /// two queries writing one checkpoint would both write `offsets/N`.
     fn lock(&self) -> Result<CheckpointLock, CheckpointError> {
@@ -225,6 +232,10 @@ impl CheckpointStore for LocalCheckpointStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io(&full, e)),
         }
+    }
+
+    fn scratch_dir(&self) -> Option<PathBuf> {
+        Some(self.root.join("scratch"))
     }
 
     fn location(&self) -> String {

@@ -49,6 +49,9 @@ impl TenantRoot {
     /// deepest part that exists resolves inside, so a symlink cannot lead
     /// out either. `what` names it in the refusal.
     pub fn place(&self, path: &Path, what: &str) -> Result<PathBuf, String> {
+        if unconfined() {
+            return Ok(path.to_path_buf());
+        }
         let out = || {
             format!(
                 "{what} `{}` is outside the tenant's data",
@@ -108,6 +111,19 @@ impl TenantRoot {
         }
         m
     }
+}
+
+/// Test builds only: `WEIR_FAULT_UNCONFINED` puts a confinement bug back
+/// (every place is accepted), to show that the kernel's fence
+/// ([`crate::serve::fence`]) stops what gets through.
+#[cfg(feature = "fault-injection")]
+fn unconfined() -> bool {
+    std::env::var_os("WEIR_FAULT_UNCONFINED").is_some()
+}
+
+#[cfg(not(feature = "fault-injection"))]
+fn unconfined() -> bool {
+    false
 }
 
 #[cfg(test)]

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::confine::TenantRoot;
+use super::fence::Fence;
 use super::metrics::{Metrics, PipelineLabels};
 use super::store::{Store, TenantRow};
 use crate::engine::Progress;
@@ -96,10 +98,12 @@ pub struct Supervisor {
     /// Recent progress per pipeline, kept while it is stopped.
     recent: Mutex<HashMap<Key, Arc<Mutex<VecDeque<Progress>>>>>,
     pub metrics: Arc<Metrics>,
+    /// The service's data directory (tenants' roots, components).
+    data: std::path::PathBuf,
 }
 
 impl Supervisor {
-    pub fn new(runtime: Arc<Runtime>) -> Supervisor {
+    pub fn new(runtime: Arc<Runtime>, data: &std::path::Path) -> Supervisor {
         let scheduler = Scheduler::new(None, runtime.epoch_tick());
         Supervisor {
             runtime,
@@ -110,6 +114,7 @@ impl Supervisor {
             recent: Mutex::new(HashMap::new()),
             halted: Mutex::new(HashMap::new()),
             metrics: Arc::new(Metrics::new()),
+            data: data.to_path_buf(),
         }
     }
 
@@ -172,9 +177,13 @@ impl Supervisor {
             let spec = spec.clone();
             move || build_query(&runtime, &spec, guests.clone(), None, upgrade)
         };
-        let query = build().map_err(|e| e.to_string())?;
+        let fence = Fence::for_tenant(
+            &TenantRoot::path_of(&self.data, &t.name),
+            &self.data.join("components"),
+            self.runtime.cache_dir(),
+        );
         let stop = Arc::new(AtomicBool::new(false));
-        let query_stop = Arc::new(Mutex::new(query.stop_handle()));
+        let query_stop = Arc::new(Mutex::new(Arc::new(AtomicBool::new(false))));
         let status = Arc::new(Mutex::new(Status {
             state: "running".into(),
             ..Status::default()
@@ -197,10 +206,40 @@ impl Supervisor {
             recent,
             metrics: self.metrics.clone(),
         };
+        // The query is built on its own thread, inside the fence, so that
+        // every thread it starts is fenced too; the build's outcome comes
+        // back here.
+        let (built, ready) = std::sync::mpsc::sync_channel::<Result<(), String>>(1);
         let handle = std::thread::Builder::new()
             .name(format!("weir-pipeline-{}-{name}", t.name))
-            .spawn(move || job.supervise(query, build))
+            .spawn(move || {
+                if let Err(e) = fence.enter() {
+                    let _ = built.send(Err(e));
+                    return;
+                }
+                let query = match build() {
+                    Ok(q) => q,
+                    Err(e) => {
+                        let _ = built.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                *job.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = query.stop_handle();
+                let _ = built.send(Ok(()));
+                job.supervise(query, build)
+            })
             .map_err(|e| e.to_string())?;
+        match ready.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = handle.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = handle.join();
+                return Err("the pipeline's thread ended while it was being built".into());
+            }
+        }
         self.pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())

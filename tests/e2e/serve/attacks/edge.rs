@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use std::io::{Read, Write};
+
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -109,14 +111,13 @@ fn raw(s: &Server, method: &str, path: &str, token: &str, body: Vec<u8>) -> (u16
 fn every_refusal_is_json_and_every_body_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let s = Server::start(&data, &[]);
+    let s = Server::start(&data, &["--request-timeout", "1s"]);
     let t = s.tenant("mallory");
     for (method, path, body, status) in [
         ("PATCH", "/v1/pipelines/x", b"x".to_vec(), 405),
         ("PUT", "/v1/pipelines/x?bogus=1", b"x".to_vec(), 400),
         ("GET", "/v1/pipelines/x/dead-letters?limit=abc", vec![], 400),
         ("PUT", "/v1/pipelines/x", vec![0xff, 0xfe, 0x00], 400),
-        ("PUT", "/v1/pipelines/x", vec![b'#'; 2 << 20], 413),
     ] {
         let (st, v) = raw(&s, method, path, &t, body);
         assert_eq!(st, status, "{method} {path}: {v}");
@@ -125,4 +126,30 @@ fn every_refusal_is_json_and_every_body_is_bounded() {
             "{method} {path}: not the API's JSON error: {v}"
         );
     }
+    // A body over the limit is refused from its declared length, before
+    // it is read.
+    let mut c = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    write!(
+        c,
+        "PUT /v1/pipelines/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {t}\r\nContent-Length: {}\r\n\r\n",
+        2 << 20
+    )
+    .unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut head = [0u8; 4096];
+    let n = c.read(&mut head).unwrap();
+    let text = String::from_utf8_lossy(&head[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("\"error\":\"too-large\""), "{text}");
+    // A body that trickles in (slowloris after the headers) times out.
+    let mut c = std::net::TcpStream::connect(s.base.trim_start_matches("http://")).unwrap();
+    write!(
+        c,
+        "PUT /v1/pipelines/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {t}\r\nContent-Length: 100\r\n\r\n0123456789"
+    )
+    .unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let n = c.read(&mut head).unwrap();
+    let text = String::from_utf8_lossy(&head[..n]);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
 }

@@ -5,6 +5,7 @@
 
 mod edge;
 mod env;
+mod kernel;
 mod lifecycle;
 mod metrics;
 mod numbers;

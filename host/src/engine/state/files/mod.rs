@@ -104,7 +104,9 @@ impl StatePartition {
         let mut snapshots = store.list_numbered(&format!("{dir}/snapshots"))?;
         let deltas = store.list_numbered(&format!("{dir}/deltas"))?;
         snapshots.retain(|&v| v <= version);
-        let mut state = KeyedState::new(backend).map_err(CheckpointError::Mismatch)?;
+        let scratch = store.scratch_dir();
+        let mut state =
+            KeyedState::new_in(backend, scratch.as_deref()).map_err(CheckpointError::Mismatch)?;
         match snapshots.last() {
             None => {
                 // A partition's first version is always a snapshot: deltas

@@ -117,10 +117,19 @@ fn timer_map(timers: &mut [MemoryMap; 4], ns: u8) -> &mut MemoryMap {
 }
 
 impl KeyedState {
-    /// Empty state on `backend`.
+    /// Empty state on `backend` (a disk map's scratch in the system's
+    /// temporary directory).
     pub fn new(backend: StateBackend) -> Result<KeyedState, String> {
+        Self::new_in(backend, None)
+    }
+
+    /// Empty state on `backend`, a disk map's scratch under `scratch`.
+    pub fn new_in(
+        backend: StateBackend,
+        scratch: Option<&std::path::Path>,
+    ) -> Result<KeyedState, String> {
         Ok(KeyedState {
-            map: Map::new(backend)?,
+            map: Map::new(backend, scratch)?,
             timers: (backend == StateBackend::Memory).then(Default::default),
             ..KeyedState::default()
         })

@@ -29,8 +29,11 @@ pub(crate) struct DiskMap {
 }
 
 impl DiskMap {
-    pub(super) fn open() -> Result<DiskMap, String> {
-        let dir = scratch_dir().map_err(|e| format!("creating the disk state directory: {e}"))?;
+    /// A map in a new directory under `scratch` (the system's temporary
+    /// directory when `None`).
+    pub(super) fn open(scratch: Option<&std::path::Path>) -> Result<DiskMap, String> {
+        let dir =
+            scratch_dir(scratch).map_err(|e| format!("creating the disk state directory: {e}"))?;
         let path = dir.path().join("state.redb");
         let db = redb::Builder::new()
             .set_cache_size(CACHE_BYTES)
@@ -196,16 +199,24 @@ impl DiskMap {
     }
 }
 
-/// A disk map's directory, named after this process (`weir-state-<pid>-`)
-/// so that the first disk map of a later process removes those of
-/// processes that died without removing their own (a SIGKILL leaves a
-/// state-sized directory behind).
-fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
-    SWEPT.call_once(|| sweep_dead(&std::env::temp_dir()));
-    tempfile::Builder::new()
-        .prefix(&format!("weir-state-{}-", std::process::id()))
-        .tempdir()
+/// A disk map's directory under `scratch` (or the system's temporary
+/// directory), named after this process (`weir-state-<pid>-`) so that a
+/// later disk map there removes those of processes that died without
+/// removing their own (a SIGKILL leaves a state-sized directory behind).
+fn scratch_dir(scratch: Option<&std::path::Path>) -> std::io::Result<tempfile::TempDir> {
+    let prefix = format!("weir-state-{}-", std::process::id());
+    match scratch {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)?;
+            sweep_dead(dir);
+            tempfile::Builder::new().prefix(&prefix).tempdir_in(dir)
+        }
+        None => {
+            static SWEPT: std::sync::Once = std::sync::Once::new();
+            SWEPT.call_once(|| sweep_dead(&std::env::temp_dir()));
+            tempfile::Builder::new().prefix(&prefix).tempdir()
+        }
+    }
 }
 
 /// Remove the disk map directories under `dir` whose process is gone.

@@ -71,10 +71,13 @@ impl std::fmt::Debug for Map {
 }
 
 impl Map {
-    pub(crate) fn new(backend: StateBackend) -> Result<Map, String> {
+    pub(crate) fn new(
+        backend: StateBackend,
+        scratch: Option<&std::path::Path>,
+    ) -> Result<Map, String> {
         Ok(match backend {
             StateBackend::Memory => Map::default(),
-            StateBackend::Disk => Map::Disk(Box::new(DiskMap::open()?)),
+            StateBackend::Disk => Map::Disk(Box::new(DiskMap::open(scratch)?)),
         })
     }
 
