@@ -86,11 +86,7 @@ impl TenantRoot {
     /// progress report's source descriptions).
     pub fn redact_json(&self, v: &mut serde_json::Value) {
         match v {
-            serde_json::Value::String(s) => {
-                if s.contains('/') {
-                    *s = self.redact(s);
-                }
-            }
+            serde_json::Value::String(s) if s.contains('/') => *s = self.redact(s),
             serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.redact_json(x)),
             serde_json::Value::Object(o) => o.values_mut().for_each(|x| self.redact_json(x)),
             _ => {}

@@ -10,6 +10,7 @@ mod lifecycle;
 mod metrics;
 mod numbers;
 mod paths;
+mod property;
 mod quotas;
 mod stopping;
 
