@@ -9,14 +9,17 @@
 //! - a guest that loops in every call (call timeout 60 s, the ceiling),
 //!   stopped and started again every 3 s (each stop interrupts it);
 //! - a pipeline forging metric names on every record;
-//! - a pipeline filling mallory's data quota (halted by the watcher);
+//! - her accomplice trudy's pipeline filling its data quota (halted by
+//!   the watcher);
 //! - 200 half-open connections from another client address, renewed as the
 //!   server drops them;
 //! - a client PUTting hostile pipeline files (escaping topics, four billion
 //!   partitions, a 100000-day timeout) as fast as it is answered.
+//!
 //! Prints both rates, their ratio (target >= 90%) and alice's API p50/p99
 //! (target p99 < 50 ms). WEIR_BENCH_ATTACKS picks some of them
-//! (`spin,forge,quota,connections,files`; default all). WEIR_BENCH_ROUNDS (default 3) alternating rounds.
+//! (`spin,forge,quota,connections,files`; default all).
+//! WEIR_BENCH_ROUNDS (default 3) alternating rounds.
 //!
 //! Run: cargo bench -p weir --bench hostile
 

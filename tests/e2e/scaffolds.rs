@@ -99,6 +99,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
             stderr(&o)
         );
     }
+    deploy_to_serve(lang, &project);
     // A compile error comes back as the compiler's own message.
     std::fs::write(project.join(broken.0), broken.1).unwrap();
     let o = weir().arg("build").current_dir(&project).output().unwrap();
@@ -108,6 +109,49 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
         "{}",
         stderr(&o)
     );
+}
+
+/// The built component deployed to a spawned `weir serve` with `weir
+/// deploy`, as a user would: the tenant is allowed what the language's
+/// runtime imports (CPython: wasi:sockets), the pipeline grants it, and
+/// records go through.
+fn deploy_to_serve(lang: &str, project: &std::path::Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let s = crate::serve::Server::start(&data, &[]);
+    let grants: Vec<&str> = testkit::grants(lang).to_vec();
+    let (st, v) = s.call(
+        "POST",
+        "/v1/tenants",
+        Some(&s.admin),
+        Some(crate::serve::Body::Json(
+            serde_json::json!({"name": "dev", "grants": grants}),
+        )),
+    );
+    assert_eq!(st, 201, "{v}");
+    let token = v["token"].as_str().unwrap().to_string();
+    let log = data.join("tenants/dev/log");
+    crate::serve::pipelines::append_values(&log, &["héllo", "weir"]);
+    let file = project.join("deploy.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"up.wasm\"\n{}[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\n",
+            testkit::grants_line(lang)
+        ),
+    )
+    .unwrap();
+    let o = weir()
+        .args(["deploy", file.to_str().unwrap()])
+        .env("WEIR_SERVER", &s.base)
+        .env("WEIR_TOKEN", &token)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{lang}: {}", stderr(&o));
+    s.wait_committed(&token, "deploy", 0);
+    let mut out = testkit::topic_values(&log, "out").unwrap();
+    out.sort();
+    assert_eq!(out, ["HéLLO", "WEIR"], "{lang}");
 }
 
 #[test]

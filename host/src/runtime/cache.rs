@@ -90,7 +90,10 @@ pub(crate) fn load_or_compile(
         // writable by others, and its trailing SHA-256 matches its
         // contents; wasmtime re-checks the header and compatibility.
         match unsafe { Component::deserialize(engine, &artifact) } {
-            Ok(c) => return Ok((c, CacheOutcome::Hit, start.elapsed())),
+            Ok(c) => {
+                touch(&path);
+                return Ok((c, CacheOutcome::Hit, start.elapsed()));
+            }
             Err(e) => {
                 tracing::warn!(path = %path.display(), "discarding unusable cached artifact: {e:#}");
                 let _ = std::fs::remove_file(&path);
@@ -101,7 +104,47 @@ pub(crate) fn load_or_compile(
     if let Err(e) = store(dir, &path, &component) {
         tracing::warn!(path = %path.display(), "could not cache compiled component: {e}");
     }
+    evict(dir, MAX_CACHE_BYTES, &path);
     Ok((component, CacheOutcome::Miss, start.elapsed()))
+}
+
+/// The most bytes of compiled code the cache keeps: past it, the artifacts
+/// used longest ago are removed (every upload a service accepts compiles,
+/// so the cache would otherwise grow without end).
+pub const MAX_CACHE_BYTES: u64 = 4 << 30;
+
+/// Mark an artifact as just used (its modification time), so eviction
+/// keeps it. Best effort: a reader without write access leaves it.
+fn touch(path: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(path) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Remove the least recently used artifacts of `dir` until at most `max`
+/// bytes remain, never `keep` (the one just stored).
+fn evict(dir: &Path, max: u64, keep: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut artifacts: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((m.modified().ok()?, m.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = artifacts.iter().map(|a| a.1).sum();
+    artifacts.sort();
+    for (_, len, path) in artifacts {
+        if total <= max {
+            break;
+        }
+        if path != keep && std::fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
+        }
+    }
 }
 
 /// Length of the SHA-256 that ends every artifact file.
@@ -196,6 +239,29 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eviction_removes_the_least_recently_used_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let t0 = std::time::SystemTime::now();
+        for (i, name) in ["old", "mid", "new"].iter().enumerate() {
+            let p = dir.path().join(format!("{name}.cwasm"));
+            std::fs::write(&p, vec![0u8; 100]).unwrap();
+            let f = std::fs::File::options().append(true).open(&p).unwrap();
+            f.set_modified(t0 - Duration::from_secs(100 - i as u64 * 10))
+                .unwrap();
+        }
+        std::fs::write(dir.path().join("other.txt"), vec![0u8; 1000]).unwrap();
+        // "old" was used again just now: "mid" goes first.
+        touch(&dir.path().join("old.cwasm"));
+        evict(dir.path(), 200, &dir.path().join("new.cwasm"));
+        let left: Vec<bool> = ["old", "mid", "new"]
+            .iter()
+            .map(|n| dir.path().join(format!("{n}.cwasm")).exists())
+            .collect();
+        assert_eq!(left, [true, false, true]);
+        assert!(dir.path().join("other.txt").exists());
+    }
     use std::os::unix::fs::PermissionsExt;
 
     fn load(engine: &Engine, dir: &Path) -> CacheOutcome {

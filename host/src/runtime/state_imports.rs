@@ -59,29 +59,33 @@ impl StoreData {
     /// Whether writes of keys this long, `size` bytes in all, would each
     /// be admitted (then none needs its own check): room for all of them,
     /// with each one's overhead, as if every key were new.
-    fn fits(&self, key_lens: impl ExactSizeIterator<Item = usize>, size: usize) -> bool {
+    /// The tenant is charged for that room (state counts against its
+    /// memory quota).
+    fn fits(&mut self, key_lens: impl ExactSizeIterator<Item = usize>, size: usize) -> bool {
         let overhead = key_lens.len().saturating_mul(ENTRY_OVERHEAD);
         let mut key_lens = key_lens;
+        let total = self
+            .ctx
+            .state
+            .memory_bytes()
+            .saturating_add(size)
+            .saturating_add(overhead);
         key_lens.all(|l| l <= MAX_KEY)
-            && self
-                .ctx
-                .state
-                .memory_bytes()
-                .saturating_add(size)
-                .saturating_add(overhead)
-                <= self.max_state
+            && total <= self.max_state
+            && self.limiter.charge_state(total)
     }
 
     /// Refuse a write that would take the state past its limit (or a key
     /// past its size limit); the call then fails as out of memory.
+    /// Past the tenant's memory quota it is refused too (the call fails
+    /// as the tenant's quota).
     fn admit(&mut self, key: &[u8], value_len: usize) -> bool {
-        if key.len() > MAX_KEY
-            || self.ctx.state.memory_bytes() + key.len() + value_len > self.max_state
-        {
+        let total = self.ctx.state.memory_bytes() + key.len() + value_len;
+        if key.len() > MAX_KEY || total > self.max_state {
             self.state_exceeded = true;
             return false;
         }
-        true
+        self.limiter.charge_state(total)
     }
 }
 
@@ -205,6 +209,29 @@ impl ContextHost for StoreData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyed_state_counts_against_the_tenants_memory_quota() {
+        let scheduler =
+            crate::runtime::tenant::Scheduler::new(Some(1), std::time::Duration::from_millis(5));
+        let tenant = crate::runtime::tenant::Tenant::new("acme", 10_000, 1, &scheduler);
+        let mut data = StoreData::new(
+            "acme/p/task-0".into(),
+            &crate::runtime::Limits::default(),
+            &crate::runtime::Sandbox::default(),
+            Some(tenant.clone()),
+        )
+        .unwrap();
+        data.put(b"a".to_vec(), vec![0; 4000]);
+        assert!(tenant.memory_used() >= 4000, "{}", tenant.memory_used());
+        assert!(data.get(b"a".to_vec()).is_some());
+        // Past the tenant's quota (well under the state limit): refused.
+        data.put(b"b".to_vec(), vec![0; 8000]);
+        assert!(data.get(b"b".to_vec()).is_none());
+        assert!(data.limiter.tenant_exceeded);
+        drop(data);
+        assert_eq!(tenant.memory_used(), 0, "released with the instance");
+    }
 
     /// Keys 0..n (big-endian u32), scanned as the keyed state does.
     fn scanner(n: u32) -> impl FnMut(&[u8], Option<&[u8]>, usize) -> Scanned {

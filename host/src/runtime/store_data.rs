@@ -40,6 +40,9 @@ pub(crate) struct Limiter {
     /// against, and what it charged so far (released on drop).
     pub(crate) tenant: Option<Arc<super::tenant::Tenant>>,
     pub(crate) charged: usize,
+    /// Of `charged`, the keyed state this instance wrote up to (state lives
+    /// in host memory, and counts against the tenant's quota too).
+    pub(crate) state_charged: usize,
     pub(crate) tenant_exceeded: bool,
     /// Linear memory granted so far (what progress and `/metrics` show).
     pub(crate) granted: usize,
@@ -50,6 +53,26 @@ impl Drop for Limiter {
         if let Some(t) = &self.tenant {
             t.release(self.charged);
         }
+    }
+}
+
+impl Limiter {
+    /// Charge the tenant for keyed state of `total` bytes: what grew since
+    /// the last charge (its high-water mark; released with the instance).
+    /// False, with nothing charged, past the tenant's quota.
+    pub(crate) fn charge_state(&mut self, total: usize) -> bool {
+        let Some(t) = &self.tenant else { return true };
+        let more = total.saturating_sub(self.state_charged);
+        if more == 0 {
+            return true;
+        }
+        if !t.charge(more) {
+            self.tenant_exceeded = true;
+            return false;
+        }
+        self.charged += more;
+        self.state_charged = total;
+        true
     }
 }
 
@@ -141,6 +164,7 @@ impl StoreData {
                 exceeded: false,
                 tenant,
                 charged: 0,
+                state_charged: 0,
                 tenant_exceeded: false,
                 granted: 0,
             },

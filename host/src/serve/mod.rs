@@ -28,7 +28,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::response::IntoResponse as _;
 use axum::routing::{delete, get, post};
 
 use crate::runtime::Runtime;
@@ -206,42 +205,11 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(reports::metrics))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
-        .layer(axum::middleware::from_fn_with_state(
-            state.max_component_size,
-            declared_length,
-        ))
         .layer(axum::middleware::map_response_with_state(
             state.data.clone(),
             error::json_errors,
         ))
         .with_state(state)
-}
-
-/// Refuse a body whose declared length is over its route's limit before
-/// reading any of it (the body limits alone would wait for the bytes).
-async fn declared_length(
-    axum::extract::State(max_component_size): axum::extract::State<usize>,
-    req: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    let limit = if req.uri().path() == "/v1/components" {
-        max_component_size
-    } else {
-        MAX_REQUEST_BODY
-    };
-    let declared = req
-        .headers()
-        .get(axum::http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit as u64) {
-        return ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "too-large",
-            format!("a request body here may have at most {limit} bytes"),
-        )
-        .into_response();
-    }
-    next.run(req).await
 }
 
 /// Serve until SIGINT or SIGTERM; pipelines that should run are resumed

@@ -23,6 +23,7 @@ use crate::runtime::{CallMode, Limits, Sandbox};
 pub use host::{HostSpec, TenantSpec};
 pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 use raw::{RawBackpressure, RawPipeline, RawSource};
+pub use transform::GuestEnv;
 use units::key_location;
 pub use units::{parse_duration, parse_size};
 
@@ -120,16 +121,6 @@ pub enum OnError {
     Fail,
     Skip,
     DeadLetter,
-}
-
-/// Where `[transform.sandbox] env` takes its values from.
-#[derive(Debug, Clone, Copy)]
-pub enum GuestEnv<'a> {
-    /// weir's own environment: whoever runs `weir run` runs its guests.
-    Process,
-    /// Only these variables (`weir serve`: those the admin set for the
-    /// tenant), never the process's own.
-    Only(&'a std::collections::BTreeMap<String, String>),
 }
 
 /// How the pipeline executes.

@@ -5,9 +5,19 @@ use std::path::Path;
 
 use super::raw::{RawSandbox, RawTransform};
 use super::units::{flatten_config, parse_duration, parse_size};
-use super::{GuestEnv, OnError, TransformSpec};
+use super::{OnError, TransformSpec};
 use crate::engine::RecordLimits;
 use crate::runtime::{CallMode, Limits, Sandbox};
+
+/// Where `[transform.sandbox] env` takes its values from.
+#[derive(Debug, Clone, Copy)]
+pub enum GuestEnv<'a> {
+    /// weir's own environment: whoever runs `weir run` runs its guests.
+    Process,
+    /// Only these variables (`weir serve`: those the admin set for the
+    /// tenant), never the process's own.
+    Only(&'a std::collections::BTreeMap<String, String>),
+}
 
 pub(super) fn transform(
     t: RawTransform,

@@ -7,7 +7,7 @@ mod browser;
 mod client;
 mod components;
 mod dashboard;
-mod pipelines;
+pub(crate) mod pipelines;
 mod replay;
 mod reports;
 mod tenancy;
@@ -134,6 +134,36 @@ impl Server {
                 "{name} did not commit {n}"
             );
             std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// `PATCH /v1/tenants/{tenant}` as the admin.
+    pub(crate) fn patch_tenant(&self, tenant: &str, body: Value) -> (u16, Value) {
+        let mut r = self
+            .http
+            .patch(format!("{}/v1/tenants/{tenant}", self.base))
+            .header("Authorization", &format!("Bearer {}", self.admin))
+            .send_json(&body)
+            .unwrap();
+        let text = r.body_mut().read_to_string().unwrap_or_default();
+        (
+            r.status().as_u16(),
+            serde_json::from_str(&text).unwrap_or(Value::Null),
+        )
+    }
+
+    /// Poll `token`'s pipeline `name` until `pred` holds (20 s at most);
+    /// its last view.
+    pub(crate) fn wait_for(&self, token: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let started = std::time::Instant::now();
+        loop {
+            let v = self
+                .call("GET", &format!("/v1/pipelines/{name}"), Some(token), None)
+                .1;
+            if pred(&v) || started.elapsed() > std::time::Duration::from_secs(20) {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

@@ -125,7 +125,7 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     assert_eq!(output(&log, 100), expected(100));
     // A batch's progress report follows its output (it is sent once the
     // batch has committed), so it may take a moment to show.
-    let v = wait_for(&s, &acme, "up", |v| v["progress"]["batchId"].is_number());
+    let v = s.wait_for(&acme, "up", |v| v["progress"]["batchId"].is_number());
     assert_eq!(v["state"].as_str(), Some("running"), "{v}");
     assert!(v["progress"]["batchId"].is_number(), "{v}");
     // Another tenant: 404 everywhere, nothing changes.
@@ -196,20 +196,6 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     assert!(!root.exists(), "a deleted tenant's pipeline wrote again");
 }
 
-/// Poll a pipeline until `pred` holds for it (or 20 s pass).
-fn wait_for(s: &Server, token: &str, name: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let v = s
-            .call("GET", &format!("/v1/pipelines/{name}"), Some(token), None)
-            .1;
-        if pred(&v) || started.elapsed() > std::time::Duration::from_secs(20) {
-            return v;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,9 +233,7 @@ fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
     std::fs::rename(&manifests, root.join("out/_weir/manifest.bak")).unwrap();
     std::fs::write(&manifests, b"in the way").unwrap();
     append(&log, 100..200);
-    let v = wait_for(&s, &acme, "up", |v| {
-        v["restarts"].as_u64().unwrap_or(0) >= 2
-    });
+    let v = s.wait_for(&acme, "up", |v| v["restarts"].as_u64().unwrap_or(0) >= 2);
     assert_eq!(v["state"], "restarting", "{v}");
     assert!(
         v["last-error"].as_str().unwrap().contains("manifest"),
@@ -259,7 +243,7 @@ fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
     std::fs::remove_file(&manifests).unwrap();
     std::fs::rename(root.join("out/_weir/manifest.bak"), &manifests).unwrap();
     assert_eq!(committed(200), expected(200));
-    let v = wait_for(&s, &acme, "up", |v| v["state"] == "running");
+    let v = s.wait_for(&acme, "up", |v| v["state"] == "running");
     assert_eq!(v["state"], "running", "{v}");
 
     // A record the error policy says to stop at: failed for good, no restarts.
@@ -269,7 +253,7 @@ fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
     append(&log, 200..201);
     let (st, v) = put(&s, &acme, "strict", &failing);
     assert_eq!(st, 201, "{v}");
-    let v = wait_for(&s, &acme, "strict", |v| v["state"] == "failed");
+    let v = s.wait_for(&acme, "strict", |v| v["state"] == "failed");
     assert_eq!(v["state"], "failed", "{v}");
     assert_eq!(v["restarts"], 0, "{v}");
     assert!(

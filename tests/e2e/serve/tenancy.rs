@@ -3,37 +3,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::pipelines::{append_values, put};
 use super::{Body, Server};
-
-fn patch(s: &Server, tenant: &str, body: Value) -> (u16, Value) {
-    let mut r = s
-        .http
-        .patch(format!("{}/v1/tenants/{tenant}", s.base))
-        .header("Authorization", &format!("Bearer {}", s.admin))
-        .send_json(&body)
-        .unwrap();
-    let text = r.body_mut().read_to_string().unwrap_or_default();
-    (
-        r.status().as_u16(),
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-    )
-}
-
-fn wait_state(s: &Server, token: &str, name: &str, state: &str) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let v = s
-            .call("GET", &format!("/v1/pipelines/{name}"), Some(token), None)
-            .1;
-        if v["state"] == state || started.elapsed() > Duration::from_secs(20) {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 #[test]
 fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
@@ -63,7 +36,7 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
         .map(|i| format!("{i:04}{}", "x".repeat(1020)))
         .collect();
     append_values(&log, &big);
-    let v = wait_state(&s, &acme, "fill", "failed");
+    let v = s.wait_for(&acme, "fill", |v| v["state"] == "failed");
     assert_eq!(v["state"], "failed", "{v}");
     let why = v["last-error"].as_str().unwrap();
     assert!(
@@ -80,13 +53,13 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
     assert_eq!(st, 403);
 
     // Raised: the pipeline that should run starts again, from its checkpoint.
-    let (st, v) = patch(&s, "acme", json!({"max-data-bytes": "64MiB"}));
+    let (st, v) = s.patch_tenant("acme", json!({"max-data-bytes": "64MiB"}));
     assert_eq!(
         (st, v["max-data-bytes"].as_u64()),
         (200, Some(64 << 20)),
         "{v}"
     );
-    let v = wait_state(&s, &acme, "fill", "running");
+    let v = s.wait_for(&acme, "fill", |v| v["state"] == "running");
     assert_eq!(v["state"], "running", "{v}");
     let started = std::time::Instant::now();
     loop {
@@ -111,7 +84,7 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // The pipeline-count quota refuses the same way.
-    let (st, _) = patch(&s, "acme", json!({"max-pipelines": 1}));
+    let (st, _) = s.patch_tenant("acme", json!({"max-pipelines": 1}));
     assert_eq!(st, 200);
     let (st, v) = put(&s, &acme, "another", &spec.replace("\"out\"", "\"out2\""));
     assert_eq!(
@@ -139,8 +112,11 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
         "{}",
         r.body_mut().read_to_string().unwrap()
     );
-    assert_eq!(patch(&s, "nobody", json!({})).0, 404);
-    assert_eq!(patch(&s, "acme", json!({"max-data-bytes": "lots"})).0, 400);
+    assert_eq!(s.patch_tenant("nobody", json!({})).0, 404);
+    assert_eq!(
+        s.patch_tenant("acme", json!({"max-data-bytes": "lots"})).0,
+        400
+    );
 }
 
 #[test]
@@ -161,7 +137,7 @@ fn kafka_brokers_and_properties_come_from_the_tenants_allow_list() {
         assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
     };
     refused(&spec("127.0.0.1:9092", ""), "may use no Kafka brokers");
-    let (st, v) = patch(&s, "acme", json!({"kafka-brokers": ["127.0.0.1:9092"]}));
+    let (st, v) = s.patch_tenant("acme", json!({"kafka-brokers": ["127.0.0.1:9092"]}));
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["kafka-brokers"], json!(["127.0.0.1:9092"]));
     refused(
@@ -176,7 +152,8 @@ fn kafka_brokers_and_properties_come_from_the_tenants_allow_list() {
         "`ssl.key.location` is not allowed",
     );
     assert_eq!(
-        patch(&s, "acme", json!({"kafka-brokers": ["no-port"]})).0,
+        s.patch_tenant("acme", json!({"kafka-brokers": ["no-port"]}))
+            .0,
         400
     );
     assert_eq!(

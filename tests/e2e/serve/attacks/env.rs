@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{assert_refused, patch, put, wait_for};
+use super::{assert_refused, put};
 use crate::serve::Server;
 
 const SECRET: &str = "WEIR_ATTACK_SERVER_SECRET";
@@ -56,11 +56,7 @@ fn guests_see_only_the_variables_the_admin_set_for_their_tenant() {
     );
     // The admin gives the tenant its own HOME: the guest sees that value,
     // never the server's, and the tenant list shows names only.
-    let (st, v) = patch(
-        &s,
-        "mallory",
-        json!({"guest-env": {"HOME": "/tenant-home"}}),
-    );
+    let (st, v) = s.patch_tenant("mallory", json!({"guest-env": {"HOME": "/tenant-home"}}));
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["guest-env"], json!(["HOME"]), "{v}");
     let (_, list) = s.call("GET", "/v1/tenants", Some(&s.admin), None);
@@ -69,7 +65,7 @@ fn guests_see_only_the_variables_the_admin_set_for_their_tenant() {
     super::append_values(&log, &["probe"]);
     let (st, v) = put(&s, &mallory, "leak", &spec(&id, "\"HOME\""));
     assert_eq!(st, 201, "{v}");
-    let v = wait_for(&s, &mallory, "leak", |v| {
+    let v = s.wait_for(&mallory, "leak", |v| {
         v["checkpoint"]["last-committed"].as_u64().is_some()
     });
     assert!(v["checkpoint"]["last-committed"].is_u64(), "{v}");
@@ -81,6 +77,15 @@ fn guests_see_only_the_variables_the_admin_set_for_their_tenant() {
         "{}",
         out[0]
     );
-    let (st, v) = patch(&s, "mallory", json!({"guest-env": {"BAD NAME": "x"}}));
+    // A grant the admin did not allow this tenant is refused.
+    let plain = s.tenant("plain");
+    let plain_id = s.upload(&plain, "sneaky");
+    assert_refused(
+        put(&s, &plain, "p", &spec(&plain_id, "")),
+        400,
+        "`wasi:sockets` is not allowed for this tenant",
+        &data,
+    );
+    let (st, v) = s.patch_tenant("mallory", json!({"guest-env": {"BAD NAME": "x"}}));
     assert_eq!(st, 400, "{v}");
 }

@@ -2,7 +2,7 @@
 //! (quotes, newlines, braces) into another tenant's and the admin's
 //! `/metrics`.
 
-use super::{Victim, append_values, put, wait_for};
+use super::{Victim, append_values, put};
 use crate::serve::Server;
 
 #[test]
@@ -23,7 +23,7 @@ fn guest_metric_names_cannot_forge_series() {
     );
     let (st, v) = put(&s, &mallory, "forge", &spec);
     assert_eq!(st, 201, "{v}");
-    let v = wait_for(&s, &mallory, "forge", |v| {
+    let v = s.wait_for(&mallory, "forge", |v| {
         v["progress"]["transformMetrics"]["counters"]["fine_name"].is_u64()
     });
     let tm = &v["progress"]["transformMetrics"];

@@ -121,40 +121,6 @@ pub(crate) fn tenant_with(s: &Server, name: &str, extra: Value) -> String {
     v["token"].as_str().unwrap().to_string()
 }
 
-/// `PATCH /v1/tenants/{name}` as the admin.
-pub(crate) fn patch(s: &Server, tenant: &str, body: Value) -> (u16, Value) {
-    let mut r = s
-        .http
-        .patch(format!("{}/v1/tenants/{tenant}", s.base))
-        .header("Authorization", &format!("Bearer {}", s.admin))
-        .send_json(&body)
-        .unwrap();
-    let text = r.body_mut().read_to_string().unwrap_or_default();
-    (
-        r.status().as_u16(),
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-    )
-}
-
-/// Poll the pipeline until `pred` holds (20 s at most); its last view.
-pub(crate) fn wait_for(
-    s: &Server,
-    token: &str,
-    name: &str,
-    pred: impl Fn(&Value) -> bool,
-) -> Value {
-    let started = Instant::now();
-    loop {
-        let v = s
-            .call("GET", &format!("/v1/pipelines/{name}"), Some(token), None)
-            .1;
-        if pred(&v) || started.elapsed() > Duration::from_secs(20) {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A refusal: `status` with the API's JSON error whose detail holds
 /// `needle`, and no server path in it.
 pub(crate) fn assert_refused(got: (u16, Value), status: u16, needle: &str, data: &Path) {

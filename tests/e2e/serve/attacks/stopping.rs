@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{append_values, put, tenant_with, wait_for};
+use super::{append_values, put, tenant_with};
 use crate::serve::Server;
 
 fn looping(id: &str) -> String {
@@ -120,7 +120,7 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
         b.push(None, &[b'x'; 1024], 0, 0);
     }
     filler.append(None, &[b], || {}).unwrap();
-    let v = wait_for(&s, &mallory, "spin", |v| v["state"] == "failed");
+    let v = s.wait_for(&mallory, "spin", |v| v["state"] == "failed");
     assert_eq!(v["state"], "failed", "{v}");
     // ...and go on enforcing everyone else's.
     let bob_id = s.upload(&bob, "uppercase");
@@ -136,7 +136,7 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
         .map(|i| format!("{i:04}{}", "x".repeat(1020)))
         .collect();
     append_values(&data.join("tenants/bob/log"), &big);
-    let v = wait_for(&s, &bob, "fill", |v| v["state"] == "failed");
+    let v = s.wait_for(&bob, "fill", |v| v["state"] == "failed");
     assert!(
         v["last-error"]
             .as_str()
