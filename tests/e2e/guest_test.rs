@@ -230,6 +230,7 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("ok: 3 output record(s) as expected"));
+    crate::scaffolds::deploy_to_serve("rust", &project, "shout.wasm");
     // The scaffold's own unit test passes natively.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t = std::process::Command::new(cargo)

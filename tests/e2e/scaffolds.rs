@@ -99,7 +99,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
             stderr(&o)
         );
     }
-    deploy_to_serve(lang, &project);
+    deploy_to_serve(lang, &project, "up.wasm");
     // A compile error comes back as the compiler's own message.
     std::fs::write(project.join(broken.0), broken.1).unwrap();
     let o = weir().arg("build").current_dir(&project).output().unwrap();
@@ -115,7 +115,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
 /// deploy`, as a user would: the tenant is allowed what the language's
 /// runtime imports (CPython: wasi:sockets), the pipeline grants it, and
 /// records go through.
-fn deploy_to_serve(lang: &str, project: &std::path::Path) {
+pub(crate) fn deploy_to_serve(lang: &str, project: &std::path::Path, component: &str) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let s = crate::serve::Server::start(&data, &[]);
@@ -131,12 +131,12 @@ fn deploy_to_serve(lang: &str, project: &std::path::Path) {
     assert_eq!(st, 201, "{v}");
     let token = v["token"].as_str().unwrap().to_string();
     let log = data.join("tenants/dev/log");
-    crate::serve::pipelines::append_values(&log, &["héllo", "weir"]);
+    crate::serve::pipelines::append_values(&log, &["hello", "weir"]);
     let file = project.join("deploy.toml");
     std::fs::write(
         &file,
         format!(
-            "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"up.wasm\"\n{}[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\n",
+            "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"{component}\"\n{}[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\n",
             testkit::grants_line(lang)
         ),
     )
@@ -151,7 +151,7 @@ fn deploy_to_serve(lang: &str, project: &std::path::Path) {
     s.wait_committed(&token, "deploy", 0);
     let mut out = testkit::topic_values(&log, "out").unwrap();
     out.sort();
-    assert_eq!(out, ["HéLLO", "WEIR"], "{lang}");
+    assert_eq!(out, ["HELLO", "WEIR"], "{lang}");
 }
 
 #[test]

@@ -120,6 +120,9 @@ pub(crate) struct StoreData {
     pub(crate) ctx: crate::engine::state::StateContext,
     /// Epoch ticks left before the current call's CPU deadline.
     pub(crate) ticks_left: u64,
+    /// Epoch ticks the current call was given (so `ticks_armed -
+    /// ticks_left` is how long it has run).
+    pub(crate) ticks_armed: u64,
     /// Fuel given to the current call (metered guests), to tell what it burnt.
     pub(crate) fuel_armed: u64,
     /// Most bytes of keyed state; a put past it is refused and fails the call.
@@ -173,6 +176,7 @@ impl StoreData {
             stderr,
             ctx: Default::default(),
             ticks_left: 0,
+            ticks_armed: 0,
             fuel_armed: 0,
             max_state: limits.max_state,
             state_exceeded: false,

@@ -13,11 +13,19 @@
 //! of them than its weighted share of the cores. If both, the thread sleeps
 //! for a tick and so yields its core: a tenant with many busy guests gets
 //! its share, not a share per thread, and cannot starve a tenant with few.
+//!
+//! **Long calls give way** (as a multi-level feedback queue drops a job
+//! that keeps the CPU): a guest call that has run for over 250 ms, while
+//! another tenant has guests at work, sleeps a tick per tick it runs (half
+//! a core), past 1 s three (a quarter), past 5 s nine (a tenth). A guest
+//! that loops in every call cannot hold a core a neighbour's pipeline needs
+//! for its host work (reading, writing, committing), which the shares
+//! above do not see.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Tenants' CPU shares, shared by every tenant of one process.
 #[derive(Debug)]
@@ -30,6 +38,8 @@ pub struct Scheduler {
     running: AtomicUsize,
     /// Ticks a guest thread slept to yield its core.
     yields: AtomicU64,
+    /// What `Share::last_call` counts from.
+    epoch: Instant,
 }
 
 #[derive(Debug)]
@@ -41,6 +51,9 @@ struct Share {
     running: AtomicUsize,
     /// Threads inside guest calls, yielding or not.
     inside: AtomicUsize,
+    /// When a guest call of the tenant last started (ms since the
+    /// scheduler's epoch): whether it has work now.
+    last_call: AtomicU64,
 }
 
 impl Scheduler {
@@ -56,6 +69,7 @@ impl Scheduler {
             tenants: Mutex::new(HashMap::new()),
             running: AtomicUsize::new(0),
             yields: AtomicU64::new(0),
+            epoch: Instant::now(),
         })
     }
 
@@ -68,6 +82,7 @@ impl Scheduler {
                     weight: AtomicU32::new(1),
                     running: AtomicUsize::new(0),
                     inside: AtomicUsize::new(0),
+                    last_call: AtomicU64::new(0),
                 })
             })
             .clone();
@@ -78,6 +93,25 @@ impl Scheduler {
     /// Ticks guest threads slept so far to yield their core.
     pub fn yields(&self) -> u64 {
         self.yields.load(Ordering::Relaxed)
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// Whether a tenant other than `share`'s has guests at work: in a call
+    /// now, or one started within the last second.
+    fn others_active(&self, share: &Arc<Share>) -> bool {
+        let now = self.now_ms();
+        let t = self.tenants.lock().expect("scheduler lock");
+        t.values().any(|s| {
+            !Arc::ptr_eq(s, share)
+                && (s.inside.load(Ordering::Relaxed) > 0 || {
+                    // 0: never called.
+                    let last = s.last_call.load(Ordering::Relaxed);
+                    last > 0 && now.saturating_sub(last) < 1000
+                })
+        })
     }
 
     /// Cores `share` may use now: its weighted part of the cores among the
@@ -153,34 +187,61 @@ impl Tenant {
 
     /// Mark the calling thread as inside a guest call until the guard drops.
     pub(crate) fn enter(self: &Arc<Self>) -> Running {
+        self.share
+            .last_call
+            .store(self.scheduler.now_ms().max(1), Ordering::Relaxed);
         self.share.inside.fetch_add(1, Ordering::SeqCst);
         self.share.running.fetch_add(1, Ordering::SeqCst);
         self.scheduler.running.fetch_add(1, Ordering::SeqCst);
         Running(self.clone())
     }
 
-    /// Called at each epoch interruption of a running guest: sleep a tick
-    /// if the machine is oversubscribed and this tenant is over its share.
-    pub(crate) fn maybe_yield(&self) {
+    /// Called at each epoch interruption of a running guest whose call has
+    /// run `call_ticks` ticks: sleep if the machine is oversubscribed and
+    /// this tenant is over its share, or if the call has run long while
+    /// another tenant has work.
+    pub(crate) fn maybe_yield(&self, call_ticks: u64) {
         let s = &self.scheduler;
-        if s.running.load(Ordering::SeqCst) <= s.cores {
-            return;
+        if s.running.load(Ordering::SeqCst) > s.cores {
+            let mine = self.share.running.load(Ordering::SeqCst);
+            let allowed = s.allowance(&self.share);
+            if mine > allowed {
+                // With n threads in calls and an allowance of k cores, each
+                // thread over it sleeps n - k ticks per tick it runs, so
+                // about k of them run at a time.
+                let inside = self.share.inside.load(Ordering::SeqCst);
+                self.pause(inside.saturating_sub(allowed).max(1) as u32);
+                return;
+            }
         }
-        let mine = self.share.running.load(Ordering::SeqCst);
-        let allowed = s.allowance(&self.share);
-        if mine > allowed {
-            // With n threads in calls and an allowance of k cores, each
-            // thread over it sleeps n - k ticks per tick it runs, so about
-            // k of them run at a time.
-            let inside = self.share.inside.load(Ordering::SeqCst);
-            let ticks = inside.saturating_sub(allowed).max(1) as u32;
-            self.share.running.fetch_sub(1, Ordering::SeqCst);
-            s.running.fetch_sub(1, Ordering::SeqCst);
-            s.yields.fetch_add(ticks as u64, Ordering::Relaxed);
-            std::thread::sleep(s.tick * ticks);
-            self.share.running.fetch_add(1, Ordering::SeqCst);
-            s.running.fetch_add(1, Ordering::SeqCst);
+        let ran = s.tick * call_ticks.min(u32::MAX as u64) as u32;
+        let give_way = long_call_pause(ran);
+        if give_way > 0 && s.others_active(&self.share) {
+            self.pause(give_way);
         }
+    }
+
+    /// Sleep `ticks` ticks, not counted as running meanwhile.
+    fn pause(&self, ticks: u32) {
+        let s = &self.scheduler;
+        self.share.running.fetch_sub(1, Ordering::SeqCst);
+        s.running.fetch_sub(1, Ordering::SeqCst);
+        s.yields.fetch_add(u64::from(ticks), Ordering::Relaxed);
+        std::thread::sleep(s.tick * ticks);
+        self.share.running.fetch_add(1, Ordering::SeqCst);
+        s.running.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Ticks a call that has run for `ran` sleeps per tick it runs, when
+/// another tenant has work: none for 250 ms, then 1, 3 and 9 (half, a
+/// quarter and a tenth of a core) past 250 ms, 1 s and 5 s.
+fn long_call_pause(ran: Duration) -> u32 {
+    match ran.as_millis() {
+        0..250 => 0,
+        250..1000 => 1,
+        1000..5000 => 3,
+        _ => 9,
     }
 }
 
@@ -217,12 +278,32 @@ mod tests {
         let b = Tenant::new("b", 1 << 30, 1, &s);
         let _b1 = b.enter();
         let _b2 = b.enter();
-        b.maybe_yield();
+        b.maybe_yield(1);
         assert_eq!(s.yields(), 0, "two threads on two cores: no contention");
         let _a1 = a.enter();
-        b.maybe_yield();
+        b.maybe_yield(1);
         assert_eq!(s.yields(), 1, "b holds both cores while a waits");
-        a.maybe_yield();
+        a.maybe_yield(1);
         assert_eq!(s.yields(), 1, "a is within its share");
+    }
+
+    #[test]
+    fn a_long_call_gives_way_only_while_another_tenant_has_work() {
+        let s = Scheduler::new(Some(2), Duration::from_millis(1));
+        let a = Tenant::new("a", 1 << 30, 1, &s);
+        let b = Tenant::new("b", 1 << 30, 1, &s);
+        let _b1 = b.enter();
+        // Two seconds into a call (2,000 ticks of 1 ms), nobody else: runs on.
+        b.maybe_yield(2000);
+        assert_eq!(s.yields(), 0);
+        // A has just had a call: b's long call sleeps a tick per tick.
+        drop(a.enter());
+        b.maybe_yield(10);
+        assert_eq!(s.yields(), 0, "a short call does not give way");
+        b.maybe_yield(500);
+        assert_eq!(s.yields(), 1);
+        b.maybe_yield(30_000);
+        assert_eq!(s.yields(), 10, "past 5 s: nine ticks per tick");
+        assert_eq!(long_call_pause(Duration::from_secs(2)), 3);
     }
 }

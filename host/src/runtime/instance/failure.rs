@@ -10,6 +10,7 @@ use crate::runtime::{Limits, one_line};
 /// time by the epoch callback) and, when metered, its fuel.
 pub(super) fn arm(store: &mut Store<StoreData>, ticks: u64, fuel: Option<u64>) {
     store.data_mut().ticks_left = ticks;
+    store.data_mut().ticks_armed = ticks;
     store.set_epoch_deadline(1);
     if let Some(f) = fuel {
         let left = store.get_fuel().unwrap_or(0);

@@ -200,7 +200,7 @@ impl WasmTransform {
             }
             data.ticks_left -= 1;
             if let Some(t) = &data.limiter.tenant {
-                t.maybe_yield();
+                t.maybe_yield(data.ticks_armed.saturating_sub(data.ticks_left));
             }
             Ok(wasmtime::UpdateDeadline::Continue(1))
         });
