@@ -236,6 +236,7 @@ pub async fn delete(
         )));
     }
     state.supervisor.forget_tenant(&name);
+    state.quota_locks.forget(&name);
     state.store.event(Some(&name), &name, "tenant-deleted", "");
     Ok(StatusCode::NO_CONTENT)
 }

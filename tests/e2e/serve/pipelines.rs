@@ -66,7 +66,8 @@ pub(crate) fn put(s: &Server, token: &str, name: &str, text: &str) -> (u16, Valu
     )
 }
 
-const PIPELINE: &str = r#"
+/// A tenant's `in` uppercased into `out` (also the attack suite's victim).
+pub(crate) const PIPELINE: &str = r#"
 [[source]]
 type = "log"
 path = "log"

@@ -22,21 +22,6 @@ use serde_json::{Value, json};
 use super::pipelines::{append_values, put};
 use super::{Body, Server};
 
-/// Alice's pipeline: her log's topic `in` uppercased into `out`.
-const VICTIM: &str = r#"
-[[source]]
-type = "log"
-path = "log"
-topic = "in"
-[transform]
-component = "COMPONENT"
-[sink.default]
-type = "log"
-path = "log"
-topic = "out"
-partitions = 2
-"#;
-
 /// A victim tenant with a running pipeline that has committed its first
 /// 100 records.
 pub(crate) struct Victim {
@@ -59,7 +44,12 @@ impl Victim {
             sent: 0,
         };
         v.send(100);
-        let (st, body) = put(s, &v.token, "copy", &VICTIM.replace("COMPONENT", &id));
+        let (st, body) = put(
+            s,
+            &v.token,
+            "copy",
+            &super::pipelines::PIPELINE.replace("COMPONENT", &id),
+        );
         assert_eq!(st, 201, "{body}");
         v.assert_flowing();
         v

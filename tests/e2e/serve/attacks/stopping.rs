@@ -55,7 +55,8 @@ fn start_looping(
     }
 }
 
-/// CPU seconds the server used over `d`.
+/// CPU seconds the server used over `d`. The sleep is the measuring
+/// window, not a wait for something to happen.
 fn cpu_over(pid: u32, d: Duration) -> f64 {
     let cpu = || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
