@@ -69,6 +69,7 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
         )),
         runtime,
         quota_locks: Default::default(),
+        rates: Default::default(),
         data,
         max_component_size: args
             .max_component_size

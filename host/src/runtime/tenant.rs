@@ -21,6 +21,15 @@
 //! that loops in every call cannot hold a core a neighbour's pipeline needs
 //! for its host work (reading, writing, committing), which the shares
 //! above do not see.
+//!
+//! **Cut-off calls are remembered.** A call that did not return (its
+//! deadline passed or its pipeline was stopped) leaves its running time
+//! to the tenant, and the tenant's next calls count from there; so a guest
+//! that loops, is stopped and started again, does not begin each time with
+//! a fresh quarter second at full speed (the queue's rule that time is
+//! accounted across a job's slices, so yielding early does not reset it).
+//! The tenant is forgiven after 10 s with no long call (the queue's
+//! periodic boost); calls that return are never carried over.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -54,6 +63,31 @@ struct Share {
     /// When a guest call of the tenant last started (ms since the
     /// scheduler's epoch): whether it has work now.
     last_call: AtomicU64,
+    /// Running time (ms) of the tenant's recent calls that were cut off:
+    /// where its next calls start counting.
+    carried_ms: AtomicU64,
+    /// When a call of the tenant was last seen running long (ms since the
+    /// scheduler's epoch; 0: never), for forgiving `carried_ms`.
+    last_long: AtomicU64,
+}
+
+/// A call this long (its own running time plus what its tenant carries)
+/// gives way to other tenants' work.
+const LONG_CALL: Duration = Duration::from_millis(250);
+
+/// A tenant with no long call for this long is forgiven what it carried.
+const FORGIVE_AFTER: Duration = Duration::from_secs(10);
+
+impl Share {
+    /// What the tenant carries now (ms): nothing once it is forgiven.
+    fn carried(&self, now_ms: u64) -> u64 {
+        let last = self.last_long.load(Ordering::Relaxed);
+        if last == 0 || now_ms.saturating_sub(last) > FORGIVE_AFTER.as_millis() as u64 {
+            self.carried_ms.store(0, Ordering::Relaxed);
+            return 0;
+        }
+        self.carried_ms.load(Ordering::Relaxed)
+    }
 }
 
 impl Scheduler {
@@ -83,6 +117,8 @@ impl Scheduler {
                     running: AtomicUsize::new(0),
                     inside: AtomicUsize::new(0),
                     last_call: AtomicU64::new(0),
+                    carried_ms: AtomicU64::new(0),
+                    last_long: AtomicU64::new(0),
                 })
             })
             .clone();
@@ -214,10 +250,31 @@ impl Tenant {
                 return;
             }
         }
-        let ran = s.tick * call_ticks.min(u32::MAX as u64) as u32;
-        let give_way = long_call_pause(ran);
-        if give_way > 0 && s.others_active(&self.share) {
-            self.pause(give_way);
+        let now = s.now_ms();
+        let ran = s
+            .tick
+            .saturating_mul(call_ticks.min(u64::from(u32::MAX)) as u32)
+            + Duration::from_millis(self.share.carried(now));
+        if ran < LONG_CALL {
+            return;
+        }
+        self.share.last_long.store(now.max(1), Ordering::Relaxed);
+        if s.others_active(&self.share) {
+            self.pause(long_call_pause(ran));
+        }
+    }
+
+    /// Called when a guest call is cut off (deadline or stop) after
+    /// `call_ticks` ticks: the tenant carries its running time into its
+    /// next calls.
+    pub(crate) fn cut_off(&self, call_ticks: u64) {
+        let ran = self.scheduler.tick.as_millis() as u64 * call_ticks;
+        let now = self.scheduler.now_ms();
+        // Forget an old carry before adding to it.
+        self.share.carried(now);
+        self.share.carried_ms.fetch_add(ran, Ordering::Relaxed);
+        if ran > 0 {
+            self.share.last_long.store(now.max(1), Ordering::Relaxed);
         }
     }
 
@@ -233,9 +290,10 @@ impl Tenant {
     }
 }
 
-/// Ticks a call that has run for `ran` sleeps per tick it runs, when
-/// another tenant has work: none for 250 ms, then 1, 3 and 9 (half, a
-/// quarter and a tenth of a core) past 250 ms, 1 s and 5 s.
+/// Ticks a call that has run for `ran` (with what its tenant carries)
+/// sleeps per tick it runs, when another tenant has work: none for 250 ms,
+/// then 1, 3 and 9 (half, a quarter and a tenth of a core) past 250 ms, 1 s
+/// and 5 s.
 fn long_call_pause(ran: Duration) -> u32 {
     match ran.as_millis() {
         0..250 => 0,
@@ -305,5 +363,27 @@ mod tests {
         b.maybe_yield(30_000);
         assert_eq!(s.yields(), 10, "past 5 s: nine ticks per tick");
         assert_eq!(long_call_pause(Duration::from_secs(2)), 3);
+    }
+
+    #[test]
+    fn a_cut_off_call_is_carried_into_the_next_until_forgiven() {
+        let s = Scheduler::new(Some(2), Duration::from_millis(1));
+        let a = Tenant::new("a", 1 << 30, 1, &s);
+        let b = Tenant::new("b", 1 << 30, 1, &s);
+        drop(a.enter());
+        // b's call looped for 2 s and was stopped.
+        let call = b.enter();
+        b.cut_off(2000);
+        drop(call);
+        // Its next call gives way from its first tick, at the 1 s level.
+        let _call = b.enter();
+        b.maybe_yield(1);
+        assert_eq!(s.yields(), 3, "2 s carried: three ticks per tick");
+        // Forgiven once nothing ran long for 10 s.
+        b.share.last_long.store(1, Ordering::Relaxed);
+        let later = s.now_ms() + FORGIVE_AFTER.as_millis() as u64 + 2;
+        assert_eq!(b.share.carried(later), 0);
+        b.maybe_yield(1);
+        assert_eq!(s.yields(), 3, "a forgiven tenant's short call runs on");
     }
 }

@@ -78,6 +78,26 @@ impl FromRequestParts<AppState> for Caller {
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .filter(|t| !t.is_empty());
+        if let Caller::Tenant(t) = &caller {
+            let held = state
+                .rates
+                .admit(t, || {
+                    let row = state.store.tenant(t)?;
+                    Ok(row.map_or(super::rates::DEFAULT_PER_SECOND, |r| {
+                        r.max_requests_per_second
+                    }))
+                })
+                .await;
+            let throttle = match &held {
+                Ok(Some(th)) => Some(*th),
+                Err(_) => Some(super::rates::Throttle::Refused),
+                Ok(None) => None,
+            };
+            if let Some(th) = throttle {
+                state.supervisor.metrics.throttled(t, th);
+            }
+            held?;
+        }
         Ok(match (caller, acting_for) {
             (Caller::Admin, Some(t)) => Caller::AdminFor(t.to_string()),
             (c, _) => c,

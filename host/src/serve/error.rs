@@ -2,7 +2,8 @@
 //! a user can act on>}` with the status that says what kind of failure it is.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::header::RETRY_AFTER;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 #[derive(Debug)]
@@ -11,6 +12,8 @@ pub struct ApiError {
     /// A stable, machine-readable code (`not-found`, `invalid-component`...).
     pub error: &'static str,
     pub detail: String,
+    /// When the same request may succeed (a `Retry-After` header).
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ApiError {
@@ -19,7 +22,14 @@ impl ApiError {
             status,
             error,
             detail: detail.into(),
+            retry_after: None,
         }
+    }
+
+    /// Say when the request may be sent again (whole seconds, at least 1).
+    pub fn retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after);
+        self
     }
 
     pub fn not_found(what: &str) -> Self {
@@ -59,7 +69,13 @@ impl From<rusqlite::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.error, "detail": self.detail });
-        (self.status, Json(body)).into_response()
+        let mut r = (self.status, Json(body)).into_response();
+        if let Some(after) = self.retry_after {
+            let secs = after.as_secs() + u64::from(after.subsec_nanos() > 0);
+            r.headers_mut()
+                .insert(RETRY_AFTER, HeaderValue::from(secs.max(1)));
+        }
+        r
     }
 }
 
@@ -94,6 +110,7 @@ pub async fn json_errors(
     if !(status.is_client_error() || status.is_server_error()) {
         return resp;
     }
+    let retry_after = resp.headers().get(RETRY_AFTER).cloned();
     let is_json = resp
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
@@ -109,6 +126,9 @@ pub async fn json_errors(
             axum::http::header::CONTENT_TYPE,
             axum::http::HeaderValue::from_static("application/json"),
         );
+        if let Some(v) = retry_after {
+            r.headers_mut().insert(RETRY_AFTER, v);
+        }
         return r;
     }
     let text = text.trim().to_string();

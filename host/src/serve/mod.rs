@@ -15,6 +15,7 @@ pub mod logs;
 pub mod metrics;
 pub mod pipelines;
 pub mod quota;
+pub mod rates;
 pub mod replay;
 pub mod reports;
 pub mod store;
@@ -53,6 +54,8 @@ pub struct AppState {
     pub supervisor: Arc<supervisor::Supervisor>,
     /// Held from a tenant's quota check to the insert it allows.
     pub quota_locks: Arc<quota::TenantLocks>,
+    /// Each tenant's API request rate.
+    pub rates: Arc<rates::RequestRates>,
 }
 
 #[derive(Debug, thiserror::Error)]

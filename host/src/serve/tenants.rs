@@ -43,6 +43,8 @@ pub struct Quotas {
     /// Interfaces its pipelines may grant their guests (`wasi:sockets`,
     /// `wasi:filesystem`): the admin decides per tenant.
     grants: Option<Vec<String>>,
+    /// Its API calls per second (see `serve::rates`).
+    max_requests_per_second: Option<u64>,
 }
 
 /// What an admin may allow a tenant's pipelines to grant: the WASI
@@ -87,6 +89,15 @@ impl Quotas {
         }
         if let Some(n) = self.cpu_weight {
             row.cpu_weight = n.max(1);
+        }
+        if let Some(n) = self.max_requests_per_second {
+            if !(1..=super::rates::MAX_PER_SECOND).contains(&n) {
+                return Err(ApiError::bad_request(format!(
+                    "max-requests-per-second: {n} is not between 1 and {}",
+                    super::rates::MAX_PER_SECOND
+                )));
+            }
+            row.max_requests_per_second = n;
         }
         size(&mut row.max_memory, "max-memory", self.max_memory)?;
         size(
@@ -162,6 +173,7 @@ pub async fn create(
         kafka_brokers: vec![],
         guest_env: BTreeMap::new(),
         grants: vec![],
+        max_requests_per_second: super::rates::DEFAULT_PER_SECOND,
         name: body.name,
     };
     body.quotas.apply(&mut row)?;
@@ -237,6 +249,7 @@ pub async fn delete(
     }
     state.supervisor.forget_tenant(&name);
     state.quota_locks.forget(&name);
+    state.rates.forget(&name);
     state.store.event(Some(&name), &name, "tenant-deleted", "");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -270,6 +283,7 @@ pub async fn update(
         .ok_or_else(|| ApiError::not_found(&format!("tenant `{name}`")))?;
     body.apply(&mut row)?;
     state.store.update_tenant(&row)?;
+    state.rates.set(&name, row.max_requests_per_second);
     state.store.event(Some(&name), &name, "tenant-updated", "");
     super::pipelines::restart_running(&state, &row).await;
     Ok(Json(row))

@@ -191,11 +191,13 @@ impl WasmTransform {
         // counted here, and a tenant over its CPU share yields its core.
         store.epoch_deadline_callback(|mut ctx| {
             let data = ctx.data_mut();
-            if data.abort.as_ref().is_some_and(super::Abort::is_raised) {
-                data.aborted = true;
-                return Ok(wasmtime::UpdateDeadline::Interrupt);
-            }
-            if data.ticks_left <= 1 {
+            let aborted = data.abort.as_ref().is_some_and(super::Abort::is_raised);
+            if aborted || data.ticks_left <= 1 {
+                // Cut off: its tenant carries the time it ran.
+                data.aborted |= aborted;
+                if let Some(t) = &data.limiter.tenant {
+                    t.cut_off(data.ticks_armed.saturating_sub(data.ticks_left));
+                }
                 return Ok(wasmtime::UpdateDeadline::Interrupt);
             }
             data.ticks_left -= 1;

@@ -36,6 +36,13 @@ struct NameLabels {
     name: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ThrottleLabels {
+    tenant: String,
+    /// `delayed` or `refused` ([`crate::serve::rates::Throttle`]).
+    outcome: String,
+}
+
 /// Batch and epoch durations: 1 ms to about 65 s.
 #[derive(Clone)]
 struct Durations;
@@ -80,6 +87,7 @@ pub struct Metrics {
     guest_counters: Family<NameLabels, Counter>,
     guest_gauges: Family<NameLabels, FloatGauge>,
     group_partitions: Family<group::PartitionLabels, Gauge>,
+    api_throttled: Family<ThrottleLabels, Counter>,
     seen: Mutex<HashMap<PipelineLabels, Seen>>,
 }
 
@@ -111,6 +119,7 @@ impl Metrics {
             guest_counters: Family::default(),
             guest_gauges: Family::default(),
             group_partitions: Family::default(),
+            api_throttled: Family::default(),
             seen: Mutex::new(HashMap::new()),
             registry: Registry::default(),
         };
@@ -197,7 +206,22 @@ impl Metrics {
             "Group mode: 1 for each input partition the member holds, 0 for one it held before",
             m.group_partitions.clone(),
         );
+        r.register(
+            "weir_api_throttled_requests",
+            "API requests over the tenant's max-requests-per-second, delayed or refused",
+            m.api_throttled.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Count a request of `tenant` held by its request rate.
+    pub fn throttled(&self, tenant: &str, outcome: crate::serve::rates::Throttle) {
+        self.api_throttled
+            .get_or_create(&ThrottleLabels {
+                tenant: tenant.to_string(),
+                outcome: outcome.label().to_string(),
+            })
+            .inc();
     }
 
     /// Fold one progress report of `l`'s pipeline in.

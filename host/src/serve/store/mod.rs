@@ -63,6 +63,8 @@ const MIGRATIONS: &[&str] = &[
     // 4: the extra interfaces its pipelines may grant their guests (one per
     // line, e.g. `wasi:sockets`; none by default).
     "ALTER TABLE tenants ADD COLUMN grants TEXT NOT NULL DEFAULT '';",
+    // 5: the tenant's API request rate (requests per second).
+    "ALTER TABLE tenants ADD COLUMN max_requests_per_second INTEGER NOT NULL DEFAULT 100;",
 ];
 
 pub struct Store {
@@ -162,6 +164,7 @@ mod tests {
             kafka_brokers: vec!["kafka-1:9092".into(), "kafka-2:9092".into()],
             guest_env: [("TZ".to_string(), "UTC".to_string())].into(),
             grants: vec!["wasi:sockets".into()],
+            max_requests_per_second: 20,
         };
         assert!(s.create_tenant(&t, "h-acme").unwrap());
         assert!(!s.create_tenant(&t, "h-other").unwrap());

@@ -28,6 +28,8 @@ pub struct TenantRow {
     /// Interfaces beyond the world its pipelines may grant (`grants = [..]`
     /// in a pipeline), e.g. `wasi:sockets` for Python guests.
     pub grants: Vec<String>,
+    /// Its API calls' rate ([`crate::serve::rates`]).
+    pub max_requests_per_second: u64,
 }
 
 fn names_only<S: serde::Serializer>(
@@ -37,7 +39,7 @@ fn names_only<S: serde::Serializer>(
     s.collect_seq(env.keys())
 }
 
-const COLUMNS: &str = "name, max_pipelines, max_memory, cpu_weight, max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants";
+const COLUMNS: &str = "name, max_pipelines, max_memory, cpu_weight, max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, max_requests_per_second";
 
 fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
     Ok(TenantRow {
@@ -52,6 +54,7 @@ fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
             rusqlite::Error::FromSqlConversionFailure(7, rusqlite::types::Type::Text, Box::new(e))
         })?,
         grants: r.get::<_, String>(8)?.lines().map(str::to_string).collect(),
+        max_requests_per_second: r.get::<_, i64>(9)? as u64,
     })
 }
 
@@ -60,8 +63,9 @@ impl Store {
     pub fn create_tenant(&self, t: &TenantRow, token_hash: &str) -> Result<bool, rusqlite::Error> {
         let n = self.db().execute(
             "INSERT INTO tenants (name, token_hash, max_pipelines, max_memory, cpu_weight,
-                 max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT (name) DO NOTHING",
+                 max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, created_ms,
+                 max_requests_per_second)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (name) DO NOTHING",
             params![
                 t.name,
                 token_hash,
@@ -73,7 +77,8 @@ impl Store {
                 t.kafka_brokers.join("\n"),
                 env_json(&t.guest_env),
                 t.grants.join("\n"),
-                now_ms()
+                now_ms(),
+                sql_int(t.max_requests_per_second),
             ],
         )?;
         Ok(n == 1)
@@ -118,7 +123,7 @@ impl Store {
         let n = self.db().execute(
             "UPDATE tenants SET max_pipelines = ?2, max_memory = ?3, cpu_weight = ?4,
                  max_component_bytes = ?5, max_data_bytes = ?6, kafka_brokers = ?7,
-                 guest_env = ?8, grants = ?9
+                 guest_env = ?8, grants = ?9, max_requests_per_second = ?10
              WHERE name = ?1",
             params![
                 t.name,
@@ -130,6 +135,7 @@ impl Store {
                 t.kafka_brokers.join("\n"),
                 env_json(&t.guest_env),
                 t.grants.join("\n"),
+                sql_int(t.max_requests_per_second),
             ],
         )?;
         Ok(n == 1)

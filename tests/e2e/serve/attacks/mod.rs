@@ -5,6 +5,7 @@
 
 mod edge;
 mod env;
+mod flood;
 mod kernel;
 mod lifecycle;
 mod metrics;
