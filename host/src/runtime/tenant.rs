@@ -17,7 +17,8 @@
 //! **Long calls give way** (as a multi-level feedback queue drops a job
 //! that keeps the CPU): a guest call that has run for over 250 ms, while
 //! another tenant has guests at work, sleeps a tick per tick it runs (half
-//! a core), past 1 s three (a quarter), past 5 s nine (a tenth). A guest
+//! a core), past 1 s three (a quarter), past 5 s nine (a tenth), past 15 s
+//! nineteen (a twentieth). A guest
 //! that loops in every call cannot hold a core a neighbour's pipeline needs
 //! for its host work (reading, writing, committing), which the shares
 //! above do not see.
@@ -292,14 +293,15 @@ impl Tenant {
 
 /// Ticks a call that has run for `ran` (with what its tenant carries)
 /// sleeps per tick it runs, when another tenant has work: none for 250 ms,
-/// then 1, 3 and 9 (half, a quarter and a tenth of a core) past 250 ms, 1 s
-/// and 5 s.
+/// then 1, 3, 9 and 19 (half, a quarter, a tenth and a twentieth of a
+/// core) past 250 ms, 1 s, 5 s and 15 s.
 fn long_call_pause(ran: Duration) -> u32 {
     match ran.as_millis() {
         0..250 => 0,
         250..1000 => 1,
         1000..5000 => 3,
-        _ => 9,
+        5000..15000 => 9,
+        _ => 19,
     }
 }
 
@@ -360,9 +362,10 @@ mod tests {
         assert_eq!(s.yields(), 0, "a short call does not give way");
         b.maybe_yield(500);
         assert_eq!(s.yields(), 1);
-        b.maybe_yield(30_000);
+        b.maybe_yield(10_000);
         assert_eq!(s.yields(), 10, "past 5 s: nine ticks per tick");
         assert_eq!(long_call_pause(Duration::from_secs(2)), 3);
+        assert_eq!(long_call_pause(Duration::from_secs(30)), 19);
     }
 
     #[test]
