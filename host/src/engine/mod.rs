@@ -6,6 +6,7 @@
 pub mod backpressure;
 pub mod batch;
 pub mod checkpoint;
+pub(crate) mod commit;
 pub mod connector;
 pub mod continuous;
 pub mod exchange;

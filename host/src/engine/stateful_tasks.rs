@@ -14,7 +14,7 @@ use super::options::EngineError;
 use super::output::TransformOutput;
 use super::state::run::{StepError, TaskRun};
 use super::state::{BatchTime, StatePartition, StatefulOptions, TaskStats, state_dir};
-use super::tasks::{Tasks, check_rejected};
+use super::tasks::{Tasks, TasksRan, check_rejected};
 use super::transform::Transform;
 
 /// The state side of one batch.
@@ -40,12 +40,6 @@ pub(crate) type Groups = BTreeMap<(usize, u32), Vec<(usize, RecordBatch)>>;
 /// Parts with the source each came from (`None`: fired timers).
 type TaskParts = Vec<(Option<usize>, (RecordBatch, TransformOutput))>;
 type TaskResult = Result<(TaskParts, TaskStats), StepError>;
-/// A batch's parts, its rejected count and per-task state statistics.
-type StatefulRun = (
-    Vec<(RecordBatch, TransformOutput)>,
-    Rejections,
-    BTreeMap<(usize, u32), TaskStats>,
-);
 
 /// One task's share of the batch, moved to the thread that runs it.
 struct Work {
@@ -63,7 +57,7 @@ impl Tasks<'_> {
         &mut self,
         mut groups: Groups,
         sb: StatefulBatch<'_>,
-    ) -> Result<StatefulRun, EngineError> {
+    ) -> Result<TasksRan, EngineError> {
         if sb.options.stateful {
             for k in sb.known.iter() {
                 groups.entry(*k).or_default();
@@ -159,7 +153,11 @@ impl Tasks<'_> {
         }
         match failure {
             Some(e) => Err(e),
-            None => Ok((parts_out, rejected, stats)),
+            None => Ok(TasksRan {
+                parts: parts_out,
+                rejected,
+                per_task: stats,
+            }),
         }
     }
 

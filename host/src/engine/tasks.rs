@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::batch::RecordBatch;
 use super::connector::{Sink, SinkBatch, Source};
 use super::options::{DEAD_LETTER, EngineError, ErrorPolicy, TransformFactory};
-use super::output::{Rejections, TransformOutput};
+use super::output::{Parts, Rejections, TransformOutput};
 use super::transform::{Transform, TransformError};
 
 /// The (source, task) of each batch of one read, in order: a source's
@@ -31,23 +31,30 @@ impl<'a> TaskKeys<'a> {
     }
 }
 
+/// What a batch's tasks gave.
+pub(crate) struct TasksRan {
+    /// Each input batch (and fired timers) with its output, in order.
+    pub parts: Parts,
+    pub rejected: Rejections,
+    /// Stateful runs: each task's state statistics.
+    pub per_task: std::collections::BTreeMap<(usize, u32), super::state::TaskStats>,
+}
+
 pub(crate) struct Tasks<'a> {
     pub sources: &'a [Box<dyn Source>],
     pub factory: &'a dyn TransformFactory,
     pub transforms: &'a mut HashMap<(usize, u32), Box<dyn Transform>>,
     pub policy: ErrorPolicy,
+    /// The query's threads.
+    pub workers: &'a super::parallel::Workers,
 }
 
 impl Tasks<'_> {
     /// Transform `inputs` (source index, batch); returns each batch with its
     /// output, in input order, and the number of rejected records.
-    #[allow(clippy::type_complexity)]
-    pub fn run(
-        &mut self,
-        inputs: Vec<(usize, RecordBatch)>,
-    ) -> Result<(Vec<(RecordBatch, TransformOutput)>, Rejections), EngineError> {
+    pub fn run(&mut self, inputs: Vec<(usize, RecordBatch)>) -> Result<TasksRan, EngineError> {
         // One transform instance per task; a task's batches run in order,
-        // tasks run in parallel.
+        // tasks side by side on the query's threads.
         let mut groups: Vec<((usize, u32), Vec<usize>)> = Vec::new();
         let mut keys = TaskKeys::new(self.sources);
         for (idx, (i, b)) in inputs.iter().enumerate() {
@@ -72,32 +79,23 @@ impl Tasks<'_> {
             };
             tasks.push(t);
         }
-        let run_group = |t: &mut Box<dyn Transform>,
-                         members: &[usize]|
-         -> Vec<(usize, Result<TransformOutput, TransformError>)> {
-            members
+        // On the query's threads: a task's batches in order on one thread.
+        let batches = &inputs;
+        let work: Vec<(Box<dyn Transform>, &[usize])> = tasks
+            .into_iter()
+            .zip(groups.iter().map(|(_, members)| &members[..]))
+            .collect();
+        let ran = self.workers.map(work, |(mut t, members)| {
+            let outputs: Vec<(usize, Result<TransformOutput, TransformError>)> = members
                 .iter()
-                .map(|&idx| (idx, t.process_batch(&inputs[idx].1)))
-                .collect()
-        };
-        let mut results: Vec<(usize, Result<TransformOutput, TransformError>)> =
-            if groups.len() == 1 {
-                run_group(&mut tasks[0], &groups[0].1)
-            } else {
-                std::thread::scope(|scope| {
-                    let handles: Vec<_> = tasks
-                        .iter_mut()
-                        .zip(&groups)
-                        .map(|(t, (_, members))| scope.spawn(move || run_group(t, members)))
-                        .collect();
-                    handles
-                        .into_iter()
-                        .flat_map(|h| h.join().expect("transform task panicked"))
-                        .collect()
-                })
-            };
-        for (t, (key, _)) in tasks.into_iter().zip(&groups) {
+                .map(|&idx| (idx, t.process_batch(&batches[idx].1)))
+                .collect();
+            (t, outputs)
+        });
+        let mut results = Vec::with_capacity(inputs.len());
+        for ((t, outputs), (key, _)) in ran.into_iter().zip(&groups) {
             self.transforms.insert(*key, t);
+            results.extend(outputs);
         }
         results.sort_by_key(|(idx, _)| *idx);
         let results = results.into_iter().map(|(_, r)| r);
@@ -114,7 +112,11 @@ impl Tasks<'_> {
             rejected += check_rejected(&self.policy, &name(), &b, &mut out)?;
             parts.push((b, out));
         }
-        Ok((parts, rejected))
+        Ok(TasksRan {
+            parts,
+            rejected,
+            per_task: Default::default(),
+        })
     }
 }
 

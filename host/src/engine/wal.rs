@@ -16,11 +16,43 @@ use super::state::Watermark;
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     pub id: String,
-    pub mode: String,
+    pub mode: ExecutionMode,
     pub sources: Vec<String>,
     /// The component and state settings (see [`super::identity`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<super::identity::Settings>,
+}
+
+/// How a query executes; a checkpoint keeps the mode it was written in
+/// (`metadata`'s `mode`: `micro-batch` or `continuous`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ExecutionMode {
+    MicroBatch,
+    Continuous,
+}
+
+impl ExecutionMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutionMode::MicroBatch => "micro-batch",
+            ExecutionMode::Continuous => "continuous",
+        }
+    }
+
+    /// What one commit is called in this mode: `batch` or `epoch`.
+    pub fn unit(self) -> &'static str {
+        match self {
+            ExecutionMode::MicroBatch => "batch",
+            ExecutionMode::Continuous => "epoch",
+        }
+    }
+}
+
+impl std::fmt::Display for ExecutionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// `offsets/N`: the exact input range of batch N, durable before it runs.
@@ -95,7 +127,7 @@ pub fn commits_path(n: u64) -> String {
 /// upgradable changes and records them).
 pub fn load_or_create_metadata(
     store: &dyn CheckpointStore,
-    mode: &str,
+    mode: ExecutionMode,
     sources: Vec<String>,
     settings: super::identity::Settings,
     upgrade: bool,
@@ -132,7 +164,7 @@ pub fn load_or_create_metadata(
     }
     let meta = Metadata {
         id: uuid::Uuid::new_v4().to_string(),
-        mode: mode.to_string(),
+        mode,
         sources,
         settings: Some(settings),
     };
@@ -291,18 +323,18 @@ mod tests {
     fn metadata_refuses_another_source_or_mode() {
         let dir = tempfile::tempdir().unwrap();
         let s = LocalCheckpointStore::open(dir.path()).unwrap();
-        let load = |mode: &str, source: &str| {
+        let load = |mode: ExecutionMode, source: &str| {
             load_or_create_metadata(&s, mode, vec![source.into()], Default::default(), false)
         };
-        let m = load("micro-batch", "log:a").unwrap();
-        let again = load("micro-batch", "log:a").unwrap();
+        let m = load(ExecutionMode::MicroBatch, "log:a").unwrap();
+        let again = load(ExecutionMode::MicroBatch, "log:a").unwrap();
         assert_eq!(m.id, again.id);
-        let err = load("micro-batch", "log:b").unwrap_err();
+        let err = load(ExecutionMode::MicroBatch, "log:b").unwrap_err();
         assert!(
             err.to_string()
                 .contains("was written for source(s) [log:a], not [log:b]")
         );
-        let err = load("continuous", "log:a").unwrap_err();
+        let err = load(ExecutionMode::Continuous, "log:a").unwrap_err();
         assert!(err.to_string().contains("written in micro-batch mode"));
     }
 

@@ -58,13 +58,14 @@ pub(super) fn build(
             max_records,
             error_policy,
             state,
+            parallelism: crate::engine::parallel::default_parallelism(),
         };
         Ok(Query::Group(Box::new(GroupQuery::new(
             store,
             Box::new(member),
             factory,
             options,
-        ))))
+        )?)))
     }
     #[cfg(not(feature = "kafka"))]
     {

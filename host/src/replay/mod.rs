@@ -126,7 +126,7 @@ pub fn replay(
     let meta: Metadata = read_entry(&live, "metadata")
         .map_err(io)?
         .ok_or_else(|| io("the checkpoint has no metadata"))?;
-    let continuous = meta.mode == "continuous";
+    let continuous = meta.mode == crate::engine::wal::ExecutionMode::Continuous;
     let unit = if continuous { "epoch" } else { "batch" };
     if continuous && meta.settings.as_ref().is_some_and(|s| s.stateful) {
         return Err(ReplayError::Refused(

@@ -65,7 +65,7 @@ pub(super) fn checkpoint(
 ) -> Result<(), ReplayError> {
     let store = LocalCheckpointStore::open(scratch).map_err(io)?;
     let mut meta = meta.clone();
-    meta.mode = "micro-batch".into();
+    meta.mode = crate::engine::wal::ExecutionMode::MicroBatch;
     store.write("metadata", &encode_entry(&meta)).map_err(io)?;
     for dir in ["sources", "initial-offsets"] {
         copy_tree(&live.join(dir), &scratch.join(dir), &|_| true)?;

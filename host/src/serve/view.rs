@@ -15,6 +15,9 @@ use crate::engine::{CheckpointStore, LocalCheckpointStore};
 /// spec and the checkpoint.
 pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
     let s = state.supervisor.status(&p.tenant, &p.name);
+    // The stored spec as the service runs it (confined under the tenant's
+    // current quotas); a spec they no longer allow shows its reason.
+    let spec = super::pipelines::stored_spec(state, p);
     let labels = PipelineLabels {
         tenant: p.tenant.clone(),
         pipeline: p.name.clone(),
@@ -25,7 +28,7 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
         "component": p.component,
         "desired": p.desired,
         "state": s.state,
-        "mode": mode(&p.spec),
+        "mode": spec.as_ref().ok().map(|s| s.mode.execution().name()),
         "last-error": s.last_error,
         "restarts": s.restarts,
         "watermark": Value::Null,
@@ -44,7 +47,7 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
     }
     if detail {
         v["spec"] = shown_spec(&p.spec, &p.component).into();
-        v["checkpoint"] = match super::pipelines::stored_spec(state, p) {
+        v["checkpoint"] = match spec {
             Ok(spec) => match spec.checkpoint.dir() {
                 Some(dir) => checkpoint(dir),
                 None => json!({"location": spec.checkpoint.to_string()}),
@@ -70,15 +73,6 @@ fn shown_spec(spec: &str, component: &str) -> String {
     toml::to_string(&table).unwrap_or_else(|_| spec.to_string())
 }
 
-/// `micro-batch` or `continuous`, as the stored TOML says.
-fn mode(spec: &str) -> &'static str {
-    let table: Option<toml::Table> = toml::from_str(spec).ok();
-    match table.as_ref().and_then(|t| t.get("mode")?.as_str()) {
-        Some("continuous") => "continuous",
-        _ => "micro-batch",
-    }
-}
-
 /// `{unit, last-committed, pending}`: the newest committed batch (epoch)
 /// and the one planned after it but not committed, if any.
 pub fn checkpoint(dir: &std::path::Path) -> Value {
@@ -88,10 +82,7 @@ pub fn checkpoint(dir: &std::path::Path) -> Value {
     let read = || -> Result<Value, crate::engine::CheckpointError> {
         let store = LocalCheckpointStore::open(dir)?;
         let meta: Option<Metadata> = read_entry(&store, "metadata")?;
-        let unit = match meta.map(|m| m.mode) {
-            Some(m) if m == "continuous" => "epoch",
-            _ => "batch",
-        };
+        let unit = meta.map_or("batch", |m| m.mode.unit());
         let last = store.list_numbered("commits")?.last().copied();
         let planned = store.list_numbered("offsets")?.last().copied();
         let pending = planned.filter(|p| last.is_none_or(|c| *p > c));

@@ -133,6 +133,16 @@ pub enum Mode {
     },
 }
 
+impl Mode {
+    /// The engine's execution mode (what its checkpoints record).
+    pub fn execution(&self) -> crate::engine::wal::ExecutionMode {
+        match self {
+            Mode::MicroBatch => crate::engine::wal::ExecutionMode::MicroBatch,
+            Mode::Continuous { .. } => crate::engine::wal::ExecutionMode::Continuous,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pipeline {
     pub name: String,

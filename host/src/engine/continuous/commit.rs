@@ -1,18 +1,13 @@
-//! Committing one continuous epoch: its ranges written ahead, the sinks,
-//! the commit entry, and its progress report.
-
-use std::time::Instant;
+//! Committing one continuous epoch (the steps in [`crate::engine::commit`])
+//! and its progress report.
 
 use super::{ContinuousQuery, Epoch};
-use crate::engine::checkpoint::encode_entry;
-use crate::engine::faults;
+use crate::engine::commit::{BatchReport, Durable, write_ahead};
 use crate::engine::options::{EngineError, RunSummary};
-use crate::engine::progress::{
-    DurationMs, LatencyMs, Progress, SinkProgress, SourceProgress, now_ms,
-};
+use crate::engine::progress::{LatencyMs, Progress, SourceProgress, now_ms};
 use crate::engine::state::FiredTimers;
-use crate::engine::tasks::{sinks_description, write_sinks};
-use crate::engine::wal::{self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path};
+use crate::engine::state::run::StateProgress;
+use crate::engine::wal::{OffsetEntry, OffsetRange};
 
 impl ContinuousQuery {
     /// Make an epoch durable: ranges ahead, sinks, then the commit.
@@ -28,12 +23,11 @@ impl ContinuousQuery {
             end,
             parts,
             rejected,
-            started: epoch_started,
+            started,
             rerun,
             times,
             stats,
         } = epoch;
-        let commit_started = Instant::now();
         let ranges: Vec<OffsetRange> = self
             .inputs
             .to_offsets(start)
@@ -49,30 +43,23 @@ impl ContinuousQuery {
             watermark: event_time.then(|| self.watermark.clone()),
             task_times: times,
         };
-        // A re-run epoch keeps its recorded entry; a new one is written ahead.
-        if !rerun {
-            self.store
-                .create(&offsets_path(id), &encode_entry(&entry))?;
+        let mut state = StateProgress::default();
+        let ahead = write_ahead(&*self.store, &entry, rerun)?;
+        let committed = Durable {
+            store: &*self.store,
+            sinks: &mut self.sinks,
+            keep_batches: self.options.keep_batches,
         }
-        faults::point("after-offsets-write", id);
-        let wal = commit_started.elapsed();
-        let sink_started = Instant::now();
-        let rows = write_sinks(&mut self.sinks, id, &parts)?;
-        faults::point("after-sink-commit", id);
-        let add_batch = sink_started.elapsed();
-        let c = Instant::now();
-        let (state_operators, event_time_progress) = self.advance_watermark(&stats);
-        self.store.create(
-            &commits_path(id),
-            &encode_entry(&CommitEntry {
-                batch_id: id,
-                num_output_rows: rows,
-                watermark: event_time.then(|| self.watermark.clone()),
-            }),
-        )?;
-        faults::point("after-commit-write", id);
+        .commit(ahead, &parts, || {
+            state = super::state::advance_watermark(
+                &mut self.watermark,
+                &self.options.state,
+                self.inputs.readers(),
+                &stats,
+            );
+            event_time.then(|| self.watermark.clone())
+        })?;
         self.publish_watermark();
-        wal::prune(&*self.store, id, self.options.keep_batches)?;
         let visible_ms = now_ms();
         // Fired timers travel as parts too; they are not input records.
         let records = || parts.iter().filter(|(b, _)| !FiredTimers::is_fired(b));
@@ -88,52 +75,48 @@ impl ContinuousQuery {
                 .map(|(l, e)| l.saturating_sub(*e))
                 .sum()
         });
-        let exec = epoch_started.elapsed();
-        let progress = Progress {
-            id: self.id.clone(),
-            run_id: self.run_id.clone(),
+        let sources = ranges
+            .into_iter()
+            .enumerate()
+            .map(|(s, range)| SourceProgress {
+                description: self.inputs.description(s),
+                start_offset: range.start,
+                end_offset: range.end.clone(),
+                latest_offset: range.end,
+                // With several sources: the positions the epoch moved
+                // over (records, on a log; a Kafka transaction's markers
+                // count too).
+                num_input_rows: if self.inputs.len() == 1 {
+                    input
+                } else {
+                    let (a, b) = (self.inputs.slice(s, start), self.inputs.slice(s, end));
+                    a.iter().zip(b).map(|(a, b)| b.saturating_sub(*a)).sum()
+                },
+                metrics: Default::default(),
+            })
+            .collect();
+        let execution = started.elapsed();
+        let since_previous = self
+            .previous_epoch_started
+            .replace(started)
+            .map_or(execution, |p| started.saturating_duration_since(p));
+        BatchReport {
+            query_id: &self.id,
+            run_id: &self.run_id,
             batch_id: id,
             timestamp: entry.timestamp_ms,
-            num_input_rows: input,
-            input_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
-            processed_rows_per_second: input as f64 / exec.as_secs_f64().max(1e-6),
-            num_rejected_rows: rejected.total(),
-            rejected_rows_by_kind: rejected.by_kind(),
+            input_rows: input,
+            since_previous,
+            execution,
+            latest_offset: Default::default(),
+            processing: Default::default(),
+            committed: &committed,
+            rejected: &rejected,
             lag,
-            duration_ms: DurationMs {
-                latest_offset: 0,
-                wal_commit: wal.as_millis() as u64,
-                add_batch: add_batch.as_millis() as u64,
-                commit: c.elapsed().as_millis() as u64,
-                trigger_execution: commit_started.elapsed().as_millis() as u64,
-            },
-            sources: ranges
-                .into_iter()
-                .enumerate()
-                .map(|(s, range)| SourceProgress {
-                    description: self.inputs.description(s),
-                    start_offset: range.start,
-                    end_offset: range.end.clone(),
-                    latest_offset: range.end,
-                    // With several sources: the positions the epoch moved
-                    // over (records, on a log; a Kafka transaction's markers
-                    // count too).
-                    num_input_rows: if self.inputs.len() == 1 {
-                        input
-                    } else {
-                        let (a, b) = (self.inputs.slice(s, start), self.inputs.slice(s, end));
-                        a.iter().zip(b).map(|(a, b)| b.saturating_sub(*a)).sum()
-                    },
-                    metrics: Default::default(),
-                })
-                .collect(),
-            sink: SinkProgress {
-                description: sinks_description(&self.sinks),
-                num_output_rows: rows,
-            },
-            latency_ms: (input > 0).then_some(latency),
-            state_operators,
-            event_time: event_time_progress,
+            sources,
+            latency: (input > 0).then_some(latency),
+            state_operators: state.operators,
+            event_time: state.event_time,
             transform_metrics: self.transform_metrics.values().fold(
                 Default::default(),
                 |mut m, t| {
@@ -141,12 +124,7 @@ impl ContinuousQuery {
                     m
                 },
             ),
-        };
-        self.store.write("progress", &encode_entry(&progress))?;
-        on_progress(&progress);
-        summary.batches += 1;
-        summary.input_rows += input;
-        summary.output_rows += rows;
-        Ok(())
+        }
+        .publish(&*self.store, &self.sinks, on_progress, summary)
     }
 }

@@ -59,6 +59,8 @@ pub struct ContinuousQuery {
     _lock: crate::engine::checkpoint::CheckpointLock,
     /// Each task's latest transform metrics, for progress.
     transform_metrics: BTreeMap<u32, crate::engine::progress::TransformMetrics>,
+    /// When the last committed epoch started: the input rate's window.
+    previous_epoch_started: Option<Instant>,
 }
 
 fn source_err(name: &str) -> impl Fn(super::connector::ConnectorError) -> EngineError + '_ {
@@ -98,7 +100,7 @@ impl ContinuousQuery {
         let settings = Settings::of(options.component.clone(), &options.state);
         let meta = wal::load_or_create_metadata(
             &*store,
-            "continuous",
+            wal::ExecutionMode::Continuous,
             inputs.descriptions(),
             settings,
             options.upgrade,
@@ -133,6 +135,7 @@ impl ContinuousQuery {
             watermark_cell: Arc::new(AtomicI64::new(NO_WATERMARK)),
             _lock: lock,
             transform_metrics: BTreeMap::new(),
+            previous_epoch_started: None,
         })
     }
 

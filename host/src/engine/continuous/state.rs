@@ -1,15 +1,13 @@
 //! Event time and state in continuous mode: each task's state is loaded at
 //! the epoch it starts in, and the watermark moves at every epoch commit.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use super::ContinuousQuery;
 use super::task::{NO_WATERMARK, TaskState};
 use crate::engine::options::EngineError;
-use crate::engine::progress::StateOperatorProgress;
-use crate::engine::state::run::progress_fields;
-use crate::engine::state::{StatePartition, TaskStats, state_dir};
+use crate::engine::state::run::{StateProgress, progress_fields};
+use crate::engine::state::{StatePartition, StatefulOptions, TaskStats, Watermark, state_dir};
 
 impl ContinuousQuery {
     /// Partition `p`'s state and clocks, as of the start of `epoch`.
@@ -39,30 +37,31 @@ impl ContinuousQuery {
         let w = self.watermark.watermark_ms.unwrap_or(NO_WATERMARK);
         self.watermark_cell.store(w, Ordering::SeqCst);
     }
+}
 
-    /// Fold an epoch's event times into the watermark; returns the epoch's
-    /// progress fields (computed with the watermark the epoch ran with).
-    pub(super) fn advance_watermark(
-        &mut self,
-        stats: &[(u32, TaskStats)],
-    ) -> (Vec<StateOperatorProgress>, BTreeMap<String, String>) {
-        let mut total = TaskStats::default();
-        for (_, s) in stats {
-            total.merge(s);
-        }
-        let before = self.watermark.watermark_ms;
-        if let Some(et) = &self.options.state.event_time {
-            // The commit's time; it is recorded with the watermark in
-            // `commits/E`, so a restart continues from the same state.
-            let now = crate::engine::progress::now_ms();
-            self.watermark.observe_all(et.rule, &total.event_max, now);
-            self.watermark.advance(et.delay, et.idle_timeout, now);
-        }
-        let partitions = if self.options.state.stateful {
-            self.options.state.partitioning.partitions as u64
-        } else {
-            self.inputs.readers() as u64
-        };
-        progress_fields(&self.options.state, &total, partitions, before)
+/// Fold an epoch's event times into `watermark`; returns the epoch's
+/// progress fields (computed with the watermark the epoch ran with).
+/// `readers`: the query's source partitions.
+pub(super) fn advance_watermark(
+    watermark: &mut Watermark,
+    options: &StatefulOptions,
+    readers: u32,
+    stats: &[(u32, TaskStats)],
+) -> StateProgress {
+    let mut total = TaskStats::default();
+    for (_, s) in stats {
+        total.merge(s);
     }
+    let before = watermark.watermark_ms;
+    if let Some(et) = &options.event_time {
+        // The commit's time; it is recorded with the watermark in
+        // `commits/E`, so a restart continues from the same state.
+        watermark.after_batch(et, &total.event_max, crate::engine::progress::now_ms());
+    }
+    let partitions = if options.stateful {
+        options.partitioning.partitions as u64
+    } else {
+        u64::from(readers)
+    };
+    progress_fields(options, &total, partitions, before)
 }

@@ -47,6 +47,9 @@ pub struct GroupOptions {
     pub max_records: usize,
     pub error_policy: ErrorPolicy,
     pub state: StatefulOptions,
+    /// Threads the member's partitions are processed on
+    /// ([`crate::engine::parallel::default_parallelism`]).
+    pub parallelism: usize,
 }
 
 pub struct GroupQuery {
@@ -61,6 +64,8 @@ pub struct GroupQuery {
     summary: RunSummary,
     /// Partitions moved since the last progress report.
     moved: bool,
+    /// The threads partitions are processed on, kept across batches.
+    workers: crate::engine::parallel::Workers,
 }
 
 impl GroupQuery {
@@ -69,13 +74,16 @@ impl GroupQuery {
         member: Box<dyn GroupMember>,
         factory: Box<dyn TransformFactory>,
         mut options: GroupOptions,
-    ) -> GroupQuery {
+    ) -> Result<GroupQuery, EngineError> {
         // State partitions are the input's: records must already be
         // partitioned by the state key (checked per record).
         options.state.partitioning.exchange = false;
         options.state.partitioning.partitions = member.partition_count();
         options.state.files.write_once = true;
-        GroupQuery {
+        let workers = crate::engine::parallel::Workers::new(options.parallelism, "weir-task")
+            .map_err(EngineError::Threads)?;
+        Ok(GroupQuery {
+            workers,
             store,
             member,
             factory,
@@ -86,7 +94,7 @@ impl GroupQuery {
             batch_id: 0,
             summary: RunSummary::default(),
             moved: false,
-        }
+        })
     }
 
     pub fn stop_handle(&self) -> Arc<AtomicBool> {
@@ -227,17 +235,7 @@ impl GroupQuery {
             }
             Ok(())
         };
-        let results: Vec<Result<(), EngineError>> = if work.len() <= 1 {
-            work.into_iter().map(step).collect()
-        } else {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = work.into_iter().map(|w| s.spawn(move || step(w))).collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("partition task panicked"))
-                    .collect()
-            })
-        };
+        let results = self.workers.map(work, step);
         results.into_iter().collect::<Result<(), _>>().map(|()| ran)
     }
 

@@ -64,7 +64,7 @@ impl GroupQuery {
             .values()
             .filter_map(|o| o.watermark_for(&self.options.state))
             .min();
-        let (state_operators, event_time) = progress_fields(
+        let state = progress_fields(
             &self.options.state,
             &stats,
             self.owned.len() as u64,
@@ -101,8 +101,8 @@ impl GroupQuery {
                 num_output_rows: b.output_rows,
             },
             latency_ms: None,
-            state_operators,
-            event_time,
+            state_operators: state.operators,
+            event_time: state.event_time,
             transform_metrics: Default::default(),
         }
     }

@@ -141,7 +141,7 @@ fn run_on(
         committed: BTreeMap::new(),
         stop: stop.clone(),
     };
-    let mut q = GroupQuery::new(store, Box::new(member), copy(), options);
+    let mut q = GroupQuery::new(store, Box::new(member), copy(), options).unwrap();
     q.stop = stop;
     (q.run(&mut |_| {}), commits)
 }
@@ -153,6 +153,7 @@ fn options(commit_interval: Duration, max_records: usize) -> GroupOptions {
         max_records,
         error_policy: ErrorPolicy::Fail,
         state: StatefulOptions::default(),
+        parallelism: 2,
     }
 }
 

@@ -9,14 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::backpressure::PidRateEstimator;
-use super::checkpoint::{CheckpointStore, encode_entry};
+use super::checkpoint::CheckpointStore;
+use super::commit::{BatchReport, Durable, write_ahead};
 use super::connector::{Sink, Source, SourceCheckpoint};
-use super::faults;
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
-use super::progress::{DurationMs, Progress, SinkProgress, SourceProgress, now_ms};
-use super::tasks::{sinks_description, write_sinks};
-use super::wal::{self, CommitEntry, OffsetEntry, OffsetRange, commits_path, offsets_path};
+use super::progress::{Progress, SourceProgress, now_ms};
+use super::wal::{self, OffsetEntry, OffsetRange};
 
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
@@ -51,10 +50,6 @@ pub(crate) fn next_wait(elapsed: Duration, interval: Duration) -> Duration {
     interval.saturating_sub(elapsed)
 }
 
-fn ms(d: Duration) -> u64 {
-    d.as_millis() as u64
-}
-
 impl MicroBatchQuery {
     /// Open (or create) the query in `store`. Refuses a checkpoint written
     /// for other sources. `sinks` maps output names (`None` = default) to sinks.
@@ -72,7 +67,7 @@ impl MicroBatchQuery {
         let settings = Settings::of(options.component.clone(), &options.state);
         let meta = wal::load_or_create_metadata(
             &*store,
-            "micro-batch",
+            wal::ExecutionMode::MicroBatch,
             descriptions,
             settings,
             options.upgrade,
@@ -258,94 +253,63 @@ impl MicroBatchQuery {
                 }
             };
             let latest_offset = latest_started.elapsed();
-            let wal_started = Instant::now();
-            // A re-run batch keeps its recorded entry; a new one is written ahead.
-            if !rerun {
-                self.store
-                    .create(&offsets_path(batch_id), &encode_entry(&entry))?;
-            }
-            faults::point("after-offsets-write", batch_id);
-            let wal_commit = wal_started.elapsed();
-
-            let add_started = Instant::now();
-            let (parts, per_source_rows, rejected, state_stats) = self.process(&entry)?;
-            let output_rows = write_sinks(&mut self.sinks, batch_id, &parts)?;
-            faults::point("after-sink-commit", batch_id);
-            let add_batch = add_started.elapsed();
-
-            let commit_started = Instant::now();
+            let ahead = write_ahead(&*self.store, &entry, rerun)?;
+            let processing = Instant::now();
+            let processed = self.process(&entry)?;
+            let processing = processing.elapsed();
             last_watermark = self.watermark.watermark_ms;
-            if let Some(et) = &self.options.state.event_time {
-                self.watermark
-                    .observe_all(et.rule, &state_stats.1, entry.timestamp_ms);
-                self.watermark
-                    .advance(et.delay, et.idle_timeout, entry.timestamp_ms);
+            let committed = Durable {
+                store: &*self.store,
+                sinks: &mut self.sinks,
+                keep_batches: self.options.keep_batches,
             }
-            let commit = CommitEntry {
-                batch_id,
-                num_output_rows: output_rows,
-                watermark: self
-                    .options
-                    .state
-                    .event_time
-                    .is_some()
-                    .then(|| self.watermark.clone()),
-            };
-            self.store
-                .create(&commits_path(batch_id), &encode_entry(&commit))?;
-            faults::point("after-commit-write", batch_id);
+            .commit(ahead, &processed.parts, || {
+                let et = self.options.state.event_time.as_ref()?;
+                self.watermark
+                    .after_batch(et, &processed.event_max, entry.timestamp_ms);
+                Some(self.watermark.clone())
+            })?;
             if self.replay.is_none() {
                 for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
                     s.committed(&r.end);
                 }
             }
-            wal::prune(&*self.store, batch_id, self.options.keep_batches)?;
-            let commit_time = commit_started.elapsed();
 
-            let input_rows: u64 = per_source_rows.iter().sum();
-            let exec = trigger_start.elapsed();
-            let since_last = last_trigger.map_or(exec, |t| t.elapsed());
-            self.update_rate(last_trigger, trigger_start, input_rows, exec);
+            let input_rows: u64 = processed.per_source_rows.iter().sum();
+            let execution = trigger_start.elapsed();
+            let since_previous = last_trigger.map_or(execution, |t| t.elapsed());
+            self.update_rate(last_trigger, trigger_start, input_rows, execution);
             last_trigger = Some(trigger_start);
-            let lag = self.lag(&entry, &latest);
-            let progress = Progress {
-                id: self.id.clone(),
-                run_id: self.run_id.clone(),
+            let sources = entry
+                .sources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| SourceProgress {
+                    description: self.sources[i].description(),
+                    start_offset: r.start.clone(),
+                    end_offset: r.end.clone(),
+                    latest_offset: latest[i].clone(),
+                    num_input_rows: processed.per_source_rows[i],
+                    metrics: self.source_metrics(i, limit),
+                })
+                .collect();
+            BatchReport {
+                query_id: &self.id,
+                run_id: &self.run_id,
                 batch_id,
                 timestamp,
-                num_input_rows: input_rows,
-                input_rows_per_second: input_rows as f64 / since_last.as_secs_f64().max(1e-6),
-                processed_rows_per_second: input_rows as f64 / exec.as_secs_f64().max(1e-6),
-                num_rejected_rows: rejected.total(),
-                rejected_rows_by_kind: rejected.by_kind(),
-                lag,
-                duration_ms: DurationMs {
-                    latest_offset: ms(latest_offset),
-                    wal_commit: ms(wal_commit),
-                    add_batch: ms(add_batch),
-                    commit: ms(commit_time),
-                    trigger_execution: ms(exec),
-                },
-                sources: entry
-                    .sources
-                    .iter()
-                    .enumerate()
-                    .map(|(i, r)| SourceProgress {
-                        description: self.sources[i].description(),
-                        start_offset: r.start.clone(),
-                        end_offset: r.end.clone(),
-                        latest_offset: latest[i].clone(),
-                        num_input_rows: per_source_rows[i],
-                        metrics: self.source_metrics(i, limit),
-                    })
-                    .collect(),
-                sink: SinkProgress {
-                    description: sinks_description(&self.sinks),
-                    num_output_rows: output_rows,
-                },
-                latency_ms: None,
-                state_operators: state_stats.0,
-                event_time: state_stats.2,
+                input_rows,
+                since_previous,
+                execution,
+                latest_offset,
+                processing,
+                committed: &committed,
+                rejected: &processed.rejected,
+                lag: self.lag(&entry, &latest),
+                sources,
+                latency: None,
+                state_operators: processed.state.operators,
+                event_time: processed.state.event_time,
                 transform_metrics: self
                     .transforms
                     .values()
@@ -353,13 +317,8 @@ impl MicroBatchQuery {
                         m.add(&t.reported_metrics());
                         m
                     }),
-            };
-            self.store.write("progress", &encode_entry(&progress))?;
-            on_progress(&progress);
-
-            summary.batches += 1;
-            summary.input_rows += input_rows;
-            summary.output_rows += output_rows;
+            }
+            .publish(&*self.store, &self.sinks, on_progress, &mut summary)?;
             start = entry.sources.into_iter().map(|r| r.end).collect();
             batch_id += 1;
             if let Trigger::ProcessingTime(i) = self.options.trigger {

@@ -8,22 +8,25 @@ use super::MicroBatchQuery;
 use crate::engine::batch::RecordBatch;
 use crate::engine::connector::Source;
 use crate::engine::options::EngineError;
-use crate::engine::output::TransformOutput;
+use crate::engine::output::Parts;
 use crate::engine::parallel::Workers;
-use crate::engine::state::run::progress_fields;
+use crate::engine::state::run::{StateProgress, progress_fields};
 use crate::engine::state::{BatchTime, StatefulOptions, TaskStats};
 use crate::engine::stateful_tasks::{Groups, StatefulBatch};
-use crate::engine::tasks::{TaskKeys, Tasks, reject_unkeyed};
+use crate::engine::tasks::{TaskKeys, Tasks, TasksRan, reject_unkeyed};
 use crate::engine::wal::OffsetEntry;
 
-/// A batch's state statistics: progress `stateOperators`, the largest
-/// event time per (source, partition) (for the watermark) and progress
-/// `eventTime`.
-pub(super) type StateStats = (
-    Vec<crate::engine::progress::StateOperatorProgress>,
-    BTreeMap<(usize, u32), i64>,
-    BTreeMap<String, String>,
-);
+/// What running a batch gave, before its commit.
+pub(super) struct Processed {
+    /// Each input batch with its transform output, in input order.
+    pub parts: Parts,
+    /// Records read, per source.
+    pub per_source_rows: Vec<u64>,
+    pub rejected: Rejections,
+    pub state: StateProgress,
+    /// The largest event time per (source, partition): for the watermark.
+    pub event_max: BTreeMap<(usize, u32), i64>,
+}
 
 impl MicroBatchQuery {
     /// Wait after the `n`th empty poll in a row: on the source, when it is
@@ -54,19 +57,7 @@ impl MicroBatchQuery {
 
     /// Read the batch's range from every source and run each partition
     /// through its task's transform instance.
-    #[allow(clippy::type_complexity)]
-    pub(super) fn process(
-        &mut self,
-        entry: &OffsetEntry,
-    ) -> Result<
-        (
-            Vec<(RecordBatch, TransformOutput)>,
-            Vec<u64>,
-            Rejections,
-            StateStats,
-        ),
-        EngineError,
-    > {
+    pub(super) fn process(&mut self, entry: &OffsetEntry) -> Result<Processed, EngineError> {
         // Sources read side by side (a join's two files at once).
         let reads: Vec<_> = self.sources.iter_mut().zip(&entry.sources).collect();
         let read = self.workers.map(reads, |(s, r)| s.read(&r.start, &r.end));
@@ -83,10 +74,17 @@ impl MicroBatchQuery {
             factory: &*self.factory,
             transforms: &mut self.transforms,
             policy: self.options.error_policy.clone(),
+            workers: &self.workers,
         };
         if !self.options.state.active() {
-            let (parts, rejected) = tasks.run(inputs)?;
-            return Ok((parts, per_source, rejected, StateStats::default()));
+            let ran = tasks.run(inputs)?;
+            return Ok(Processed {
+                parts: ran.parts,
+                per_source_rows: per_source,
+                rejected: ran.rejected,
+                state: StateProgress::default(),
+                event_max: BTreeMap::new(),
+            });
         }
         let time = BatchTime {
             watermark: self.watermark.watermark_ms,
@@ -111,7 +109,11 @@ impl MicroBatchQuery {
             store: &*self.store,
             workers: &self.workers,
         };
-        let (mut parts, mut rejected, per_task) = tasks.run_stateful(groups, sb)?;
+        let TasksRan {
+            mut parts,
+            mut rejected,
+            per_task,
+        } = tasks.run_stateful(groups, sb)?;
         for (i, b, reasons) in unkeyed {
             let name = self.sources[i].description();
             rejected += reject_unkeyed(&self.options.error_policy, &name, b, &reasons, &mut parts)?;
@@ -120,13 +122,19 @@ impl MicroBatchQuery {
         for s in per_task.values() {
             total.merge(s);
         }
-        let (ops, event) = progress_fields(
+        let state = progress_fields(
             &self.options.state,
             &total,
             self.known.len() as u64,
             time.watermark,
         );
-        Ok((parts, per_source, rejected, (ops, total.event_max, event)))
+        Ok(Processed {
+            parts,
+            per_source_rows: per_source,
+            rejected,
+            state,
+            event_max: total.event_max,
+        })
     }
 }
 

@@ -304,17 +304,22 @@ impl TaskRun<'_> {
     }
 }
 
-/// Progress fields of a batch: `stateOperators` (for stateful queries) and
-/// `eventTime` (for queries with event time).
+/// A batch's progress fields of state and event time.
+#[derive(Debug, Default)]
+pub(crate) struct StateProgress {
+    /// `stateOperators` (stateful queries).
+    pub operators: Vec<crate::engine::progress::StateOperatorProgress>,
+    /// `eventTime` (queries with event time).
+    pub event_time: std::collections::BTreeMap<String, String>,
+}
+
+/// Progress fields of a batch that ran with `watermark`.
 pub(crate) fn progress_fields(
     options: &StatefulOptions,
     stats: &TaskStats,
     partitions: u64,
     watermark: Option<i64>,
-) -> (
-    Vec<crate::engine::progress::StateOperatorProgress>,
-    std::collections::BTreeMap<String, String>,
-) {
+) -> StateProgress {
     use super::event_time::iso;
     let mut ops = Vec::new();
     if options.stateful || options.event_time.is_some() {
@@ -346,5 +351,8 @@ pub(crate) fn progress_fields(
             event.insert("watermark".into(), iso(w));
         }
     }
-    (ops, event)
+    StateProgress {
+        operators: ops,
+        event_time: event,
+    }
 }

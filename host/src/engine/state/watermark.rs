@@ -121,6 +121,19 @@ impl Watermark {
     /// slowest partition holds it back, unless it has been idle for
     /// `idle` at processing time `now`. It never moves backwards; when every
     /// partition is idle it stays where it is.
+    /// After a batch: take in its largest event times (per source
+    /// partition) and move on by `et`'s rule, delay and idle timeout, at
+    /// processing time `now`.
+    pub fn after_batch(
+        &mut self,
+        et: &super::EventTimeOptions,
+        maxima: &BTreeMap<(usize, u32), i64>,
+        now: i64,
+    ) {
+        self.observe_all(et.rule, maxima, now);
+        self.advance(et.delay, et.idle_timeout, now);
+    }
+
     pub fn advance(&mut self, delay: Duration, idle: Option<Duration>, now: i64) {
         let active = |p: &String| {
             idle.is_none_or(|d| {
