@@ -24,7 +24,8 @@ use serde::{Deserialize, Serialize};
 use super::object::Objects;
 use crate::engine::CheckpointError;
 
-/// A holder that has not renewed its lease for this long is presumed gone.
+/// A holder that has not renewed its lease for this long is presumed gone
+/// (tests use shorter ones).
 pub const TTL: Duration = Duration::from_secs(10);
 const PATH: &str = "lock";
 
@@ -72,7 +73,9 @@ fn io(objects: &Objects, e: object_store::Error) -> CheckpointError {
 }
 
 impl Lease {
-    pub fn acquire(objects: Arc<Objects>) -> Result<Lease, CheckpointError> {
+    /// Take the lease, presuming a holder gone after `ttl` without a
+    /// renewal, and keep it renewed every third of `ttl` until dropped.
+    pub fn acquire(objects: Arc<Objects>, ttl: Duration) -> Result<Lease, CheckpointError> {
         let mut me = Holder {
             owner: uuid::Uuid::new_v4().to_string(),
             host: hostname(),
@@ -83,7 +86,7 @@ impl Lease {
         let body = |h: &Holder| serde_json::to_vec(h).expect("serializes");
         let mut tag = match objects.put(PATH, body(&me), PutMode::Create) {
             Ok(tag) => tag,
-            Err(object_store::Error::AlreadyExists { .. }) => Self::take_over(&objects, &me)?,
+            Err(object_store::Error::AlreadyExists { .. }) => Self::take_over(&objects, &me, ttl)?,
             Err(e) => return Err(io(&objects, e)),
         };
         HELD.lock().expect("not poisoned").push(me.owner.clone());
@@ -93,19 +96,19 @@ impl Lease {
             std::thread::Builder::new()
                 .name("weir-lease".into())
                 .spawn(move || {
-                    let mut next = Instant::now() + TTL / 3;
+                    let mut next = Instant::now() + ttl / 3;
                     while !stop.load(Ordering::SeqCst) {
-                        std::thread::sleep(Duration::from_millis(100));
+                        std::thread::sleep((ttl / 30).min(Duration::from_millis(100)));
                         if Instant::now() < next {
                             continue;
                         }
-                        next = Instant::now() + TTL / 3;
+                        next = Instant::now() + ttl / 3;
                         me.renewals += 1;
                         match objects.update(PATH, body(&me), tag.clone()) {
                             Ok(t) => tag = t,
                             Err(object_store::Error::Precondition { .. }) => {
                                 tracing::error!(
-                                    "the lease on checkpoint {} was taken over by another process (this one stalled for longer than {TTL:?}); its writes will now conflict",
+                                    "the lease on checkpoint {} was taken over by another process (this one stalled for longer than {ttl:?}); its writes will now conflict",
                                     objects.url()
                                 );
                                 HELD.lock().expect("not poisoned").retain(|o| *o != me.owner);
@@ -134,7 +137,11 @@ impl Lease {
 
     /// The lease exists: take it if it is released, its process is gone,
     /// or it stays unchanged for a TTL; refuse if it is renewed.
-    fn take_over(objects: &Objects, me: &Holder) -> Result<Option<String>, CheckpointError> {
+    fn take_over(
+        objects: &Objects,
+        me: &Holder,
+        ttl: Duration,
+    ) -> Result<Option<String>, CheckpointError> {
         let read = || objects.get(PATH).map_err(|e| io(objects, e));
         let started = Instant::now();
         let mut seen: Option<(Vec<u8>, Option<String>)> = None;
@@ -149,7 +156,7 @@ impl Lease {
             let holder: Option<Holder> = serde_json::from_slice(&bytes).ok();
             let gone = holder.as_ref().is_some_and(|h| h.released || gone(h, me));
             let expired = seen.as_ref().is_some_and(|(b, t)| *b == bytes && *t == tag)
-                && started.elapsed() >= TTL;
+                && started.elapsed() >= ttl;
             if let Some((b, t)) = &seen
                 && (*b != bytes || *t != tag)
             {
@@ -176,12 +183,12 @@ impl Lease {
             }
             if seen.is_none() {
                 tracing::info!(
-                    "checkpoint {} holds another process's lease; waiting up to {TTL:?} to see whether it is alive",
+                    "checkpoint {} holds another process's lease; waiting up to {ttl:?} to see whether it is alive",
                     objects.url()
                 );
             }
             seen = Some((bytes, tag));
-            std::thread::sleep(Duration::from_millis(500));
+            std::thread::sleep((ttl / 20).min(Duration::from_millis(500)));
         }
     }
 }
@@ -192,5 +199,96 @@ impl Drop for Lease {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHORT: Duration = Duration::from_millis(600);
+
+    /// A bucket in memory (object_store's own, with its conditional puts).
+    fn bucket() -> Arc<Objects> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = Arc::new(object_store::memory::InMemory::new());
+        Arc::new(Objects::over("memory://test", store, "cp", runtime))
+    }
+
+    fn holder(objects: &Objects) -> Holder {
+        let (bytes, _) = objects.get(PATH).unwrap().expect("a lease object");
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    fn write(objects: &Objects, h: &Holder) {
+        let tag = objects.get(PATH).unwrap().and_then(|(_, t)| t);
+        let body = serde_json::to_vec(h).unwrap();
+        match tag {
+            Some(_) => objects.update(PATH, body, tag).unwrap(),
+            None => objects.put(PATH, body, PutMode::Create).unwrap(),
+        };
+    }
+
+    fn elsewhere() -> Holder {
+        Holder {
+            owner: "other".into(),
+            host: "another-machine".into(),
+            pid: 1,
+            renewals: 0,
+            released: false,
+        }
+    }
+
+    #[test]
+    fn a_live_holder_keeps_its_lease_and_a_newcomer_is_refused() {
+        let objects = bucket();
+        let lease = Lease::acquire(objects.clone(), SHORT).unwrap();
+        let started = Instant::now();
+        let Err(e) = Lease::acquire(objects.clone(), SHORT) else {
+            panic!("two holders at once");
+        };
+        assert!(
+            e.to_string().contains("in use by another weir process"),
+            "{e}"
+        );
+        assert!(
+            started.elapsed() < SHORT * 2,
+            "refused once a renewal is seen"
+        );
+        assert!(holder(&objects).renewals > 0);
+        drop(lease);
+        assert!(holder(&objects).released, "dropping releases it");
+        let _again = Lease::acquire(objects, SHORT).unwrap();
+    }
+
+    #[test]
+    fn a_holder_that_stopped_renewing_is_taken_over_after_the_ttl() {
+        let objects = bucket();
+        write(&objects, &elsewhere());
+        let started = Instant::now();
+        let _lease = Lease::acquire(objects.clone(), SHORT).unwrap();
+        assert!(started.elapsed() >= SHORT, "waited a whole TTL");
+        assert_eq!(holder(&objects).pid, std::process::id());
+    }
+
+    #[test]
+    fn a_released_lease_or_a_dead_local_process_is_taken_at_once() {
+        let objects = bucket();
+        let mut released = elsewhere();
+        released.released = true;
+        write(&objects, &released);
+        let started = Instant::now();
+        drop(Lease::acquire(objects.clone(), Duration::from_secs(60)).unwrap());
+        // A process of this host that is gone (pid beyond the kernel's range).
+        let mut dead = elsewhere();
+        dead.host = hostname();
+        dead.pid = u32::MAX;
+        write(&objects, &dead);
+        drop(Lease::acquire(objects, Duration::from_secs(60)).unwrap());
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

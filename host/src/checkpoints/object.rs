@@ -117,8 +117,21 @@ impl ObjectCheckpointStore {
                 path: url.to_string(),
                 err: e,
             })?;
+        Ok(ObjectCheckpointStore(Arc::new(Objects::over(
+            url, store, prefix, runtime,
+        ))))
+    }
+}
+
+impl Objects {
+    pub(super) fn over(
+        url: &str,
+        store: Arc<dyn ObjectStore>,
+        prefix: &str,
+        runtime: tokio::runtime::Runtime,
+    ) -> Objects {
         let prefix = prefix.trim_matches('/');
-        Ok(ObjectCheckpointStore(Arc::new(Objects {
+        Objects {
             url: url.trim_end_matches('/').to_string(),
             store,
             prefix: if prefix.is_empty() {
@@ -127,11 +140,9 @@ impl ObjectCheckpointStore {
                 format!("{prefix}/")
             },
             runtime: Some(runtime),
-        })))
+        }
     }
-}
 
-impl Objects {
     fn key(&self, path: &str) -> Path {
         Path::from(format!("{}{path}", self.prefix))
     }
@@ -248,7 +259,10 @@ impl CheckpointStore for ObjectCheckpointStore {
 
     /// A lease object (`lock`) renewed in the background; see [`Lease`].
     fn lock(&self) -> Result<CheckpointLock, CheckpointError> {
-        Ok(CheckpointLock::new(Lease::acquire(self.0.clone())?))
+        Ok(CheckpointLock::new(Lease::acquire(
+            self.0.clone(),
+            super::lease::TTL,
+        )?))
     }
 }
 
