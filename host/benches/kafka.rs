@@ -19,12 +19,12 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use weir::connectors::kafka::{KafkaSink, KafkaSource};
+use weir::connectors::kafka::{KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics};
 use weir::engine::{
     ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions, Sink,
     Source, Transform, TransformError, TransformFactory, Trigger,
 };
 use weir::runtime::{CallMode, Limits, WasmTransform};
-use weir::spec::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 
 const RECORDS: usize = 1_000_000;
 const PARTITIONS: i32 = 4;
@@ -70,8 +70,8 @@ fn fill(bootstrap: &str, topic: &str) {
     p.flush(Duration::from_secs(120)).unwrap();
 }
 
-fn source_spec(bootstrap: &str, topic: &str) -> KafkaSourceSpec {
-    KafkaSourceSpec {
+fn source_spec(bootstrap: &str, topic: &str) -> KafkaSourceOptions {
+    KafkaSourceOptions {
         bootstrap_servers: bootstrap.into(),
         topics: KafkaTopics::List(vec![topic.into()]),
         starting: KafkaStarting::Earliest,
@@ -86,7 +86,7 @@ fn source_spec(bootstrap: &str, topic: &str) -> KafkaSourceSpec {
 }
 
 fn sink(bootstrap: &str, topic: &str) -> Vec<(Option<String>, Box<dyn Sink>)> {
-    let spec = KafkaSinkSpec {
+    let spec = KafkaSinkOptions {
         bootstrap_servers: bootstrap.into(),
         topic: topic.into(),
         exactly_once: true,

@@ -7,6 +7,8 @@
 //! each epoch's commit makes them durable and visible to read-committed
 //! readers; readers of uncommitted records see them at once.
 
+use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +57,26 @@ impl LogSink {
         })
     }
 
+    /// The sink of an existing topic, or of none when it does not exist
+    /// yet, to read its committed output back (`weir replay`) without
+    /// creating anything.
+    pub fn existing(root: PathBuf, topic: &str, route: &str) -> Result<Self, ConnectorError> {
+        let opened = match Topic::open(&root, topic) {
+            Ok(t) => Some(t),
+            Err(crate::log::LogError::NoTopic { .. }) => None,
+            Err(e) => return Err(ConnectorError(e.to_string())),
+        };
+        Ok(LogSink {
+            root,
+            name: topic.to_string(),
+            topic: opened,
+            route: route.into(),
+            writer: [0; 16],
+            as_produced: false,
+            early: None,
+        })
+    }
+
     /// Write records as tasks produce them (continuous mode only).
     pub fn as_produced(mut self, yes: bool) -> Self {
         self.as_produced = yes;
@@ -64,11 +86,28 @@ impl LogSink {
 
 /// The writer identity a query's sink for output `route` commits under:
 /// how a batch's records are found again (`weir replay`).
-pub fn writer_id(query_id: &str, route: &str) -> [u8; 16] {
+fn writer_id(query_id: &str, route: &str) -> [u8; 16] {
     let digest = Sha256::digest(format!("{query_id}/{route}"));
     let mut id = [0u8; 16];
     id.copy_from_slice(&digest[..16]);
     id
+}
+
+/// A log record as one line of JSON: its key, value and headers.
+fn as_json_line(b: &RecordBatch, i: usize) -> String {
+    let r = b.get(i);
+    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
+    let mut o = serde_json::json!({
+        "key": r.key.map(text),
+        "value": r.value_opt().map(text),
+    });
+    if !r.headers.is_empty() {
+        o["headers"] = r
+            .headers()
+            .map(|(n, v)| serde_json::json!([n, text(v)]))
+            .collect();
+    }
+    o.to_string()
 }
 
 /// Which partition each record goes to: keyed records by key, the rest
@@ -145,6 +184,36 @@ impl Sink for LogSink {
 
     fn early_writes(&self) -> Option<Arc<dyn EarlyWrites>> {
         self.early.clone().map(|e| e as Arc<dyn EarlyWrites>)
+    }
+
+    /// The records of each batch the query's writer for this output
+    /// committed, found by the commits it tagged with its batch ids.
+    fn read_back(
+        &mut self,
+        query_id: &str,
+        batches: RangeInclusive<u64>,
+    ) -> Result<Option<BTreeMap<u64, Vec<String>>>, ConnectorError> {
+        let mut out: BTreeMap<u64, Vec<String>> = batches.clone().map(|n| (n, vec![])).collect();
+        let name = self.description();
+        let writer = writer_id(query_id, &self.route);
+        let Some(topic) = self.topic.as_mut() else {
+            // No topic: nothing was ever committed to it.
+            return Ok(Some(out));
+        };
+        for (n, range) in topic
+            .committed_ranges(&writer, batches)
+            .map_err(err(&name))?
+        {
+            let lines = out.entry(n).or_default();
+            for (p, (start, end)) in range.start.iter().zip(&range.end).enumerate() {
+                let mut b = RecordBatch::new(p as u32);
+                topic
+                    .read(p as u32, *start, *end, &mut b)
+                    .map_err(err(&name))?;
+                lines.extend((0..b.len()).map(|i| as_json_line(&b, i)));
+            }
+        }
+        Ok(Some(out))
     }
 
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {

@@ -10,7 +10,12 @@ use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
 use crate::log::Topic;
 use crate::log::watch::Watch;
 
-pub use crate::spec::StartingOffsets;
+/// Where a new query starts reading an embedded-log topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartingOffsets {
+    Earliest,
+    Latest,
+}
 
 pub struct LogSource {
     root: PathBuf,

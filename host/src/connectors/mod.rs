@@ -4,7 +4,6 @@
 pub mod console;
 pub mod file_sink;
 pub mod file_source;
-#[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod log_sink;
 pub mod log_source;

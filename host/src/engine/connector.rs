@@ -152,6 +152,20 @@ pub trait Sink: Send {
     fn early_writes(&self) -> Option<std::sync::Arc<dyn EarlyWrites>> {
         None
     }
+
+    /// What the query `query_id` committed to this sink in each of
+    /// `batches`, one line of text a record (a file's lines as written; a
+    /// log record as JSON), so `weir replay` can set a candidate's output
+    /// beside it. A batch that committed nothing maps to no lines. `None`:
+    /// the sink cannot read its committed output back (Kafka, the console).
+    fn read_back(
+        &mut self,
+        query_id: &str,
+        batches: std::ops::RangeInclusive<u64>,
+    ) -> Result<Option<BTreeMap<u64, Vec<String>>>, ConnectorError> {
+        let _ = (query_id, batches);
+        Ok(None)
+    }
 }
 
 /// A sink's side for records written before their epoch commits, so that

@@ -13,7 +13,12 @@ use super::LogError;
 
 /// What one commit made visible: the start and end offset of each
 /// partition.
-pub type CommitRange = (Vec<u64>, Vec<u64>);
+pub struct CommitRange {
+    /// Per partition, the end of the log before the commit.
+    pub start: Vec<u64>,
+    /// Per partition, the end the commit made visible.
+    pub end: Vec<u64>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CommitEntry {
@@ -171,7 +176,13 @@ impl CommitFile {
         for chunk in bytes.chunks_exact(self.entry_size()) {
             let Some(e) = self.decode(chunk) else { break };
             if &e.writer == writer && sequences.contains(&e.sequence) {
-                found.insert(e.sequence, (before, e.ends.clone()));
+                found.insert(
+                    e.sequence,
+                    CommitRange {
+                        start: before,
+                        end: e.ends.clone(),
+                    },
+                );
             }
             before = e.ends;
         }

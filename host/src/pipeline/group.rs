@@ -2,24 +2,33 @@
 //! [`crate::engine::group`]).
 
 use std::sync::Arc;
+#[cfg(feature = "kafka")]
 use std::time::Duration;
 
 use super::{BuildError, Query};
+use crate::connectors::kafka::ConsumerGroup;
+#[cfg(feature = "kafka")]
+use crate::engine::Trigger;
+#[cfg(feature = "kafka")]
 use crate::engine::group::{GroupOptions, GroupQuery};
 use crate::engine::state::StatefulOptions;
-use crate::engine::{CheckpointStore, ErrorPolicy, TransformFactory, Trigger};
-use crate::spec::{GroupSpec, Mode, Pipeline};
+use crate::engine::{CheckpointStore, ErrorPolicy, TransformFactory};
+#[cfg(feature = "kafka")]
+use crate::spec::Mode;
+use crate::spec::Pipeline;
 
 /// Batches of a default trigger end this often: as fast as data arrives,
 /// without a transaction per handful of records.
+#[cfg(feature = "kafka")]
 const DEFAULT_INTERVAL: Duration = Duration::from_millis(200);
 
 /// Records per batch when the source sets no max-offsets-per-trigger.
+#[cfg(feature = "kafka")]
 const DEFAULT_MAX_RECORDS: usize = 100_000;
 
 pub(super) fn build(
     spec: &Pipeline,
-    group: &GroupSpec,
+    group: &ConsumerGroup,
     store: Arc<dyn CheckpointStore>,
     factory: Box<dyn TransformFactory>,
     error_policy: ErrorPolicy,

@@ -115,6 +115,19 @@ fn build_sink(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, Bui
     })
 }
 
+/// `route`'s sink as it stands, to read back what was committed to it
+/// (`weir replay`): nothing is created or claimed, a log topic that does
+/// not exist yet reads as empty.
+pub fn committed_output(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, BuildError> {
+    let route_name = route.as_deref().unwrap_or("default");
+    Ok(match s {
+        SinkSpec::Log { root, topic, .. } => {
+            Box::new(LogSink::existing(root.clone(), topic, route_name)?)
+        }
+        _ => build_sink(route, s)?,
+    })
+}
+
 /// Records pass through unchanged when a pipeline has no transform.
 fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
     out.values.extend_from_slice(&input.values);

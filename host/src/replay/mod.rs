@@ -159,7 +159,12 @@ pub fn replay(
     for ((route, live_sink), (_, scratch_sink)) in spec.sinks.iter().zip(&candidate.sinks) {
         let made = output::read(scratch_sink, &meta.id, route, from..=to)?.unwrap_or_default();
         let committed = output::read(live_sink, &meta.id, route, from..=to)?;
-        outputs.push((route, live_sink, made, committed));
+        outputs.push(Output {
+            route,
+            live_sink,
+            made,
+            committed,
+        });
     }
     let mut batches = Vec::new();
     for n in from..=to {
@@ -262,27 +267,30 @@ fn run(
     Ok(reports)
 }
 
-/// One output's route, live sink, and records by batch: the candidate's
-/// and, when the sink can be read back, the live ones.
-type Outputs<'a> = (
-    &'a Option<String>,
-    &'a SinkSpec,
-    BTreeMap<u64, Vec<String>>,
-    Option<BTreeMap<u64, Vec<String>>>,
-);
+/// One output's records by batch, the candidate's and, when its live sink
+/// can be read back, the committed ones.
+struct Output<'a> {
+    route: &'a Option<String>,
+    live_sink: &'a SinkSpec,
+    made: BTreeMap<u64, Vec<String>>,
+    committed: Option<BTreeMap<u64, Vec<String>>>,
+}
 
 /// Batch `n`'s report: the candidate's progress and each output compared
 /// (its records taken out of `sinks`).
-fn compare(sinks: &mut [Outputs<'_>], n: u64, p: &Progress, shown: usize) -> BatchReport {
+fn compare(sinks: &mut [Output<'_>], n: u64, p: &Progress, shown: usize) -> BatchReport {
     let mut notes = Vec::new();
     let mut outputs = Vec::new();
-    for (route, live_sink, made, committed) in sinks.iter_mut() {
-        let made = made.remove(&n).unwrap_or_default();
-        let committed = committed.as_mut().map(|c| c.remove(&n).unwrap_or_default());
+    for o in sinks.iter_mut() {
+        let made = o.made.remove(&n).unwrap_or_default();
+        let committed = o
+            .committed
+            .as_mut()
+            .map(|c| c.remove(&n).unwrap_or_default());
         if committed.is_none() {
-            notes.push(output::unreadable(route, live_sink));
+            notes.push(output::unreadable(o.route, o.live_sink));
         }
-        outputs.push(output::diff(route, committed, made, shown));
+        outputs.push(output::diff(o.route, committed, made, shown));
     }
     let compared: Vec<&OutputDiff> = outputs.iter().filter(|o| o.live_rows.is_some()).collect();
     let (live_rows, differences) = if compared.is_empty() {

@@ -7,8 +7,7 @@ use std::ops::RangeInclusive;
 use serde::Serialize;
 
 use super::{ReplayError, io};
-use crate::connectors::{file_sink, log_sink};
-use crate::engine::RecordBatch;
+use crate::pipeline::committed_output;
 use crate::spec::SinkSpec;
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,42 +40,16 @@ pub struct Difference {
 }
 
 /// The committed records of `sink` (the query `query_id`'s output
-/// `route`) of each batch in `batches`, as text: a file sink's lines, a
-/// log record as JSON with its key, value and headers; a batch that
-/// committed nothing has none. `None` when the sink cannot be read back.
+/// `route`) of each batch in `batches`, as text; a batch that committed
+/// nothing has none. `None` when the sink cannot be read back.
 pub(super) fn read(
     sink: &SinkSpec,
     query_id: &str,
     route: &Option<String>,
     batches: RangeInclusive<u64>,
 ) -> Result<Option<BTreeMap<u64, Vec<String>>>, ReplayError> {
-    let mut out: BTreeMap<u64, Vec<String>> = batches.clone().map(|n| (n, vec![])).collect();
-    match sink {
-        SinkSpec::Files { dir, .. } => {
-            for (n, lines) in out.iter_mut() {
-                let read = file_sink::read_batch(dir, *n).map_err(io)?;
-                let text = |l: Vec<u8>| String::from_utf8_lossy(&l).into_owned();
-                *lines = read.unwrap_or_default().into_iter().map(text).collect();
-            }
-        }
-        SinkSpec::Log { root, topic, .. } => {
-            if !root.join(topic).exists() {
-                return Ok(Some(out));
-            }
-            let mut t = crate::log::Topic::open(root, topic).map_err(io)?;
-            let writer = log_sink::writer_id(query_id, route.as_deref().unwrap_or("default"));
-            for (n, (start, end)) in t.committed_ranges(&writer, batches).map_err(io)? {
-                let records = out.entry(n).or_default();
-                for (p, (s, e)) in start.iter().zip(&end).enumerate() {
-                    let mut b = RecordBatch::new(p as u32);
-                    t.read(p as u32, *s, *e, &mut b).map_err(io)?;
-                    records.extend((0..b.len()).map(|i| render(&b, i)));
-                }
-            }
-        }
-        SinkSpec::Console | SinkSpec::Kafka(_) => return Ok(None),
-    }
-    Ok(Some(out))
+    let mut sink = committed_output(route, sink).map_err(|e| io(e.to_string()))?;
+    sink.read_back(query_id, batches).map_err(io)
 }
 
 /// Why an output was not compared.
@@ -89,23 +62,6 @@ pub(super) fn unreadable(route: &Option<String>, sink: &SinkSpec) -> String {
         "output `{}` goes to {kind}, whose committed records weir does not read back: only the candidate's are shown",
         route.as_deref().unwrap_or("default")
     )
-}
-
-/// A log record as one line of JSON.
-fn render(b: &RecordBatch, i: usize) -> String {
-    let r = b.get(i);
-    let text = |v: &[u8]| String::from_utf8_lossy(v).into_owned();
-    let mut o = serde_json::json!({
-        "key": r.key.map(text),
-        "value": r.value_opt().map(text),
-    });
-    if !r.headers.is_empty() {
-        o["headers"] = r
-            .headers()
-            .map(|(n, v)| serde_json::json!([n, text(v)]))
-            .collect();
-    }
-    o.to_string()
 }
 
 /// Compare the live and candidate records of one output as multisets.

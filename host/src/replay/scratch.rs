@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{ReplayError, io};
+use crate::connectors::file_sink::FileFormat;
 use crate::engine::checkpoint::encode_entry;
 use crate::engine::wal::Metadata;
 use crate::engine::{CheckpointStore, LocalCheckpointStore};
-use crate::spec::{FileFormat, Mode, Pipeline, SinkSpec};
+use crate::spec::{Mode, Pipeline, SinkSpec};
 
 /// The live pipeline with the candidate component, a scratch checkpoint,
 /// and each sink replaced by one of the same kind under `dir` (Kafka and

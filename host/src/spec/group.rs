@@ -7,8 +7,8 @@ use serde::Deserialize;
 
 use super::units::parse_duration;
 use super::{SinkSpec, SourceSpec};
+use crate::connectors::kafka::{ConsumerGroup, KafkaTopics};
 use crate::engine::Trigger;
-use crate::spec::kafka::KafkaTopics;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -18,20 +18,6 @@ pub struct RawGroup {
     pub session_timeout: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct GroupSpec {
-    /// The consumer group every process of this pipeline joins.
-    pub id: String,
-    /// This process's name in the group: its transactional id is derived
-    /// from it, so a restarted process with the same name fences its
-    /// predecessor at once (`WEIR_GROUP_MEMBER` when not set here; a
-    /// random one when neither is).
-    pub member: Option<String>,
-    /// A member silent this long is dropped from the group and its
-    /// partitions move.
-    pub session_timeout: Duration,
-}
-
 impl RawGroup {
     /// Check that the rest of the pipeline can run in a group.
     pub fn validate(
@@ -39,7 +25,7 @@ impl RawGroup {
         sources: &[SourceSpec],
         sinks: &[(Option<String>, SinkSpec)],
         trigger: Trigger,
-    ) -> Result<GroupSpec, String> {
+    ) -> Result<ConsumerGroup, String> {
         if self.id.trim().is_empty() {
             return Err("group.id must not be empty".into());
         }
@@ -89,7 +75,7 @@ impl RawGroup {
                     .into(),
             );
         }
-        Ok(GroupSpec {
+        Ok(ConsumerGroup {
             id: self.id,
             member: self.member,
             session_timeout,

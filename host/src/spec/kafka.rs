@@ -8,62 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::units::parse_duration;
-
-/// Which topics a source reads.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KafkaTopics {
-    List(Vec<String>),
-    /// A regular expression matched against whole topic names; topics that
-    /// appear later are picked up between batches.
-    Pattern(String),
-}
-
-/// Where a new query starts reading.
-#[derive(Debug, Clone, PartialEq)]
-pub enum KafkaStarting {
-    Earliest,
-    Latest,
-    /// Per topic and partition; -2 means earliest and -1 latest (Spark's
-    /// convention). Partitions not listed start at the earliest offset.
-    Offsets(BTreeMap<String, BTreeMap<i32, i64>>),
-    /// The first offset whose timestamp is at or after this (ms since the
-    /// Unix epoch); partitions with no such record start at their end.
-    Timestamp(i64),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct KafkaSourceSpec {
-    pub bootstrap_servers: String,
-    pub topics: KafkaTopics,
-    pub starting: KafkaStarting,
-    pub max_offsets_per_trigger: Option<u64>,
-    /// About this much input per batch, estimated from the sizes of the
-    /// records read so far.
-    pub max_bytes_per_trigger: u64,
-    /// Records per second per partition; with a processing-time trigger it
-    /// caps every partition's share of a batch at rate x interval.
-    pub max_rate_per_partition: Option<u64>,
-    pub fail_on_data_loss: bool,
-    /// Commit processed offsets to this consumer group, for lag monitoring
-    /// only: weir's own position lives in the checkpoint.
-    pub group_id: Option<String>,
-    /// Give up on a broker that stays unreachable this long.
-    pub retry_timeout: Duration,
-    /// librdkafka client properties, passed through (security, tuning).
-    pub properties: Vec<(String, String)>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct KafkaSinkSpec {
-    pub bootstrap_servers: String,
-    pub topic: String,
-    /// Exactly-once by transactions (default) or at-least-once (idempotent
-    /// producer, no transactions).
-    pub exactly_once: bool,
-    pub transaction_timeout: Duration,
-    pub retry_timeout: Duration,
-    pub properties: Vec<(String, String)>,
-}
+use crate::connectors::kafka::{KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics};
 
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
@@ -153,7 +98,7 @@ fn duration(at: &str, key: &str, v: Option<&str>, default: &str) -> Result<Durat
 }
 
 impl RawKafkaSource {
-    pub fn validate(self, at: &str) -> Result<KafkaSourceSpec, String> {
+    pub fn validate(self, at: &str) -> Result<KafkaSourceOptions, String> {
         let topics = match (self.topics, self.topic_pattern) {
             (Some(t), None) if !t.is_empty() => KafkaTopics::List(t),
             (None, Some(p)) => {
@@ -221,7 +166,7 @@ impl RawKafkaSource {
         }
         let max_bytes_per_trigger =
             super::connectors::batch_bytes(self.max_bytes_per_trigger.as_deref(), at)?;
-        Ok(KafkaSourceSpec {
+        Ok(KafkaSourceOptions {
             bootstrap_servers: self.bootstrap_servers,
             topics,
             starting,
@@ -237,7 +182,7 @@ impl RawKafkaSource {
 }
 
 impl RawKafkaSink {
-    pub fn validate(self, at: &str) -> Result<KafkaSinkSpec, String> {
+    pub fn validate(self, at: &str) -> Result<KafkaSinkOptions, String> {
         let exactly_once = match self.delivery.as_deref().unwrap_or("exactly-once") {
             "exactly-once" => true,
             "at-least-once" => false,
@@ -247,7 +192,7 @@ impl RawKafkaSink {
                 ));
             }
         };
-        Ok(KafkaSinkSpec {
+        Ok(KafkaSinkOptions {
             bootstrap_servers: self.bootstrap_servers,
             topic: self.topic,
             exactly_once,

@@ -2,6 +2,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::*;
+use crate::connectors::kafka::{KafkaStarting, KafkaTopics};
 
 const KAFKA: &str = r#"
 checkpoint = "ckpt"

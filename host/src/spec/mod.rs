@@ -14,14 +14,16 @@ mod trigger;
 mod units;
 
 use crate::checkpoints::CheckpointLocation;
-pub use group::GroupSpec;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::connectors::file_sink::FileFormat;
+use crate::connectors::file_source::LineFormat;
+use crate::connectors::kafka::{ConsumerGroup, KafkaSinkOptions, KafkaSourceOptions};
+use crate::connectors::log_source::StartingOffsets;
 use crate::engine::{IdleWait, PidConfig, RecordLimits, Trigger};
 use crate::runtime::{CallMode, Limits, Sandbox};
 pub use host::{HostSpec, TenantSpec};
-pub use kafka::{KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 use raw::{RawBackpressure, RawPipeline, RawSource};
 pub use transform::GuestEnv;
 use units::key_location;
@@ -33,31 +35,6 @@ pub struct SpecError {
     pub file: String,
     pub location: Option<(usize, usize)>,
     pub message: String,
-}
-
-/// How a file sink writes records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FileFormat {
-    /// One output value per line, as is.
-    Values,
-    /// One JSON object per line: key, value, headers, timestamp.
-    Records,
-}
-
-/// How a file source reads lines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineFormat {
-    /// JSON lines: blank lines are skipped.
-    Json,
-    /// Every line is a record, blank ones included.
-    Raw,
-}
-
-/// Where a new query starts reading an embedded-log topic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StartingOffsets {
-    Earliest,
-    Latest,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +59,7 @@ pub enum SourceSpec {
         partitions: u32,
         max_records_per_trigger: Option<u64>,
     },
-    Kafka(KafkaSourceSpec),
+    Kafka(KafkaSourceOptions),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,7 +77,7 @@ pub enum SinkSpec {
         format: FileFormat,
     },
     Console,
-    Kafka(KafkaSinkSpec),
+    Kafka(KafkaSinkOptions),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +142,7 @@ pub struct Pipeline {
     /// How state is keyed, when `[state]` says (a stateful transform needs it).
     pub state_key: Option<crate::engine::exchange::Partitioning>,
     /// `[group]`: one member of a consumer group sharing the partitions.
-    pub group: Option<GroupSpec>,
+    pub group: Option<ConsumerGroup>,
 }
 
 impl Pipeline {

@@ -15,7 +15,14 @@ use std::io::Write;
 use crate::engine::checkpoint::{sync_dir, write_atomic, write_renamed};
 use crate::engine::{ConnectorError, RecordBatch, Sink, SinkBatch, TransformOutput, faults};
 
-pub use crate::spec::FileFormat;
+/// How a file sink writes records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    /// One output value per line, as is.
+    Values,
+    /// One JSON object per line: key, value, headers, timestamp.
+    Records,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -143,6 +150,22 @@ impl FileSink {
 impl Sink for FileSink {
     fn description(&self) -> String {
         format!("files:{}", self.dir.display())
+    }
+
+    /// Each batch's committed lines, by its manifest (one query writes a
+    /// directory, so `query_id` needs no checking here).
+    fn read_back(
+        &mut self,
+        _query_id: &str,
+        batches: std::ops::RangeInclusive<u64>,
+    ) -> Result<Option<std::collections::BTreeMap<u64, Vec<String>>>, ConnectorError> {
+        let mut out = std::collections::BTreeMap::new();
+        for n in batches {
+            let lines = read_batch(&self.dir, n)?.unwrap_or_default();
+            let text = |l: Vec<u8>| String::from_utf8_lossy(&l).into_owned();
+            out.insert(n, lines.into_iter().map(text).collect());
+        }
+        Ok(Some(out))
     }
 
     /// Claim the directory for `query_id` (`_weir/query`). Batch ids are

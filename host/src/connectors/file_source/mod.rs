@@ -20,7 +20,14 @@ use serde_json::json;
 use crate::engine::checkpoint::{encode_entry, read_entry};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
-pub use crate::spec::LineFormat;
+/// How a file source reads lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineFormat {
+    /// JSON lines: blank lines are skipped.
+    Json,
+    /// Every line is a record, blank ones included.
+    Raw,
+}
 
 mod position;
 use position::Position;

@@ -14,8 +14,8 @@ use rdkafka::types::RDKafkaRespErr;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::super::{Context, REQUEST_TIMEOUT, with_retry};
+use crate::connectors::kafka::KafkaStarting;
 use crate::engine::group::Assigned;
-use crate::spec::KafkaStarting;
 
 pub(super) enum Event {
     Assigned(Vec<Assigned>),

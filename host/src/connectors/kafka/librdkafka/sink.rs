@@ -18,8 +18,8 @@ use rdkafka::producer::{BaseRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Consumer, Producer, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry};
+use crate::connectors::kafka::KafkaSinkOptions;
 use crate::engine::{ConnectorError, OutputRef, Sink, SinkBatch, faults};
-use crate::spec::KafkaSinkSpec;
 
 /// Each transactional step waits at most this long before it is retried
 /// (and logged), so an unreachable cluster shows up in the log within
@@ -27,7 +27,7 @@ use crate::spec::KafkaSinkSpec;
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct KafkaSink {
-    spec: KafkaSinkSpec,
+    spec: KafkaSinkOptions,
     route: String,
     producer: Option<Producer>,
     marker: Option<Consumer>,
@@ -37,7 +37,7 @@ pub struct KafkaSink {
 
 impl KafkaSink {
     /// `route` names the output this sink serves (part of its identity).
-    pub fn new(spec: KafkaSinkSpec, route: &str) -> Self {
+    pub fn new(spec: KafkaSinkOptions, route: &str) -> Self {
         KafkaSink {
             spec,
             route: route.into(),

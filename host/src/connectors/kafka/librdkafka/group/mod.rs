@@ -24,9 +24,11 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::consumer::{meta, whole_ms};
 use super::{Context, Producer, REQUEST_TIMEOUT, client_config, create, kafka_err, with_retry};
+use crate::connectors::kafka::{
+    ConsumerGroup, KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics,
+};
 use crate::engine::group::{Assigned, CommitError, GroupMember, Polled, Position};
 use crate::engine::{ConnectorError, RecordBatch, TransformOutput};
-use crate::spec::{GroupSpec, KafkaSinkSpec, KafkaSourceSpec, KafkaStarting, KafkaTopics};
 
 /// Each transactional step waits at most this long.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,7 +40,7 @@ use rebalance::{Event, GroupContext};
 use transaction::TxnError;
 
 pub struct KafkaGroupMember {
-    source: KafkaSourceSpec,
+    source: KafkaSourceOptions,
     topic: String,
     partitions: u32,
     member: String,
@@ -52,9 +54,9 @@ pub struct KafkaGroupMember {
 
 impl KafkaGroupMember {
     pub fn new(
-        source: KafkaSourceSpec,
-        group: &GroupSpec,
-        sinks: Vec<(Option<String>, KafkaSinkSpec)>,
+        source: KafkaSourceOptions,
+        group: &ConsumerGroup,
+        sinks: Vec<(Option<String>, KafkaSinkOptions)>,
     ) -> Result<Self, ConnectorError> {
         let KafkaTopics::List(topics) = &source.topics else {
             return Err(ConnectorError::new("[group] reads one named topic"));

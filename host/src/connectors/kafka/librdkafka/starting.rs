@@ -10,8 +10,8 @@ use rdkafka::{Offset as KOffset, TopicPartitionList};
 
 use super::source::Tp;
 use super::{KafkaOffsets, KafkaSource, REQUEST_TIMEOUT, kafka_err, with_retry};
+use crate::connectors::kafka::KafkaStarting;
 use crate::engine::ConnectorError;
-use crate::spec::KafkaStarting;
 
 impl KafkaSource {
     pub(super) fn start_offsets(

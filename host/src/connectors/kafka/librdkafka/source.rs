@@ -7,18 +7,18 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{CommitMode, Consumer as _};
 use rdkafka::{ClientConfig, Offset as KOffset, TopicPartitionList};
 
+use super::super::{KafkaSourceOptions, KafkaTopics};
 use super::consumer::PartitionConsumer;
 use super::record_size::RecordSize;
 use super::watch::Watch;
 use super::{Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, with_retry};
 use crate::connectors::{min_limit, rate_limited_ends};
 use crate::engine::{ConnectorError, Offset, RecordBatch, Source};
-use crate::spec::{KafkaSourceSpec, KafkaTopics};
 
 pub(super) type Tp = (String, i32);
 
 pub struct KafkaSource {
-    pub(super) spec: KafkaSourceSpec,
+    pub(super) spec: KafkaSourceOptions,
     pub(super) config: ClientConfig,
     pub(super) admin: Consumer,
     pattern: Option<regex::Regex>,
@@ -43,7 +43,7 @@ impl KafkaSource {
     /// `batch_interval`: the processing-time trigger's, which turns
     /// max-rate-per-partition into a per-batch cap.
     pub fn new(
-        spec: KafkaSourceSpec,
+        spec: KafkaSourceOptions,
         batch_interval: Option<Duration>,
     ) -> Result<Self, ConnectorError> {
         let config = client_config(
@@ -98,7 +98,7 @@ impl KafkaSource {
     }
 
     /// Continuous mode reads a fixed set of partitions: the ones there now.
-    pub fn continuous(spec: KafkaSourceSpec) -> Result<Self, ConnectorError> {
+    pub fn continuous(spec: KafkaSourceOptions) -> Result<Self, ConnectorError> {
         let mut s = Self::new(spec, None)?;
         s.fixed = s.discover()?.into_iter().collect();
         Ok(s)
