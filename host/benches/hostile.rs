@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 fn env_num(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -18,13 +18,13 @@ use rdkafka::ClientConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use weir::connectors::kafka::{KafkaSink, KafkaSource};
-use weir::connectors::kafka::{KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics};
-use weir::engine::{
+use weir_connectors::kafka::{KafkaSink, KafkaSource};
+use weir_connectors::kafka::{KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics};
+use weir_engine::{
     ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, QueryOptions, Sink,
     Source, Transform, TransformError, TransformFactory, Trigger,
 };
-use weir::runtime::{CallMode, Limits, WasmTransform};
+use weir_runtime::{CallMode, Limits, WasmTransform};
 
 const RECORDS: usize = 1_000_000;
 const PARTITIONS: i32 = 4;
@@ -76,7 +76,7 @@ fn source_spec(bootstrap: &str, topic: &str) -> KafkaSourceOptions {
         topics: KafkaTopics::List(vec![topic.into()]),
         starting: KafkaStarting::Earliest,
         max_offsets_per_trigger: Some(200_000),
-        max_bytes_per_trigger: weir::connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
+        max_bytes_per_trigger: weir_connectors::DEFAULT_MAX_BYTES_PER_TRIGGER,
         max_rate_per_partition: None,
         fail_on_data_loss: true,
         group_id: None,

@@ -23,8 +23,8 @@ use weir_testkit as testkit;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use weir::engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
-use weir::runtime::{CallMode, Limits, Runtime, RuntimeOptions, WasmTransform};
+use weir_engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
+use weir_runtime::{CallMode, Limits, Runtime, RuntimeOptions, WasmTransform};
 
 const VALUE_LEN: usize = 100;
 const BATCH: usize = 1_000;

@@ -19,14 +19,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use weir::connectors::log_sink::LogSink;
-use weir::connectors::log_source::{LogSource, StartingOffsets};
-use weir::engine::{
+use weir_connectors::log_sink::LogSink;
+use weir_connectors::log_source::{LogSource, StartingOffsets};
+use weir_engine::{
     ErrorPolicy, Guarded, LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch,
     RecordLimits, Sink, Source, Transform, TransformError, TransformFactory, Trigger,
 };
-use weir::log::Topic;
-use weir::runtime::{CallMode, Limits, WasmTransform};
+use weir_log::Topic;
+use weir_runtime::{CallMode, Limits, WasmTransform};
 
 const RECORDS: usize = 3_000_000;
 const ROUNDS: usize = 5;

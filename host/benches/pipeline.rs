@@ -17,14 +17,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use weir::connectors::file_sink::{FileFormat, FileSink};
-use weir::connectors::file_source::{FileSource, LineFormat};
-use weir::connectors::log_sink::LogSink;
-use weir::connectors::log_source::{LogSource, StartingOffsets};
-use weir::engine::{
+use weir_connectors::file_sink::{FileFormat, FileSink};
+use weir_connectors::file_source::{FileSource, LineFormat};
+use weir_connectors::log_sink::LogSink;
+use weir_connectors::log_source::{LogSource, StartingOffsets};
+use weir_engine::{
     LocalCheckpointStore, MicroBatchQuery, QueryOptions, RecordBatch, Sink, Source, Trigger,
 };
-use weir::log::Topic;
+use weir_log::Topic;
 
 /// W1 over `records` records (1 M in the issue; `WEIR_BENCH_W1_RECORDS`
 /// runs other sizes, e.g. "1000000,2000000,4000000" to check that memory
@@ -84,7 +84,7 @@ fn w1(records: usize) {
     let peak = peak_rss_kb();
     drop(q);
     assert_eq!(summary.output_rows, records as u64);
-    let sample = weir::connectors::file_sink::read_committed(&dir.path().join("out")).unwrap();
+    let sample = weir_connectors::file_sink::read_committed(&dir.path().join("out")).unwrap();
     assert_eq!(sample.len(), records);
     println!(
         "W1: {records} JSON records, {FILES} files -> json_enrich(uppercase=value) -> file sink, AvailableNow: {:.2} s, {:.0} k rec/s ({} batch(es)), peak RSS {} MB",

@@ -26,17 +26,17 @@ use weir_testkit as testkit;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use weir::connectors::log_sink::LogSink;
-use weir::connectors::log_source::{LogSource, StartingOffsets};
-use weir::engine::exchange::{Partitioning, StateKey};
-use weir::engine::state::{
+use weir_connectors::log_sink::LogSink;
+use weir_connectors::log_source::{LogSource, StartingOffsets};
+use weir_engine::exchange::{Partitioning, StateKey};
+use weir_engine::state::{
     EventTimeOptions, LatePolicy, StateBackend, StateFileOptions, StatefulOptions, WatermarkRule,
 };
-use weir::engine::{
+use weir_engine::{
     ContinuousOptions, ContinuousQuery, LocalCheckpointStore, MicroBatchQuery, Progress,
     QueryOptions, RecordBatch, Sink, Source, Trigger,
 };
-use weir::log::Topic;
+use weir_log::Topic;
 
 const RECORDS: usize = 1_000_000;
 const PARTITIONS: u32 = 4;

@@ -15,9 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use weir::engine::{RecordBatch, Transform};
-use weir::runtime::tenant::{Scheduler, Tenant};
-use weir::runtime::{CallMode, Limits, TransformComponent, WasmTransform};
+use weir_engine::{RecordBatch, Transform};
+use weir_runtime::tenant::{Scheduler, Tenant};
+use weir_runtime::{CallMode, Limits, TransformComponent, WasmTransform};
 
 const WINDOW: Duration = Duration::from_secs(6);
 

@@ -15,8 +15,8 @@ use weir_testkit as testkit;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use weir::engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
-use weir::runtime::{CallMode, Limits, Runtime, RuntimeOptions, WasmTransform};
+use weir_engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
+use weir_runtime::{CallMode, Limits, Runtime, RuntimeOptions, WasmTransform};
 
 const RECORDS: usize = 1_000_000;
 const VALUE_LEN: usize = 100;

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use weir::engine::RecordBatch;
-use weir::log::{Fetched, Topic, UncommittedReader};
+use weir_engine::RecordBatch;
+use weir_log::{Fetched, Topic, UncommittedReader};
 
 /// (index just past the chunk, microseconds since start when its commit
 /// entry was about to be written), in order.
@@ -85,7 +85,7 @@ fn committed(
 ) -> Histogram<u64> {
     let mut hist = Histogram::new(3).unwrap();
     let mut t = Topic::open(log, "out").unwrap();
-    let mut watch = weir::log::watch::Watch::new(t.dir());
+    let mut watch = weir_log::watch::Watch::new(t.dir());
     let mut pos = 0;
     while pos < total {
         watch.look();

@@ -1,28 +1,20 @@
-//! weir: a WebAssembly-hosted stream transform runtime.
+//! The `weir` command's own parts that its benches share: how the process
+//! allocates ([`allocator`]) and how guests are built from source in every
+//! SDK language ([`build`]). The runtime itself is a set of library crates:
 //!
-//! - [`engine`]: batches and the Transform / Source / Sink / checkpoint
-//!   seams, micro-batch and continuous execution, the write-ahead logs,
-//!   keyed state, event time and the key exchange; it imports neither
-//!   wasmtime, a connector library nor an HTTP stack.
-//! - [`runtime`]: runs WASM components (wasmtime) as engine transforms, with
+//! - `weir-engine`: batches and the Transform / Source / Sink / checkpoint
+//!   seams, micro-batch, continuous and group execution, the write-ahead
+//!   logs, keyed state, event time and the key exchange. It depends on
+//!   neither wasmtime, a connector library, tokio nor an HTTP stack, and
+//!   `cargo tree -p weir-engine` shows it.
+//! - `weir-log`: the embedded log.
+//! - `weir-runtime`: WASM components (wasmtime) as engine transforms, with
 //!   limits, sandboxing and tenants.
-//! - [`connectors`]: sources and sinks (embedded log, files, rate, console,
-//!   Kafka).
-//! - [`log`]: the embedded log.
-//! - [`spec`]: pipeline and host files, parsed and validated.
-//! - [`pipeline`]: a runnable query built from a spec (what `weir run`,
-//!   `weir host` and `weir serve` start).
-//! - [`replay`]: a candidate component run over committed batches and
-//!   compared with what the live pipeline committed.
+//! - `weir-connectors`: sources and sinks (embedded log, files, rate,
+//!   console, Kafka) and checkpoints on object storage.
+//! - `weir-pipeline`: pipeline files parsed and validated (`spec`), a
+//!   runnable query built from one, and replay.
+//! - `weir-serve`: `weir serve`, the multi-tenant service.
 
 pub mod allocator;
 pub mod build;
-pub mod checkpoints;
-pub mod connectors;
-pub mod engine;
-pub mod log;
-pub mod pipeline;
-pub mod replay;
-pub mod runtime;
-pub mod serve;
-pub mod spec;

@@ -8,8 +8,8 @@
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::testkit::{guest, progress_of, progress_run, run_pipeline as run, weir};
 

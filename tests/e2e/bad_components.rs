@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use weir::runtime::LoadError;
+use weir_runtime::LoadError;
 
 use crate::testkit::{guest, runtime};
 
@@ -107,8 +107,8 @@ fn imports_beyond_the_grants_are_refused_by_name() {
 
 #[test]
 fn granted_imports_still_see_an_empty_sandbox() {
-    use weir::engine::Transform;
-    use weir::runtime::{CallMode, Limits, WasmTransform};
+    use weir_engine::Transform;
+    use weir_runtime::{CallMode, Limits, WasmTransform};
     let rt = runtime();
     let path = guest("sneaky");
     let ifaces: Vec<String> = [
@@ -136,8 +136,8 @@ fn granted_imports_still_see_an_empty_sandbox() {
 
 #[test]
 fn granted_capabilities_are_exactly_what_the_guest_gets() {
-    use weir::engine::Transform;
-    use weir::runtime::{CallMode, Limits, Sandbox, WasmTransform};
+    use weir_engine::Transform;
+    use weir_runtime::{CallMode, Limits, Sandbox, WasmTransform};
     let sockets: Vec<String> = ["wasi:sockets"].iter().map(|s| s.to_string()).collect();
     let etc = tempfile::tempdir().unwrap();
     std::fs::write(etc.path().join("hostname"), "sandboxed-host").unwrap();

@@ -272,7 +272,7 @@ fn every_example_pipeline_file_is_valid() {
     for e in std::fs::read_dir(&dir).unwrap() {
         let path = e.unwrap().path();
         if path.extension().is_some_and(|x| x == "toml") {
-            weir::spec::Pipeline::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            weir_pipeline::spec::Pipeline::load(&path).unwrap_or_else(|e| panic!("{e}"));
             n += 1;
         }
     }
@@ -281,8 +281,8 @@ fn every_example_pipeline_file_is_valid() {
 
 #[test]
 fn log_read_shows_uncommitted_records_only_when_asked() {
-    use weir::engine::RecordBatch;
-    use weir::log::{EpochWriter, Topic};
+    use weir_engine::RecordBatch;
+    use weir_log::{EpochWriter, Topic};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_str().unwrap();
     let t = Topic::create(dir.path(), "t", 1).unwrap();

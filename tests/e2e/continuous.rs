@@ -5,7 +5,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::time::{Duration, Instant};
 
-use weir::log::{Fetched, Topic, UncommittedReader};
+use weir_log::{Fetched, Topic, UncommittedReader};
 
 use crate::microbatch::{FAULT_POINTS, Fixture};
 

@@ -1,7 +1,7 @@
 //! Every example guest through the host, on both call paths.
 
-use weir::engine::{RecordBatch, Transform, TransformOutput};
-use weir::runtime::{CallMode, Limits, WasmTransform};
+use weir_engine::{RecordBatch, Transform, TransformOutput};
+use weir_runtime::{CallMode, Limits, WasmTransform};
 
 use crate::testkit::{batch, guest, runtime, values};
 
@@ -153,22 +153,22 @@ fn config_errors_from_init_are_reported() {
 #[test]
 fn second_load_uses_the_compile_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let rt = weir::runtime::Runtime::new(weir::runtime::RuntimeOptions {
+    let rt = weir_runtime::Runtime::new(weir_runtime::RuntimeOptions {
         cache_dir: Some(dir.path().to_path_buf()),
         ..Default::default()
     })
     .unwrap();
     let path = guest("json_enrich");
     let first = rt.load(&path, &[]).unwrap();
-    assert_eq!(first.info().cache, weir::runtime::CacheOutcome::Miss);
+    assert_eq!(first.info().cache, weir_runtime::CacheOutcome::Miss);
     let second = rt.load(&path, &[]).unwrap();
-    assert_eq!(second.info().cache, weir::runtime::CacheOutcome::Hit);
+    assert_eq!(second.info().cache, weir_runtime::CacheOutcome::Hit);
     // A corrupt artifact is discarded and recompiled, not trusted.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         std::fs::write(entry.unwrap().path(), b"garbage").unwrap();
     }
     let third = rt.load(&path, &[]).unwrap();
-    assert_eq!(third.info().cache, weir::runtime::CacheOutcome::Miss);
+    assert_eq!(third.info().cache, weir_runtime::CacheOutcome::Miss);
     let input = batch(&[r#"{"a":"b"}"#]);
     let mut t =
         WasmTransform::new(&third, vec![], Limits::default(), "t", CallMode::Batch).unwrap();

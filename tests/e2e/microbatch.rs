@@ -6,8 +6,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::testkit::{guest, run_command, run_ok, topic_values, weir};
 
@@ -149,7 +149,7 @@ topic = "even"
                 got.push((topic.to_string(), v));
             }
         }
-        for line in weir::connectors::file_sink::read_committed(&self.path().join("odd")).unwrap() {
+        for line in weir_connectors::file_sink::read_committed(&self.path().join("odd")).unwrap() {
             got.push(("odd".into(), String::from_utf8(line).unwrap()));
         }
         got.sort();
@@ -325,7 +325,7 @@ fn golden_file_pipeline_straight_and_with_a_crash() {
             String::from_utf8_lossy(&out.stderr)
         );
         let mut got: Vec<String> =
-            weir::connectors::file_sink::read_committed(&dir.path().join("out"))
+            weir_connectors::file_sink::read_committed(&dir.path().join("out"))
                 .unwrap()
                 .into_iter()
                 .map(|l| String::from_utf8(l).unwrap())

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use weir::engine::{Transform, TransformError};
-use weir::runtime::{CallMode, Limits, WasmTransform};
+use weir_engine::{Transform, TransformError};
+use weir_runtime::{CallMode, Limits, WasmTransform};
 
 use crate::testkit::{batch, guest, runtime, values};
 
@@ -266,7 +266,7 @@ fn a_fuel_budget_stops_a_busy_guest_the_same_way_on_any_machine() {
 
 #[test]
 fn a_tenant_memory_quota_spans_its_instances() {
-    use weir::runtime::tenant::{Scheduler, Tenant};
+    use weir_runtime::tenant::{Scheduler, Tenant};
     let rt = runtime();
     let scheduler = Scheduler::new(None, Duration::from_millis(5));
     let quota = 48 << 20;
@@ -313,8 +313,8 @@ fn a_tenant_memory_quota_spans_its_instances() {
 fn guest_logs_are_visible_but_rate_limited_and_metrics_reach_progress() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let mut t = weir::log::Topic::create(&log, "in", 1).unwrap();
-    let mut b = weir::engine::RecordBatch::new(0);
+    let mut t = weir_log::Topic::create(&log, "in", 1).unwrap();
+    let mut b = weir_engine::RecordBatch::new(0);
     for i in 0..300 {
         b.push(None, b"log", i, 0);
     }

@@ -1,8 +1,8 @@
 //! The contract is usable beyond Rust: one-file uppercase guests built with
 //! componentize-py and componentize-js run through the same host.
 
-use weir::engine::{RecordBatch, Transform};
-use weir::runtime::{CallMode, Limits, WasmTransform};
+use weir_engine::{RecordBatch, Transform};
+use weir_runtime::{CallMode, Limits, WasmTransform};
 
 use crate::testkit::{polyglot_guest, runtime, values};
 

@@ -9,8 +9,8 @@ use std::process::Output;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::microbatch::Fixture as Golden;
 use crate::stateful::Fixture as Stateful;

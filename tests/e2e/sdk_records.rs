@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::testkit::{self, run_command, run_ok, scaffold};
 

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::testkit::{guest, weir};
 
@@ -193,7 +193,7 @@ fn tenant_quotas_are_checked_before_anything_runs() {
 #[test]
 fn the_example_host_file_is_valid() {
     let path = crate::testkit::repo_root().join("examples/host.toml");
-    let spec = weir::spec::HostSpec::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let spec = weir_pipeline::spec::HostSpec::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(spec.tenants.len(), 2);
     assert_eq!(spec.pipelines.len(), 3);
     for (t, p) in &spec.pipelines {

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
-use weir::runtime::Runtime;
+use weir_runtime::Runtime;
 
 #[derive(clap::Args)]
 pub struct Args {

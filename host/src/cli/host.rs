@@ -12,20 +12,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use weir::engine::Progress;
-use weir::runtime::Runtime;
-use weir::runtime::tenant::{Scheduler, Tenant};
-use weir::spec::HostSpec;
+use weir_engine::Progress;
+use weir_pipeline::spec::HostSpec;
+use weir_runtime::Runtime;
+use weir_runtime::tenant::{Scheduler, Tenant};
 
 use super::tenant_log;
-use weir::pipeline::build_query;
+use weir_pipeline::build_query;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The host file.
     host: PathBuf,
     /// Continuous pipelines stop once idle this long (as `weir run`).
-    #[arg(long, value_name = "DURATION", value_parser = |s: &str| weir::spec::parse_duration(s))]
+    #[arg(long, value_name = "DURATION", value_parser = |s: &str| weir_pipeline::spec::parse_duration(s))]
     exit_when_idle: Option<Duration>,
 }
 
@@ -59,7 +59,7 @@ pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<ExitCode> {
         let query = build_query(
             runtime,
             &pipeline,
-            weir::pipeline::GuestScope::of_tenant(tenants[&tenant].clone()),
+            weir_pipeline::GuestScope::of_tenant(tenants[&tenant].clone()),
             args.exit_when_idle,
             false,
         )

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use weir::engine::RecordBatch;
-use weir::log::{Fetched, Topic, UncommittedReader};
+use weir_engine::RecordBatch;
+use weir_log::{Fetched, Topic, UncommittedReader};
 
 /// Lines committed per append.
 const CHUNK: usize = 10_000;

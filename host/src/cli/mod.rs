@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use weir::runtime::{Runtime, RuntimeOptions};
+use weir_runtime::{Runtime, RuntimeOptions};
 
 #[derive(Parser)]
 #[command(
@@ -112,14 +112,14 @@ pub fn init_logging(quiet_engine: bool) {
         // Tenants' own logs (`weir host`) keep their guests' lines from info up.
         .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO))
         // `weir serve` keeps each pipeline's recent guest lines for its API.
-        .with(weir::serve::logs::GuestLogLayer.with_filter(LevelFilter::INFO))
+        .with(weir_serve::logs::GuestLogLayer.with_filter(LevelFilter::INFO))
         .init();
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {
     let cli = Cli::parse();
     init_logging(matches!(cli.command, Command::Test(_)));
-    if std::env::var_os("WEIR_FAULT").is_some() && !weir::engine::FAULT_INJECTION {
+    if std::env::var_os("WEIR_FAULT").is_some() && !weir_engine::FAULT_INJECTION {
         tracing::warn!(
             "WEIR_FAULT is ignored: this weir was built without the fault-injection feature"
         );

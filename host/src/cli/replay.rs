@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::replay::{self, ReplayOptions, Report};
-use weir::runtime::Runtime;
-use weir::spec::Pipeline;
+use weir_pipeline::replay::{self, ReplayOptions, Report};
+use weir_pipeline::spec::Pipeline;
+use weir_runtime::Runtime;
 
 #[derive(clap::Args)]
 pub struct Args {

@@ -1,15 +1,15 @@
 //! `weir run PIPELINE.toml`: build the pipeline's query (the library's
-//! [`weir::pipeline::build_query`]) and run it with a progress display.
+//! [`weir_pipeline::build_query`]) and run it with a progress display.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use weir::engine::Progress;
-use weir::pipeline::build_query;
-use weir::runtime::Runtime;
-use weir::spec::{Mode, Pipeline};
+use weir_engine::Progress;
+use weir_pipeline::build_query;
+use weir_pipeline::spec::{Mode, Pipeline};
+use weir_runtime::Runtime;
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum ProgressMode {
@@ -43,7 +43,7 @@ pub struct Args {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    weir::spec::parse_duration(s)
+    weir_pipeline::spec::parse_duration(s)
 }
 
 pub fn run(runtime: &Runtime, args: Args) -> anyhow::Result<std::process::ExitCode> {
@@ -117,8 +117,8 @@ fn serve_metrics(
     addr: std::net::SocketAddr,
     pipeline: &str,
 ) -> anyhow::Result<(
-    std::sync::Arc<weir::serve::metrics::Metrics>,
-    weir::serve::metrics::PipelineLabels,
+    std::sync::Arc<weir_serve::metrics::Metrics>,
+    weir_serve::metrics::PipelineLabels,
 )> {
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("--metrics {addr}: cannot listen there"))?;
@@ -127,7 +127,7 @@ fn serve_metrics(
         "weir: serving metrics on http://{}/metrics",
         listener.local_addr()?
     );
-    let metrics = std::sync::Arc::new(weir::serve::metrics::Metrics::new());
+    let metrics = std::sync::Arc::new(weir_serve::metrics::Metrics::new());
     let served = metrics.clone();
     std::thread::Builder::new()
         .name("weir-metrics".into())
@@ -156,7 +156,7 @@ fn serve_metrics(
                 let _ = axum::serve(listener, app).await;
             });
         })?;
-    let labels = weir::serve::metrics::PipelineLabels {
+    let labels = weir_serve::metrics::PipelineLabels {
         tenant: String::new(),
         pipeline: pipeline.to_string(),
     };

@@ -1,12 +1,12 @@
-//! `weir serve`: run weir as a service (see `weir::serve`).
+//! `weir serve`: run weir as a service (see `weir_serve`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use weir::runtime::Runtime;
-use weir::serve::{AppState, DEFAULT_MAX_COMPONENT_SIZE};
+use weir_runtime::Runtime;
+use weir_serve::{AppState, DEFAULT_MAX_COMPONENT_SIZE};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -20,19 +20,19 @@ pub struct Args {
     #[arg(long)]
     init: bool,
     /// Largest component upload, e.g. "64MiB".
-    #[arg(long, value_name = "SIZE", value_parser = weir::spec::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = weir_pipeline::spec::parse_size)]
     max_component_size: Option<usize>,
     /// How often tenants' data is measured against their quotas, e.g. "10s".
-    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = weir_pipeline::spec::parse_duration)]
     quota_interval: Option<std::time::Duration>,
     /// A request's headers must arrive within this, e.g. "10s".
-    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = weir_pipeline::spec::parse_duration)]
     header_timeout: Option<std::time::Duration>,
     /// Close connections idle this long, e.g. "60s".
-    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = weir_pipeline::spec::parse_duration)]
     idle_timeout: Option<std::time::Duration>,
     /// A request must be read and answered within this, e.g. "5m".
-    #[arg(long, value_name = "DURATION", value_parser = weir::spec::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = weir_pipeline::spec::parse_duration)]
     request_timeout: Option<std::time::Duration>,
     /// Connections held at once (default: a quarter of the open-file limit, at most 4096).
     #[arg(long, value_name = "N")]
@@ -43,13 +43,13 @@ pub struct Args {
 }
 
 pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
-    let store = weir::serve::open(&args.data)?;
+    let store = weir_serve::open(&args.data)?;
     // Stored component paths and tenant roots are absolute: a relative
     // `--data` must mean the same directory whatever the cwd later is.
     let data = std::fs::canonicalize(&args.data)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.data.display()))?;
     if args.init || !store.has_admin()? {
-        let token = weir::serve::new_admin_token(&store, &args.data)?;
+        let token = weir_serve::new_admin_token(&store, &args.data)?;
         // The only time the admin token exists outside the caller's hands.
         println!("{token}");
         eprintln!(
@@ -63,7 +63,7 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let runtime = Arc::new(runtime);
     let state = AppState {
         store: Arc::new(store),
-        supervisor: Arc::new(weir::serve::supervisor::Supervisor::new(
+        supervisor: Arc::new(weir_serve::supervisor::Supervisor::new(
             runtime.clone(),
             &data,
         )),
@@ -76,10 +76,10 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_MAX_COMPONENT_SIZE),
         quota_interval: args
             .quota_interval
-            .unwrap_or(weir::serve::quota::DEFAULT_INTERVAL),
+            .unwrap_or(weir_serve::quota::DEFAULT_INTERVAL),
     };
-    let d = weir::serve::edge::EdgeLimits::default();
-    let limits = weir::serve::edge::EdgeLimits {
+    let d = weir_serve::edge::EdgeLimits::default();
+    let limits = weir_serve::edge::EdgeLimits {
         header_timeout: args.header_timeout.unwrap_or(d.header_timeout),
         idle_timeout: args.idle_timeout.unwrap_or(d.idle_timeout),
         request_timeout: args.request_timeout.unwrap_or(d.request_timeout),
@@ -90,6 +90,6 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
             .max(1),
         ..d
     };
-    weir::serve::run(state, args.listen, limits)?;
+    weir_serve::run(state, args.listen, limits)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use weir::engine::checkpoint::read_entry;
-use weir::engine::wal::{self, Metadata, Resume};
-use weir::engine::{LocalCheckpointStore, Progress};
+use weir_engine::checkpoint::read_entry;
+use weir_engine::wal::{self, Metadata, Resume};
+use weir_engine::{LocalCheckpointStore, Progress};
 
 pub fn status(dir: PathBuf) -> anyhow::Result<()> {
     if !dir.join("metadata").exists() {
@@ -34,7 +34,7 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
             if let Some(w) = watermark.watermark_ms {
                 println!(
                     "watermark:  {} ({w})",
-                    weir::engine::state::event_time::iso(w)
+                    weir_engine::state::event_time::iso(w)
                 );
             }
         }
@@ -53,7 +53,7 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
 
 pub fn files(dir: PathBuf) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    for line in weir::connectors::file_sink::read_committed(&dir)? {
+    for line in weir_connectors::file_sink::read_committed(&dir)? {
         out.write_all(&line)?;
         out.write_all(b"\n")?;
     }

@@ -11,9 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
-use weir::pipeline::build_query;
-use weir::runtime::Runtime;
-use weir::spec::Pipeline;
+use weir_pipeline::build_query;
+use weir_pipeline::spec::Pipeline;
+use weir_runtime::Runtime;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -144,7 +144,7 @@ fn spec(a: &Args, dir: &Path) -> anyhow::Result<String> {
 
 /// One printed line per committed output record of `name`'s sink.
 fn printed(dir: &Path, name: &str, json: bool) -> anyhow::Result<Vec<String>> {
-    let lines = weir::connectors::file_sink::read_committed(&dir.join("out").join(name))?;
+    let lines = weir_connectors::file_sink::read_committed(&dir.join("out").join(name))?;
     let mut out = Vec::with_capacity(lines.len());
     for l in lines {
         let mut rec: Value = serde_json::from_slice(&l).context("reading the output back")?;
@@ -193,7 +193,7 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     for line in &got {
         println!("{line}");
     }
-    let dead = weir::connectors::file_sink::read_committed(&dir.path().join("dead"))?;
+    let dead = weir_connectors::file_sink::read_committed(&dir.path().join("dead"))?;
     for d in &dead {
         let v: Value = serde_json::from_slice(d).unwrap_or_default();
         eprintln!(

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use weir::engine::{RecordBatch, Transform, TransformOutput};
-use weir::runtime::{CallMode, Limits, Runtime, WasmTransform};
+use weir_engine::{RecordBatch, Transform, TransformOutput};
+use weir_runtime::{CallMode, Limits, Runtime, WasmTransform};
 
 /// Lines per batch; large inputs stream through in batches of this size.
 const BATCH: usize = 1024;

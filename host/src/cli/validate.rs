@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use weir::runtime::{CacheOutcome, PACKAGE, Runtime, WORLD};
+use weir_runtime::{CacheOutcome, PACKAGE, Runtime, WORLD};
 
 #[derive(clap::Args)]
 pub struct Args {

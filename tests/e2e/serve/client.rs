@@ -38,7 +38,7 @@ fn the_client_deploys_lists_follows_stops_and_removes() {
     let acme = s.tenant("acme");
     let run = client(&s, &acme);
     let log = data.join("tenants/acme/log");
-    weir::log::Topic::create(&log, "in", 2).unwrap();
+    weir_log::Topic::create(&log, "in", 2).unwrap();
 
     // A pipeline file as a user writes it: the component is a local file.
     let project = dir.path().join("project");

@@ -44,7 +44,7 @@ fn tenants_and_components_life_cycle_with_isolation() {
 
     // Upload: validated, content-addressed, idempotent.
     let bytes = std::fs::read(guest("uppercase")).unwrap();
-    let id = weir::runtime::sha256_hex(&bytes);
+    let id = weir_runtime::sha256_hex(&bytes);
     let (st, v) = s.call(
         "POST",
         "/v1/components",

@@ -67,7 +67,7 @@ path = "out-TOPIC"
 /// Append `values` stamped with the time now, as a producer would
 /// (continuous latency is measured from it).
 fn append_now(log: &Path, values: &[String]) {
-    append_values_at(log, values, weir::engine::progress::now_ms());
+    append_values_at(log, values, weir_engine::progress::now_ms());
 }
 
 fn metric(s: &Server, token: &str, series: &str) -> Option<f64> {
@@ -122,15 +122,15 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         };
         for i in 0..idle {
             let topic = format!("idle-{i}");
-            weir::log::Topic::create(&log, &topic, 1).unwrap();
+            weir_log::Topic::create(&log, &topic, 1).unwrap();
             let spec = IDLE.replace("TOPIC", &topic).replace("COMPONENT", &id);
             let (st, v) = put(&s, token, &topic, &spec);
             assert_eq!(st, 201, "{v}");
         }
     }
     let noisy_log = data.join("tenants/acme/log");
-    let mut t = weir::log::Topic::create(&noisy_log, "noisy", 1).unwrap();
-    let mut b = weir::engine::RecordBatch::new(0);
+    let mut t = weir_log::Topic::create(&noisy_log, "noisy", 1).unwrap();
+    let mut b = weir_engine::RecordBatch::new(0);
     for v in ["log", "bad", "log", "fine", "bad", "log"] {
         b.push(None, v.as_bytes(), 0, 0);
     }
@@ -157,7 +157,7 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         })
     };
     let canary = crate::testkit::guest("uppercase-canary");
-    let canary_id = weir::runtime::sha256_hex(&std::fs::read(&canary).unwrap());
+    let canary_id = weir_runtime::sha256_hex(&std::fs::read(&canary).unwrap());
 
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -187,8 +187,8 @@ fn the_dashboard_runs_a_pipelines_life_in_a_real_browser() {
         p.click(r#"tr[data-pipeline="acme/noisy"] td.name a"#).await;
         p.until("three logged lines", "(document.querySelector('#logs').textContent.match(/log record seen/g) || []).length === 3").await;
         p.until("two dead letters", "(document.querySelector('#dead-letters').textContent.match(/this record is bad on purpose/g) || []).length === 2").await;
-        let mut t = weir::log::Topic::open(&noisy_log, "noisy").unwrap();
-        let mut b = weir::engine::RecordBatch::new(0);
+        let mut t = weir_log::Topic::open(&noisy_log, "noisy").unwrap();
+        let mut b = weir_engine::RecordBatch::new(0);
         b.push(None, b"log", 0, 0);
         t.append(None, &[b], || {}).unwrap();
         p.until("a fourth line, live", "(document.querySelector('#logs').textContent.match(/log record seen/g) || []).length === 4").await;

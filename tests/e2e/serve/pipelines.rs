@@ -20,12 +20,12 @@ pub(crate) fn append_values(log: &Path, values: &[impl AsRef<str>]) {
 
 /// [`append_values`] with event time `timestamp` (ms) on every record.
 pub(crate) fn append_values_at(log: &Path, values: &[impl AsRef<str>], timestamp: i64) {
-    let mut t = weir::log::Topic::open(log, "in")
-        .or_else(|_| weir::log::Topic::create(log, "in", 2))
+    let mut t = weir_log::Topic::open(log, "in")
+        .or_else(|_| weir_log::Topic::create(log, "in", 2))
         .unwrap();
     let mut parts = vec![
-        weir::engine::RecordBatch::new(0),
-        weir::engine::RecordBatch::new(1),
+        weir_engine::RecordBatch::new(0),
+        weir_engine::RecordBatch::new(1),
     ];
     for (i, v) in values.iter().enumerate() {
         parts[i % 2].push(None, v.as_ref().as_bytes(), timestamp, 0);
@@ -216,7 +216,7 @@ fn a_failing_sink_is_retried_with_backoff_and_a_bad_record_is_final() {
         let started = std::time::Instant::now();
         loop {
             let got =
-                weir::connectors::file_sink::read_committed(&root.join("out")).unwrap_or_default();
+                weir_connectors::file_sink::read_committed(&root.join("out")).unwrap_or_default();
             if got.len() >= n || started.elapsed() > std::time::Duration::from_secs(20) {
                 let mut got: Vec<String> = got
                     .into_iter()

@@ -44,7 +44,7 @@ fn progress_logs_dead_letters_and_metrics_reach_their_tenant_only() {
     let other = s.tenant("other");
     let spec = PIPELINE.replace("COMPONENT", &s.upload(&acme, "misbehave"));
     let log = data.join("tenants/acme/log");
-    weir::log::Topic::create(&log, "in", 2).unwrap();
+    weir_log::Topic::create(&log, "in", 2).unwrap();
     let (st, v) = put(&s, &acme, "obs", &spec);
     assert_eq!(st, 201, "{v}");
 

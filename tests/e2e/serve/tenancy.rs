@@ -25,7 +25,7 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
     let acme = v["token"].as_str().unwrap().to_string();
     let id = s.upload(&acme, "uppercase");
     let log = data.join("tenants/acme/log");
-    weir::log::Topic::create(&log, "in", 2).unwrap();
+    weir_log::Topic::create(&log, "in", 2).unwrap();
     let spec = format!(
         "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[transform]\ncomponent = \"{id}\"\n[sink.default]\ntype = \"files\"\npath = \"out\"\n"
     );
@@ -63,7 +63,7 @@ fn a_tenant_over_its_data_quota_is_stopped_and_refused_until_raised() {
     assert_eq!(v["state"], "running", "{v}");
     let started = std::time::Instant::now();
     loop {
-        let out = weir::connectors::file_sink::read_committed(&data.join("tenants/acme/out"))
+        let out = weir_connectors::file_sink::read_committed(&data.join("tenants/acme/out"))
             .unwrap_or_default();
         if out.len() == 400 {
             let mut got: Vec<String> = out

@@ -29,7 +29,7 @@ fn a_stateful_component_swap_needs_upgrade_and_keeps_the_old_one_running_until_t
     let dedup = s.upload(&acme, "dedup");
     let counts = s.upload(&acme, "window-count");
     let log = data.join("tenants/acme/log");
-    weir::log::Topic::create(&log, "in", 2).unwrap();
+    weir_log::Topic::create(&log, "in", 2).unwrap();
     let spec = |id: &str| {
         format!(
             "[[source]]\ntype = \"log\"\npath = \"log\"\ntopic = \"in\"\n[state]\nkey-field = \"id\"\n[transform]\ncomponent = \"{id}\"\n[transform.config]\nkey-field = \"id\"\n[sink.default]\ntype = \"files\"\npath = \"out\"\n"

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use super::BASE;
 use crate::testkit::{guest, run_command, run_ok, topic_values, xorshift};
@@ -180,7 +180,7 @@ fn command(dir: &Path, input: &Input) -> Command {
 
 fn output(dir: &Path, input: &Input) -> Vec<String> {
     let mut got = match input {
-        Input::Files { .. } => weir::connectors::file_sink::read_committed(&dir.join("out"))
+        Input::Files { .. } => weir_connectors::file_sink::read_committed(&dir.join("out"))
             .unwrap()
             .into_iter()
             .map(|l| String::from_utf8(l).unwrap())

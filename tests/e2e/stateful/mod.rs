@@ -15,8 +15,8 @@ mod pipelines;
 use std::path::Path;
 use std::time::Duration;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use crate::testkit::{guest, run_command, run_ok, topic_values};
 

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use weir::checkpoints::ObjectCheckpointStore;
-use weir::engine::{CheckpointError, CheckpointStore, LocalCheckpointStore};
+use weir_connectors::checkpoints::ObjectCheckpointStore;
+use weir_engine::{CheckpointError, CheckpointStore, LocalCheckpointStore};
 
 use super::examples::{window_expected, window_inputs, window_spec};
 use super::{Fixture, faults_at, faults_nth, golden_with};

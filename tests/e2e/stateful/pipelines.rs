@@ -46,7 +46,7 @@ pub(crate) fn run_example(name: &str, component: &str, data: &str) -> Vec<String
     }
     std::fs::write(dir.path().join("p.toml"), spec).unwrap();
     run_ok(run_command(dir.path(), None));
-    let mut got: Vec<String> = weir::connectors::file_sink::read_committed(&dir.path().join("out"))
+    let mut got: Vec<String> = weir_connectors::file_sink::read_committed(&dir.path().join("out"))
         .unwrap()
         .into_iter()
         .map(|l| String::from_utf8(l).unwrap())

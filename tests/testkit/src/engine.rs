@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use weir::engine::RecordBatch;
-use weir::runtime::{Runtime, RuntimeOptions};
+use weir_engine::RecordBatch;
+use weir_runtime::{Runtime, RuntimeOptions};
 
 use super::target_tmpdir;
 
@@ -22,9 +22,9 @@ pub fn runtime() -> Runtime {
 pub fn guarded_guest(
     guest: &str,
     config: Vec<(String, String)>,
-) -> Box<dyn weir::engine::TransformFactory> {
-    use weir::engine::{Guarded, RecordLimits, Transform, TransformError};
-    use weir::runtime::{CallMode, Limits, WasmTransform};
+) -> Box<dyn weir_engine::TransformFactory> {
+    use weir_engine::{Guarded, RecordLimits, Transform, TransformError};
+    use weir_runtime::{CallMode, Limits, WasmTransform};
     let component = runtime()
         .load(&super::guest(guest), &[])
         .expect("load guest");
@@ -53,13 +53,13 @@ pub fn uppercase_log_query(
     dir: &Path,
     interval: std::time::Duration,
     as_produced: bool,
-) -> weir::engine::ContinuousQuery {
-    use weir::connectors::log_sink::LogSink;
-    use weir::connectors::log_source::{LogSource, StartingOffsets};
-    use weir::engine::{ContinuousOptions, ContinuousQuery, LocalCheckpointStore, Sink};
+) -> weir_engine::ContinuousQuery {
+    use weir_connectors::log_sink::LogSink;
+    use weir_connectors::log_source::{LogSource, StartingOffsets};
+    use weir_engine::{ContinuousOptions, ContinuousQuery, LocalCheckpointStore, Sink};
     let log = dir.join("log");
-    weir::log::Topic::create(&log, "in", 1).unwrap();
-    weir::log::Topic::create(&log, "out", 1).unwrap();
+    weir_log::Topic::create(&log, "in", 1).unwrap();
+    weir_log::Topic::create(&log, "out", 1).unwrap();
     let source = LogSource::open(log.clone(), "in", None, StartingOffsets::Earliest).unwrap();
     let sink = LogSink::open(log, "out", "default", None)
         .unwrap()
@@ -90,7 +90,7 @@ pub fn batch(values: &[&str]) -> RecordBatch {
 }
 
 /// Output values of a transform result as strings.
-pub fn values(out: &weir::engine::TransformOutput, input: &RecordBatch) -> Vec<String> {
+pub fn values(out: &weir_engine::TransformOutput, input: &RecordBatch) -> Vec<String> {
     out.batch
         .iter(input)
         .map(|o| String::from_utf8_lossy(o.value).into_owned())

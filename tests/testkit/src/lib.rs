@@ -24,7 +24,7 @@ pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_qu
 pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_options};
 pub use serve::Serve;
 
-use weir::engine::RecordBatch;
+use weir_engine::RecordBatch;
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -312,7 +312,7 @@ pub fn run_ok(mut c: Command) {
 /// The committed values of embedded-log topic `topic` under `log`,
 /// partition by partition; `None` when the topic does not exist.
 pub fn topic_values(log: &Path, topic: &str) -> Option<Vec<String>> {
-    let mut t = weir::log::Topic::open(log, topic).ok()?;
+    let mut t = weir_log::Topic::open(log, topic).ok()?;
     let mut got = Vec::new();
     for (p, end) in t.committed_ends().unwrap().into_iter().enumerate() {
         let mut b = RecordBatch::new(p as u32);

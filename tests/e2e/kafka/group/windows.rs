@@ -17,8 +17,8 @@ delay = "500ms"
 key-field = "key"
 "#;
 
-fn keyed() -> weir::engine::exchange::Partitioning {
-    use weir::engine::exchange::{Partitioning, StateKey};
+fn keyed() -> weir_engine::exchange::Partitioning {
+    use weir_engine::exchange::{Partitioning, StateKey};
     Partitioning {
         key: StateKey::Field(vec!["key".into()]),
         source_keys: Default::default(),

@@ -69,7 +69,7 @@ fn a_deleted_tenant_leaves_nothing_for_the_next_of_its_name() {
     assert!(alice.root.join("checkpoints").is_dir());
     // A refused upload leaves no compiled code behind; a deleted one too.
     let bad = std::fs::read(crate::testkit::guest("not-a-transform")).unwrap();
-    let bad_id = weir::runtime::sha256_hex(&bad);
+    let bad_id = weir_runtime::sha256_hex(&bad);
     let (st, v) = s.call(
         "POST",
         "/v1/components",
@@ -95,7 +95,7 @@ fn a_deleted_tenant_leaves_nothing_for_the_next_of_its_name() {
         !alice.root.exists(),
         "the deleted tenant's data is still there"
     );
-    let id = weir::runtime::sha256_hex(&std::fs::read(crate::testkit::guest("uppercase")).unwrap());
+    let id = weir_runtime::sha256_hex(&std::fs::read(crate::testkit::guest("uppercase")).unwrap());
     assert!(
         !compiled(&id),
         "a deleted component's code stayed in the cache"

@@ -27,10 +27,10 @@ fn start_looping(
 ) {
     let log = data.join(format!("tenants/{tenant}/log"));
     // One partition gets both: the guest logs, then spins.
-    let mut t = weir::log::Topic::open(&log, "in")
-        .or_else(|_| weir::log::Topic::create(&log, "in", 1))
+    let mut t = weir_log::Topic::open(&log, "in")
+        .or_else(|_| weir_log::Topic::create(&log, "in", 1))
         .unwrap();
-    let mut b = weir::engine::RecordBatch::new(0);
+    let mut b = weir_engine::RecordBatch::new(0);
     b.push(None, b"log", 0, 0);
     b.push(None, b"loop", 0, 0);
     t.append(None, &[b], || {}).unwrap();
@@ -115,8 +115,8 @@ fn a_looping_pipeline_holds_up_neither_quota_enforcement_nor_shutdown() {
     // Mallory goes over her quota while her guest spins: the watcher must
     // stop her pipeline without waiting for the guest...
     let mut filler =
-        weir::log::Topic::create(&data.join("tenants/mallory/log"), "filler", 1).unwrap();
-    let mut b = weir::engine::RecordBatch::new(0);
+        weir_log::Topic::create(&data.join("tenants/mallory/log"), "filler", 1).unwrap();
+    let mut b = weir_engine::RecordBatch::new(0);
     for _ in 0..100 {
         b.push(None, &[b'x'; 1024], 0, 0);
     }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use weir::engine::RecordBatch;
-use weir::log::Topic;
+use weir_engine::RecordBatch;
+use weir_log::Topic;
 
 use super::super::BASE;
 use crate::testkit::{guest, run_command, topic_values, xorshift};

@@ -1,0 +1,342 @@
+//! Spark-style micro-batch execution: per trigger, plan an offset range,
+//! write it ahead (`offsets/N`), run it through the transform and the sinks,
+//! then write `commits/N`. Re-running an uncommitted batch over its recorded
+//! range with idempotent sinks makes the output exactly-once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::backpressure::PidRateEstimator;
+use super::checkpoint::CheckpointStore;
+use super::commit::{BatchReport, Durable, write_ahead};
+use super::connector::{Sink, Source, SourceCheckpoint};
+use super::identity::Settings;
+use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
+use super::progress::{Progress, SourceProgress, now_ms};
+use super::wal::{self, OffsetEntry, OffsetRange};
+
+use super::state::{StatePartition, Watermark};
+use super::transform::Transform;
+
+/// A micro-batch streaming query over one checkpoint.
+pub struct MicroBatchQuery {
+    store: Arc<dyn CheckpointStore>,
+    sources: Vec<Box<dyn Source>>,
+    factory: Box<dyn TransformFactory>,
+    transforms: HashMap<(usize, u32), Box<dyn Transform>>,
+    sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+    options: QueryOptions,
+    id: String,
+    run_id: String,
+    stop: Arc<AtomicBool>,
+    backpressure: Option<PidRateEstimator>,
+    /// Stateful queries: each task's state, and the tasks that have some.
+    states: HashMap<(usize, u32), StatePartition>,
+    known: std::collections::BTreeSet<(usize, u32)>,
+    watermark: Watermark,
+    /// Replay: the recorded batches still to run (see [`Self::replay`]).
+    replay: Option<std::collections::VecDeque<OffsetEntry>>,
+    /// The threads a batch reads, exchanges and runs its state tasks on,
+    /// kept across batches.
+    workers: super::parallel::Workers,
+    _lock: super::checkpoint::CheckpointLock,
+}
+
+/// ProcessingTime: time left until the next trigger, measured from this
+/// batch's start; zero when the batch overran its interval.
+pub(crate) fn next_wait(elapsed: Duration, interval: Duration) -> Duration {
+    interval.saturating_sub(elapsed)
+}
+
+impl MicroBatchQuery {
+    /// Open (or create) the query in `store`. Refuses a checkpoint written
+    /// for other sources. `sinks` maps output names (`None` = default) to sinks.
+    pub fn new(
+        store: Arc<dyn CheckpointStore>,
+        mut sources: Vec<Box<dyn Source>>,
+        factory: Box<dyn TransformFactory>,
+        mut sinks: Vec<(Option<String>, Box<dyn Sink>)>,
+        mut options: QueryOptions,
+    ) -> Result<Self, EngineError> {
+        // State stays loadable for as many batches as the logs keep.
+        options.state.files.keep_versions = options.keep_batches;
+        let lock = store.lock()?;
+        let descriptions = sources.iter().map(|s| s.description()).collect();
+        let settings = Settings::of(options.component.clone(), &options.state);
+        let meta = wal::load_or_create_metadata(
+            &*store,
+            wal::ExecutionMode::MicroBatch,
+            descriptions,
+            settings,
+            options.upgrade,
+        )?;
+        for (i, s) in sources.iter_mut().enumerate() {
+            let checkpoint = SourceCheckpoint {
+                store: store.clone(),
+                dir: format!("sources/{i}"),
+            };
+            s.attach(checkpoint).map_err(|err| EngineError::Source {
+                name: s.description(),
+                err,
+            })?;
+        }
+        for (_, sink) in sinks.iter_mut() {
+            sink.open(&meta.id).map_err(|err| EngineError::Sink {
+                name: sink.description(),
+                err,
+            })?;
+        }
+        let known = if options.state.stateful {
+            super::stateful_tasks::known_tasks(&*store, sources.len())?
+        } else {
+            Default::default()
+        };
+        Ok(MicroBatchQuery {
+            store,
+            sources,
+            factory,
+            transforms: HashMap::new(),
+            sinks,
+            id: meta.id,
+            run_id: uuid::Uuid::new_v4().to_string(),
+            stop: Arc::new(AtomicBool::new(false)),
+            backpressure: options.backpressure.map(PidRateEstimator::new),
+            known,
+            states: HashMap::new(),
+            watermark: Watermark::default(),
+            replay: None,
+            workers: super::parallel::Workers::new(options.parallelism, "weir-task")
+                .map_err(EngineError::Threads)?,
+            options,
+            _lock: lock,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Ask for the end-of-input watermark (see
+    /// [`QueryOptions::end_of_input_watermark`]).
+    pub fn flush_event_time_at_end(&mut self) {
+        self.options.end_of_input_watermark = true;
+    }
+
+    /// At the end of bounded input, once: move the watermark to the end of
+    /// time so the next (no-data) batch fires everything. True if it moved.
+    fn end_of_input(&mut self) -> bool {
+        let end = crate::state::watermark::END_OF_INPUT_MS;
+        if !self.options.end_of_input_watermark
+            || !self.options.state.stateful
+            || self.options.state.event_time.is_none()
+            || self.watermark.watermark_ms.is_none_or(|w| w >= end)
+        {
+            return false;
+        }
+        self.watermark.watermark_ms = Some(end);
+        true
+    }
+
+    /// A flag that stops `run` after the current batch.
+    pub fn stop_handle(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Run until the trigger says stop (Once, AvailableNow) or the stop
+    /// flag is raised; `on_progress` sees every batch's progress.
+    pub fn run(
+        &mut self,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<RunSummary, EngineError> {
+        let mut summary = RunSummary::default();
+        let (mut batch_id, mut start, mut pending) = self.start_position()?;
+        // Once and AvailableNow take what is there at start; after it, they
+        // run the batches without data that the final watermark calls for.
+        let snapshot = match self.options.trigger {
+            Trigger::AvailableNow | Trigger::Once => Some(self.latest()?),
+            _ => None,
+        };
+        let mut last_trigger: Option<Instant> = None;
+        // The watermark the previous batch ran with (unknown after a restart).
+        let mut last_watermark: Option<i64> = None;
+        // Empty polls in a row (the default trigger backs off).
+        let mut idle_polls = 0u32;
+        while !self.stop.load(Ordering::Relaxed) {
+            if self.replay.is_some() {
+                let Some(entry) = self.next_replayed() else {
+                    break;
+                };
+                batch_id = entry.batch_id;
+                pending = Some(entry);
+            }
+            let trigger_start = Instant::now();
+            let timestamp = now_ms();
+            let latest_started = Instant::now();
+            let rerun = pending.is_some();
+            let limit = if rerun { None } else { self.apply_rate_limit() };
+            let (entry, latest) = match pending.take() {
+                Some(entry) => {
+                    let latest = self.latest()?;
+                    (entry, latest)
+                }
+                None => {
+                    let latest = self.latest()?;
+                    let upto = snapshot.as_ref().unwrap_or(&latest);
+                    let mut ranges = Vec::new();
+                    for (i, s) in start.iter().enumerate() {
+                        let end = if self.options.trigger == Trigger::Once {
+                            upto[i].clone()
+                        } else {
+                            self.sources[i]
+                                .next_end(s, &upto[i])
+                                .map_err(self.source_err(i))?
+                        };
+                        ranges.push(OffsetRange {
+                            start: s.clone(),
+                            end,
+                        });
+                    }
+                    // A stateful query whose watermark moved runs a batch
+                    // without data (Spark's no-data batch), so windows and
+                    // timers the new watermark closes fire without waiting
+                    // for more input.
+                    self.idle_advance(timestamp);
+                    let no_data_batch = self.options.state.stateful
+                        && self.options.state.event_time.is_some()
+                        && self.watermark.watermark_ms.is_some()
+                        && self.watermark.watermark_ms != last_watermark;
+                    if ranges.iter().all(|r| r.start == r.end) && !no_data_batch {
+                        match self.options.trigger {
+                            Trigger::Once | Trigger::AvailableNow => {
+                                if self.end_of_input() {
+                                    continue;
+                                }
+                                break;
+                            }
+                            Trigger::Default | Trigger::ProcessingTime(_) => {
+                                // The rest of a processing-time interval;
+                                // one already over (or "0s", which Spark
+                                // takes as the default trigger) waits as the
+                                // default trigger does, not in a spin.
+                                let rest = match self.options.trigger {
+                                    Trigger::ProcessingTime(i) => {
+                                        next_wait(trigger_start.elapsed(), i)
+                                    }
+                                    _ => Duration::ZERO,
+                                };
+                                if rest.is_zero() {
+                                    self.idle_wait(idle_polls);
+                                    idle_polls = idle_polls.saturating_add(1);
+                                } else {
+                                    std::thread::sleep(rest);
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    idle_polls = 0;
+                    let entry = OffsetEntry {
+                        batch_id,
+                        timestamp_ms: timestamp,
+                        sources: ranges,
+                        watermark: self
+                            .options
+                            .state
+                            .event_time
+                            .is_some()
+                            .then(|| self.watermark.clone()),
+                        task_times: Default::default(),
+                    };
+                    (entry, latest)
+                }
+            };
+            let latest_offset = latest_started.elapsed();
+            let ahead = write_ahead(&*self.store, &entry, rerun)?;
+            let processing = Instant::now();
+            let processed = self.process(&entry)?;
+            let processing = processing.elapsed();
+            last_watermark = self.watermark.watermark_ms;
+            let committed = Durable {
+                store: &*self.store,
+                sinks: &mut self.sinks,
+                keep_batches: self.options.keep_batches,
+            }
+            .commit(ahead, &processed.parts, || {
+                let et = self.options.state.event_time.as_ref()?;
+                self.watermark
+                    .after_batch(et, &processed.event_max, entry.timestamp_ms);
+                Some(self.watermark.clone())
+            })?;
+            if self.replay.is_none() {
+                for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
+                    s.committed(&r.end);
+                }
+            }
+
+            let input_rows: u64 = processed.per_source_rows.iter().sum();
+            let execution = trigger_start.elapsed();
+            let since_previous = last_trigger.map_or(execution, |t| t.elapsed());
+            self.update_rate(last_trigger, trigger_start, input_rows, execution);
+            last_trigger = Some(trigger_start);
+            let sources = entry
+                .sources
+                .iter()
+                .enumerate()
+                .map(|(i, r)| SourceProgress {
+                    description: self.sources[i].description(),
+                    start_offset: r.start.clone(),
+                    end_offset: r.end.clone(),
+                    latest_offset: latest[i].clone(),
+                    num_input_rows: processed.per_source_rows[i],
+                    metrics: self.source_metrics(i, limit),
+                })
+                .collect();
+            BatchReport {
+                query_id: &self.id,
+                run_id: &self.run_id,
+                batch_id,
+                timestamp,
+                input_rows,
+                since_previous,
+                execution,
+                latest_offset,
+                processing,
+                committed: &committed,
+                rejected: &processed.rejected,
+                lag: self.lag(&entry, &latest),
+                sources,
+                latency: None,
+                state_operators: processed.state.operators,
+                event_time: processed.state.event_time,
+                transform_metrics: self
+                    .transforms
+                    .values()
+                    .fold(Default::default(), |mut m, t| {
+                        m.add(&t.reported_metrics());
+                        m
+                    }),
+            }
+            .publish(&*self.store, &self.sinks, on_progress, &mut summary)?;
+            start = entry.sources.into_iter().map(|r| r.end).collect();
+            batch_id += 1;
+            if let Trigger::ProcessingTime(i) = self.options.trigger {
+                std::thread::sleep(next_wait(trigger_start.elapsed(), i))
+            }
+        }
+        Ok(summary)
+    }
+}
+
+mod process;
+
+mod replay;
+
+mod sources;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod stateful_tests;

@@ -1,0 +1,402 @@
+//! The WASM runtime: loads, validates and caches components, and runs them
+//! as engine [`Transform`](weir_engine::Transform)s.
+//!
+//! One [`Runtime`] per process holds the wasmtime `Engine`, the `Linker` and
+//! the epoch ticker; one [`TransformComponent`] per loaded binary holds the
+//! shared instance-pre; one [`WasmTransform`] per partition task owns its own
+//! `Store`, so guests share nothing at run time.
+
+mod abort;
+mod bindings;
+mod cache;
+mod convert;
+mod inspect;
+mod instance;
+mod json_import;
+mod output_pipe;
+mod sandbox;
+mod state_imports;
+mod store_data;
+pub mod tenant;
+mod ticker;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::{HasSelf, InstancePre, Linker};
+use wasmtime::{Config, Engine};
+
+pub use bindings::{EXPORT_INTERFACE, PACKAGE, RECORD_INTERFACE, WORLD};
+pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
+pub use inspect::{Interfaces, LoadError};
+pub use instance::{CallMode, WasmTransform};
+pub use sandbox::{Sandbox, check_sandbox};
+pub use store_data::GuestMetrics;
+
+use bindings::{
+    FullTransformer, GuestIndices, RecordIndices, STATEFUL_IMPORTS, TIMER_INTERFACE, TimerIndices,
+};
+use store_data::StoreData;
+
+/// Per-instance resource limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest linear memory a guest may grow to, in bytes.
+    pub max_memory: usize,
+    /// Longest one guest call (init, a batch, a record) may run.
+    pub call_deadline: Duration,
+    /// Most keyed state one partition task may hold (keys, values and
+    /// per-entry overhead), in bytes; it lives in host memory.
+    pub max_state: usize,
+    /// Fuel (about one unit per wasm instruction) one call may burn: a
+    /// deterministic CPU budget, the same on any machine. Needs a component
+    /// loaded with [`Runtime::load_metered`].
+    pub fuel: Option<u64>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_memory: 256 << 20,
+            call_deadline: Duration::from_secs(10),
+            max_state: 1 << 30,
+            fuel: None,
+        }
+    }
+}
+
+/// How the process-wide runtime is set up.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// Where compiled components are cached; `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Granularity of CPU deadlines.
+    pub epoch_tick: Duration,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            cache_dir: default_cache_dir(),
+            epoch_tick: Duration::from_millis(5),
+        }
+    }
+}
+
+/// Errors setting up the runtime itself (not a particular component).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot set up the WebAssembly runtime: {0}")]
+pub struct RuntimeError(String);
+
+/// The process-wide WebAssembly runtime.
+pub struct Runtime {
+    plain: Engines,
+    /// A second engine with fuel metering, built on first use: fuel
+    /// instrumentation slows every guest compiled with it, so only
+    /// pipelines that set a fuel budget pay for it.
+    metered: std::sync::OnceLock<Result<Engines, String>>,
+    options: RuntimeOptions,
+}
+
+impl Runtime {
+    /// Drop the compiled code of the component whose bytes hash to
+    /// `content_hash` from the cache (a refused or deleted upload).
+    pub fn forget_compiled(&self, content_hash: &str) {
+        if let Some(dir) = self.cache_dir() {
+            cache::remove(dir, content_hash);
+        }
+    }
+
+    /// Where compiled components are cached, if anywhere.
+    pub fn cache_dir(&self) -> Option<&std::path::Path> {
+        self.options.cache_dir.as_deref()
+    }
+}
+
+/// An engine with its linker and epoch ticker.
+struct Engines {
+    engine: Engine,
+    linker: Arc<Linker<StoreData>>,
+    ticker: Arc<ticker::Ticker>,
+}
+
+impl Engines {
+    fn new(options: &RuntimeOptions, metered: bool) -> Result<Self, RuntimeError> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.consume_fuel(metered);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        if std::env::var_os("WEIR_PERFMAP").is_some() {
+            // Name JIT code for `perf` (writes /tmp/perf-<pid>.map).
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        let engine = Engine::new(&config).map_err(|e| RuntimeError(format!("{e:#}")))?;
+        let mut linker = Linker::<StoreData>::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| RuntimeError(format!("linking WASI: {e:#}")))?;
+        FullTransformer::add_to_linker::<_, HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| RuntimeError(format!("linking weir imports: {e:#}")))?;
+        let ticker = Arc::new(ticker::Ticker::start(engine.clone(), options.epoch_tick));
+        Ok(Engines {
+            engine,
+            linker: Arc::new(linker),
+            ticker,
+        })
+    }
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions) -> Result<Self, RuntimeError> {
+        Ok(Runtime {
+            plain: Engines::new(&options, false)?,
+            metered: std::sync::OnceLock::new(),
+            options,
+        })
+    }
+
+    /// The epoch tick: the granularity of CPU deadlines and CPU shares.
+    pub fn epoch_tick(&self) -> Duration {
+        self.options.epoch_tick
+    }
+
+    /// As [`Runtime::load`], compiled with fuel metering, for pipelines
+    /// with a `fuel` limit (deterministic CPU budgets).
+    pub fn load_metered(
+        &self,
+        path: &Path,
+        grants: &[String],
+    ) -> Result<TransformComponent, LoadError> {
+        let engines = self
+            .metered
+            .get_or_init(|| Engines::new(&self.options, true).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|message| LoadError::Invalid {
+                path: path.into(),
+                message: message.clone(),
+            })?;
+        let bytes = std::fs::read(path).map_err(|err| LoadError::Read {
+            path: path.into(),
+            err,
+        })?;
+        self.load_on(engines, path, &bytes, grants, true)
+    }
+
+    /// Load, validate and (via the cache) compile a transform component.
+    /// `grants` lists interfaces the pipeline allows beyond the defaults.
+    pub fn load(&self, path: &Path, grants: &[String]) -> Result<TransformComponent, LoadError> {
+        let bytes = std::fs::read(path).map_err(|err| LoadError::Read {
+            path: path.into(),
+            err,
+        })?;
+        self.load_bytes(path, &bytes, grants)
+    }
+
+    /// As [`Runtime::load`], for bytes already in memory; `path` names them in errors.
+    pub fn load_bytes(
+        &self,
+        path: &Path,
+        bytes: &[u8],
+        grants: &[String],
+    ) -> Result<TransformComponent, LoadError> {
+        self.load_on(&self.plain, path, bytes, grants, false)
+    }
+
+    fn load_on(
+        &self,
+        engines: &Engines,
+        path: &Path,
+        bytes: &[u8],
+        grants: &[String],
+        metered: bool,
+    ) -> Result<TransformComponent, LoadError> {
+        inspect::check_header(path, bytes)?;
+        let sha256 = sha256_hex(bytes);
+        let (component, cache, compile_time) = cache::load_or_compile(
+            &engines.engine,
+            bytes,
+            &sha256,
+            self.options.cache_dir.as_deref(),
+        )
+        .map_err(|e| LoadError::Invalid {
+            path: path.into(),
+            message: one_line(&e),
+        })?;
+        let interfaces = inspect::interfaces(&engines.engine, &component);
+        inspect::check_interfaces(path, &interfaces, grants)?;
+        let pre = engines
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Link {
+                path: path.into(),
+                message: one_line(&e),
+            })?;
+        let indices = GuestIndices::new(&pre).map_err(|e| LoadError::WrongExports {
+            path: path.into(),
+            message: one_line(&e),
+        })?;
+        let stateful = interfaces
+            .imports
+            .iter()
+            .any(|i| STATEFUL_IMPORTS.contains(&inspect::unversioned(i)));
+        let timer_indices = if interfaces.exports.iter().any(|e| e == TIMER_INTERFACE) {
+            Some(
+                TimerIndices::new(&pre).map_err(|e| LoadError::WrongExports {
+                    path: path.into(),
+                    message: one_line(&e),
+                })?,
+            )
+        } else {
+            None
+        };
+        let record_indices = if interfaces.exports.iter().any(|e| e == RECORD_INTERFACE) {
+            Some(
+                RecordIndices::new(&pre).map_err(|e| LoadError::WrongExports {
+                    path: path.into(),
+                    message: one_line(&e),
+                })?,
+            )
+        } else {
+            None
+        };
+        Ok(TransformComponent {
+            inner: Arc::new(ComponentInner {
+                pre,
+                indices,
+                timer_indices,
+                record_indices,
+                engine: engines.engine.clone(),
+                ticker: engines.ticker.clone(),
+                metered,
+                epoch_tick: self.options.epoch_tick,
+                info: ComponentInfo {
+                    path: path.into(),
+                    sha256,
+                    size: bytes.len(),
+                    interfaces,
+                    cache,
+                    load_time: compile_time,
+                    min_memory: inspect::declared_min_memory(bytes),
+                    stateful,
+                },
+            }),
+            sandbox: Arc::default(),
+            tenant: None,
+            abort: None,
+        })
+    }
+}
+
+/// Facts about a loaded component, for `weir validate` and dead letters.
+#[derive(Debug, Clone)]
+pub struct ComponentInfo {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub size: usize,
+    pub interfaces: Interfaces,
+    pub cache: CacheOutcome,
+    /// Time to compile or to load from the cache.
+    pub load_time: Duration,
+    /// Bytes of linear memory an instance needs before it runs (the
+    /// largest declared initial memory).
+    pub min_memory: u64,
+    /// It imports keyed state, timers or the batch context.
+    pub stateful: bool,
+}
+
+/// A validated, compiled component, cheap to clone and share across
+/// partition tasks.
+#[derive(Clone)]
+pub struct TransformComponent {
+    inner: Arc<ComponentInner>,
+    sandbox: Arc<Sandbox>,
+    tenant: Option<Arc<tenant::Tenant>>,
+    abort: Option<Abort>,
+}
+
+pub use abort::Abort;
+pub use store_data::metric_name;
+
+struct ComponentInner {
+    pre: InstancePre<StoreData>,
+    indices: GuestIndices,
+    /// Present when the component exports `timer-handler`.
+    timer_indices: Option<TimerIndices>,
+    /// Present when the component exports `record-transform`.
+    record_indices: Option<RecordIndices>,
+    engine: Engine,
+    /// Keeps deadlines enforced for as long as any instance may run, even
+    /// after the `Runtime` that loaded the component is dropped; each guest
+    /// call marks itself busy on it.
+    ticker: Arc<ticker::Ticker>,
+    epoch_tick: Duration,
+    /// Compiled with fuel metering (see [`Runtime::load_metered`]).
+    metered: bool,
+    info: ComponentInfo,
+}
+
+impl TransformComponent {
+    pub fn info(&self) -> &ComponentInfo {
+        &self.inner.info
+    }
+
+    /// Refuse limits the component cannot run within, before any instance
+    /// is made (a memory limit below what it declares it needs).
+    pub fn check_limits(&self, limits: &Limits) -> Result<(), LoadError> {
+        let info = &self.inner.info;
+        if limits.fuel.is_some() && !self.inner.metered {
+            return Err(LoadError::Invalid {
+                path: info.path.clone(),
+                message: "a fuel limit needs the component loaded with fuel metering (Runtime::load_metered)".into(),
+            });
+        }
+        if info.min_memory > limits.max_memory as u64 {
+            return Err(LoadError::MemoryTooLarge {
+                path: info.path.clone(),
+                declared: info.min_memory,
+                limit: limits.max_memory,
+            });
+        }
+        Ok(())
+    }
+
+    /// The same component with these capabilities granted to its instances.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Arc::new(sandbox);
+        self
+    }
+
+    pub(crate) fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// The same component, its instances charged to `tenant` (memory quota,
+    /// CPU share).
+    pub fn for_tenant(mut self, tenant: Arc<tenant::Tenant>) -> Self {
+        self.tenant = Some(tenant);
+        self
+    }
+
+    /// The same component, its guests stopped mid-call when `abort` is
+    /// raised.
+    pub fn with_abort(mut self, abort: Abort) -> Self {
+        self.abort = Some(abort);
+        self
+    }
+
+    /// The epoch tick of the runtime that loaded it (the CPU time slice).
+    pub fn epoch_tick(&self) -> Duration {
+        self.inner.epoch_tick
+    }
+}
+
+/// Render a wasmtime error chain on one line.
+pub(crate) fn one_line(e: &wasmtime::Error) -> String {
+    let text = format!("{e:#}");
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

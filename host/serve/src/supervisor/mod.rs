@@ -1,0 +1,296 @@
+//! The pipelines `weir serve` runs: one thread per running pipeline (its
+//! query's own threads below it), a shared memory quota and CPU share per
+//! tenant, and what each last reported.
+
+mod job;
+mod stopping;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::confine::TenantRoot;
+use super::fence::Fence;
+use super::metrics::{Metrics, PipelineLabels};
+use super::store::{Store, TenantRow};
+use weir_engine::Progress;
+use weir_pipeline::spec::Pipeline;
+use weir_pipeline::{GuestScope, build_query};
+use weir_runtime::tenant::{Scheduler, Tenant};
+use weir_runtime::{Abort, Runtime};
+
+/// What a pipeline is doing, as the API shows it.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Status {
+    /// `running`, `restarting` (waiting to retry a failure), `stopped` or
+    /// `failed` (a failure a restart would only repeat).
+    pub state: String,
+    pub last_error: Option<String>,
+    /// Restarts after failures since it was started.
+    pub restarts: u64,
+    /// Its newest progress report.
+    pub progress: Option<Progress>,
+}
+
+pub use job::{RECENT_PROGRESS, permanent};
+use stopping::Running;
+pub use stopping::{ABORT_GRACE, STOP_GRACE};
+
+type Key = (String, String);
+/// (guest memory, CPU weight) a tenant's shared quota was made for.
+type Quota = (u64, u64);
+
+pub struct Supervisor {
+    runtime: Arc<Runtime>,
+    scheduler: Arc<Scheduler>,
+    /// Each tenant's shared quota, with the (memory, CPU weight) it was
+    /// made for: a changed quota makes a new one.
+    tenants: Mutex<HashMap<String, (Quota, Arc<Tenant>)>>,
+    /// Why pipelines that were stopped by the service (not by their owner)
+    /// stopped.
+    halted: Mutex<HashMap<Key, Status>>,
+    pipelines: Mutex<HashMap<Key, Running>>,
+    /// Runs that outlived their stop's deadlines, left to end on their own.
+    stopping: Mutex<HashMap<Key, Running>>,
+    /// Recent progress per pipeline, kept while it is stopped.
+    recent: Mutex<HashMap<Key, Arc<Mutex<VecDeque<Progress>>>>>,
+    pub metrics: Arc<Metrics>,
+    /// The service's data directory (tenants' roots, components).
+    data: std::path::PathBuf,
+}
+
+impl Supervisor {
+    pub fn new(runtime: Arc<Runtime>, data: &std::path::Path) -> Supervisor {
+        let scheduler = Scheduler::new(None, runtime.epoch_tick());
+        Supervisor {
+            runtime,
+            scheduler,
+            tenants: Mutex::new(HashMap::new()),
+            pipelines: Mutex::new(HashMap::new()),
+            stopping: Mutex::new(HashMap::new()),
+            recent: Mutex::new(HashMap::new()),
+            halted: Mutex::new(HashMap::new()),
+            metrics: Arc::new(Metrics::new()),
+            data: data.to_path_buf(),
+        }
+    }
+
+    /// Tenant `t`'s shared memory quota and CPU share (made for its current
+    /// quotas), which its pipelines and replays run under.
+    pub fn tenant_quota(&self, t: &TenantRow) -> Arc<Tenant> {
+        let mut tenants = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+        let made_for = (t.max_memory, t.cpu_weight);
+        match tenants.get(&t.name) {
+            Some((m, q)) if *m == made_for => q.clone(),
+            _ => {
+                let q = Tenant::new(
+                    &t.name,
+                    t.max_memory.min(usize::MAX as u64) as usize,
+                    t.cpu_weight.min(u32::MAX as u64) as u32,
+                    &self.scheduler,
+                );
+                tenants.insert(t.name.clone(), (made_for, q.clone()));
+                q
+            }
+        }
+    }
+
+    /// Start `spec` as tenant `t`'s pipeline `name` (stopping the copy that
+    /// runs, if any): it resumes from its checkpoint.
+    pub fn start(
+        &self,
+        store: &Arc<Store>,
+        t: &TenantRow,
+        name: &str,
+        spec: &Pipeline,
+    ) -> Result<(), String> {
+        self.start_with(store, t, name, spec, false)
+    }
+
+    /// [`Self::start`], with `upgrade` as `weir run --upgrade`: a changed
+    /// component keeps the checkpoint's state and position.
+    pub fn start_with(
+        &self,
+        store: &Arc<Store>,
+        t: &TenantRow,
+        name: &str,
+        spec: &Pipeline,
+        upgrade: bool,
+    ) -> Result<(), String> {
+        self.stop(&t.name, name);
+        let key = (t.name.clone(), name.to_string());
+        if self.still_stopping(&key) {
+            return Err(format!(
+                "pipeline `{name}` is still stopping (its previous run has not ended); try again shortly"
+            ));
+        }
+        let runtime = self.runtime.clone();
+        let abort = Abort::new();
+        let guests = GuestScope {
+            tenant: Some(self.tenant_quota(t)),
+            abort: Some(abort.clone()),
+        };
+        let build = {
+            let spec = spec.clone();
+            move || build_query(&runtime, &spec, guests.clone(), None, upgrade)
+        };
+        let fence = Fence::for_tenant(
+            &TenantRoot::path_of(&self.data, &t.name),
+            &self.data.join("components"),
+            self.runtime.cache_dir(),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let query_stop = Arc::new(Mutex::new(Arc::new(AtomicBool::new(false))));
+        let status = Arc::new(Mutex::new(Status {
+            state: "running".into(),
+            ..Status::default()
+        }));
+        super::logs::register(&t.name, name);
+        let recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((t.name.clone(), name.to_string()))
+            .or_default()
+            .clone();
+        let job = job::Job {
+            status: status.clone(),
+            stop: stop.clone(),
+            query_stop: query_stop.clone(),
+            store: store.clone(),
+            tenant: t.name.clone(),
+            pipeline: name.to_string(),
+            recent,
+            metrics: self.metrics.clone(),
+        };
+        // The query is built on its own thread, inside the fence, so that
+        // every thread it starts is fenced too; the build's outcome comes
+        // back here.
+        let (built, ready) = std::sync::mpsc::sync_channel::<Result<(), String>>(1);
+        let handle = std::thread::Builder::new()
+            .name(format!("weir-pipeline-{}-{name}", t.name))
+            .spawn(move || {
+                if let Err(e) = fence.enter() {
+                    let _ = built.send(Err(e));
+                    return;
+                }
+                let query = match build() {
+                    Ok(q) => q,
+                    Err(e) => {
+                        let _ = built.send(Err(e.to_string()));
+                        return;
+                    }
+                };
+                *job.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = query.stop_handle();
+                let _ = built.send(Ok(()));
+                job.supervise(query, build)
+            })
+            .map_err(|e| e.to_string())?;
+        match ready.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                let _ = handle.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = handle.join();
+                return Err("the pipeline's thread ended while it was being built".into());
+            }
+        }
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(
+                (t.name.clone(), name.to_string()),
+                Running {
+                    stop,
+                    query_stop,
+                    abort,
+                    handle: Some(handle),
+                    status,
+                },
+            );
+        Ok(())
+    }
+
+    /// Drop what is kept about a deleted tenant (its quota, its failed
+    /// pipelines' statuses).
+    pub fn forget_tenant(&self, tenant: &str) {
+        self.tenants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant);
+        self.halted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(t, _), _| t != tenant);
+    }
+
+    pub fn status(&self, tenant: &str, name: &str) -> Status {
+        let key = (tenant.to_string(), name.to_string());
+        let pipelines = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = pipelines.get(&key) {
+            return r.status.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        }
+        drop(pipelines);
+        if self.still_stopping(&key) {
+            return Status {
+                state: "stopping".into(),
+                ..Status::default()
+            };
+        }
+        let halted = self.halted.lock().unwrap_or_else(|e| e.into_inner());
+        halted.get(&key).cloned().unwrap_or_else(|| Status {
+            state: "stopped".into(),
+            ..Status::default()
+        })
+    }
+
+    /// The pipelines running now, as (tenant, name).
+    pub fn running(&self) -> Vec<(String, String)> {
+        self.pipelines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, r)| {
+                let s = r.status.lock().unwrap_or_else(|e| e.into_inner());
+                s.state == "running" || s.state == "restarting"
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// The kept progress reports of a pipeline with a batch id above
+    /// `since`, oldest first.
+    pub fn progress_since(&self, tenant: &str, name: &str, since: Option<u64>) -> Vec<Progress> {
+        let recent = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(tenant.to_string(), name.to_string()))
+            .cloned();
+        let Some(r) = recent else { return vec![] };
+        let r = r.lock().unwrap_or_else(|e| e.into_inner());
+        r.iter()
+            .filter(|p| since.is_none_or(|s| p.batch_id > s))
+            .cloned()
+            .collect()
+    }
+
+    /// Stop a deleted pipeline and drop what was kept about it.
+    pub fn forget(&self, tenant: &str, name: &str) {
+        self.stop(tenant, name);
+        self.recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(tenant.to_string(), name.to_string()));
+        self.metrics.forget(&PipelineLabels {
+            tenant: tenant.to_string(),
+            pipeline: name.to_string(),
+        });
+        super::logs::forget(tenant, name);
+    }
+}
