@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::{err, min_limit, parse_offsets, rate_limited_ends};
-use weir_engine::connector::{ContinuousSource, PartitionReader};
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source};
+use weir_engine::{ContinuousSource, PartitionReader};
 use weir_log::Topic;
 use weir_log::watch::Watch;
 

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use weir_engine::checkpoint::{encode_entry, read_entry};
-use weir_engine::progress::now_ms;
+use weir_engine::durable::{encode_entry, read_entry};
+use weir_engine::now_ms;
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
 pub struct RateSource {

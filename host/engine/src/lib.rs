@@ -3,44 +3,55 @@
 //! nor any connector library, so it runs native transforms as well as WASM
 //! ones.
 
-pub mod backpressure;
-pub mod batch;
-pub mod checkpoint;
+pub(crate) mod backpressure;
+pub(crate) mod batch;
+pub(crate) mod checkpoint;
 pub(crate) mod commit;
-pub mod connector;
-pub mod continuous;
+pub(crate) mod connector;
+pub(crate) mod continuous;
 pub mod exchange;
 pub mod faults;
 pub mod group;
-pub mod guard;
-pub mod identity;
-pub mod log_budget;
-pub mod microbatch;
-pub mod options;
-pub mod output;
+pub(crate) mod guard;
+pub(crate) mod identity;
+pub(crate) mod log_budget;
+pub(crate) mod microbatch;
+pub(crate) mod options;
+pub(crate) mod output;
 pub mod parallel;
-pub mod progress;
+pub(crate) mod progress;
 pub mod state;
 mod stateful_tasks;
 mod tasks;
-pub mod transform;
+pub(crate) mod transform;
 pub mod wal;
 
 pub use backpressure::{PidConfig, PidRateEstimator};
-pub use batch::{EncodingError, RecordBatch, RecordRef};
+pub use batch::{
+    EncodingError, HeaderIter, NO_TIMESTAMP, RecordBatch, RecordRef, StateKeys, encode_header,
+};
 pub use checkpoint::{CheckpointError, CheckpointLock, CheckpointStore, LocalCheckpointStore};
 pub use connector::{
-    ConnectorError, EarlyWrites, Offset, Sink, SinkBatch, Source, SourceCheckpoint,
+    ConnectorError, ContinuousSource, EarlyWrites, Offset, PartitionReader, Sink, SinkBatch,
+    Source, SourceCheckpoint,
 };
 pub use continuous::ContinuousQuery;
 /// Whether this build honours `WEIR_FAULT` (the `fault-injection` feature).
 pub const FAULT_INJECTION: bool = faults::ENABLED;
 pub use guard::{Guarded, RecordLimits};
+pub use log_budget::{LogBudget, SharedLogBudget};
 pub use microbatch::MicroBatchQuery;
 pub use options::{
     ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, IdleWait, QueryOptions, RunSummary,
     TransformFactory, Trigger,
 };
 pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, Rejections, TransformOutput};
-pub use progress::Progress;
+pub use progress::{Progress, TransformMetrics, now_ms};
 pub use transform::{FnTransform, Transform, TransformError};
+
+/// Durable file writes (write to a temporary name, fsync, rename, fsync the
+/// directory) and the checksummed entry framing of checkpoint files, for
+/// the log and the sinks that keep files of their own.
+pub mod durable {
+    pub use crate::checkpoint::{encode_entry, read_entry, sync_dir, write_atomic, write_renamed};
+}

@@ -97,7 +97,7 @@ pub struct QueryOptions {
     /// Most tasks (state partitions, input tasks) running at once.
     pub parallelism: usize,
     /// Accept a checkpoint written by another component or with other
-    /// upgradable settings (see [`super::identity`]).
+    /// upgradable settings (see `super::identity`).
     pub upgrade: bool,
     /// The transform component's identity (`sha256:<hex>`), recorded in
     /// the checkpoint.

@@ -18,7 +18,7 @@ pub struct Metadata {
     pub id: String,
     pub mode: ExecutionMode,
     pub sources: Vec<String>,
-    /// The component and state settings (see [`super::identity`]).
+    /// The component and state settings (see `super::identity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<super::identity::Settings>,
 }
@@ -123,7 +123,7 @@ pub fn commits_path(n: u64) -> String {
 
 /// Load the query's metadata, creating it on first start, and refuse a
 /// checkpoint that belongs to other sources or another mode, or whose
-/// settings differ (see [`super::identity::check`]; `upgrade` accepts
+/// settings differ (see `super::identity::check`; `upgrade` accepts
 /// upgradable changes and records them).
 pub fn load_or_create_metadata(
     store: &dyn CheckpointStore,

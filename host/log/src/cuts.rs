@@ -96,7 +96,7 @@ impl CutLog {
         if valid == 0 {
             // A new file: its name must be durable too.
             let dir = self.path.parent().expect("a topic directory");
-            weir_engine::checkpoint::sync_dir(dir).map_err(|e| self.io(e))?;
+            weir_engine::durable::sync_dir(dir).map_err(|e| self.io(e))?;
         }
         Ok(())
     }

@@ -20,7 +20,7 @@ use std::sync::Mutex;
 
 use super::commits::{CommitEntry, CommitFile, CommitState};
 use super::{EPOCH_WRITER, LogError, Topic};
-use weir_engine::batch::RecordBatch;
+use weir_engine::RecordBatch;
 
 pub struct EpochWriter {
     dir: std::path::PathBuf,

@@ -29,7 +29,7 @@ pub use epoch_writer::EpochWriter;
 pub use name::{MAX_TOPIC_NAME, check_topic_name};
 use partition::Partition;
 pub use uncommitted::{Fetched, UncommittedReader};
-use weir_engine::batch::RecordBatch;
+use weir_engine::RecordBatch;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
@@ -132,7 +132,7 @@ impl Topic {
             segment_bytes,
         };
         let bytes = serde_json::to_vec_pretty(&meta).expect("topic metadata serializes");
-        weir_engine::checkpoint::write_atomic(&dir.join("topic.json"), &bytes).map_err(|err| {
+        weir_engine::durable::write_atomic(&dir.join("topic.json"), &bytes).map_err(|err| {
             LogError::Io {
                 path: dir.clone(),
                 err,
@@ -319,8 +319,7 @@ impl Topic {
     /// readers a scan, not data, and the commit has happened: it is logged
     /// (at most a few lines a second), not returned.
     pub(crate) fn persist_index(&mut self, ends: &[u64]) {
-        static WARNINGS: weir_engine::log_budget::SharedLogBudget =
-            weir_engine::log_budget::SharedLogBudget::new(1);
+        static WARNINGS: weir_engine::SharedLogBudget = weir_engine::SharedLogBudget::new(1);
         for (part, end) in self.partitions.iter_mut().zip(ends) {
             if let Err(e) = part.persist_index(*end)
                 && WARNINGS.admit().admit

@@ -4,7 +4,7 @@
 //! (headers in the batch encoding). The CRC lets a reader detect a torn or
 //! corrupt tail and stop there.
 
-use weir_engine::batch::RecordRef;
+use weir_engine::RecordRef;
 
 pub(crate) const FRAME_HEADER: usize = 8;
 /// Largest record body accepted, so a corrupt length cannot make us

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::watch::Watch;
 use super::{LogError, Topic};
-use weir_engine::batch::RecordBatch;
+use weir_engine::RecordBatch;
 
 /// What one [`UncommittedReader::fetch`] found.
 // Records are nearly every answer: boxing them would allocate per fetch to

@@ -7,8 +7,8 @@
 use weir_wire::{check_ends, check_optional, end, span};
 
 use super::bindings::{Header, OutputBatch, Record};
-use weir_engine::batch::{EncodingError, RecordBatch, RecordRef, encode_header};
-use weir_engine::output::{OutputBatch as EngineOutput, RejectKind, Rejected, TransformOutput};
+use weir_engine::{EncodingError, RecordBatch, RecordRef, encode_header};
+use weir_engine::{OutputBatch as EngineOutput, RejectKind, Rejected, TransformOutput};
 
 /// One header lowered from the engine's encoded bytes, without copying.
 #[derive(wasmtime::component::ComponentType, wasmtime::component::Lower)]
@@ -49,7 +49,7 @@ impl<'a> From<&'a RecordBatch> for BatchRef<'a> {
             for i in 0..b.len() {
                 let encoded = span(&b.headers, &b.header_ends, i);
                 headers.extend(
-                    weir_engine::batch::HeaderIter::new(encoded)
+                    weir_engine::HeaderIter::new(encoded)
                         .map(|(name, value)| HeaderRef { name, value }),
                 );
                 header_ends.push(end(headers.len()));

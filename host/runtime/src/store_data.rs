@@ -129,10 +129,10 @@ pub(crate) struct StoreData {
     pub(crate) max_state: usize,
     pub(crate) state_exceeded: bool,
     /// The guest's `log` calls, on the same budget as its stdout/stderr.
-    pub(crate) log_budget: weir_engine::log_budget::LogBudget,
+    pub(crate) log_budget: weir_engine::LogBudget,
     /// The state keys of the current stateful call's records
     /// (`context.state-keys`).
-    pub(crate) call_keys: Option<weir_engine::batch::StateKeys>,
+    pub(crate) call_keys: Option<weir_engine::StateKeys>,
     /// Raised to stop the guest mid-call (its pipeline is stopping).
     pub(crate) abort: Option<super::Abort>,
     /// The current call was interrupted by `abort`.
@@ -180,9 +180,7 @@ impl StoreData {
             fuel_armed: 0,
             max_state: limits.max_state,
             state_exceeded: false,
-            log_budget: weir_engine::log_budget::LogBudget::new(
-                super::output_pipe::LINES_PER_SECOND,
-            ),
+            log_budget: weir_engine::LogBudget::new(super::output_pipe::LINES_PER_SECOND),
             call_keys: None,
             abort: None,
             aborted: false,

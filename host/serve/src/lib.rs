@@ -1,27 +1,34 @@
 //! `weir serve`: weir as a service. An HTTP API (axum on tokio; the engine
 //! keeps its own threads) over an embedded SQLite store in the data
 //! directory, with admin and per-tenant bearer tokens: tenants, their
-//! components and their pipelines (run by [`supervisor`], confined by
-//! [`confine`]). README "Service" says what it does today.
+//! components and their pipelines (run by `supervisor`, confined by
+//! `confine`). README "Service" says what it does today.
 
-pub mod auth;
-pub mod components;
-pub mod confine;
-pub mod dashboard;
-pub mod edge;
-pub mod error;
-pub mod fence;
-pub mod logs;
-pub mod metrics;
-pub mod pipelines;
-pub mod quota;
-pub mod rates;
-pub mod replay;
-pub mod reports;
-pub mod store;
-pub mod supervisor;
-pub mod tenants;
-pub mod view;
+mod auth;
+mod components;
+mod confine;
+mod dashboard;
+mod edge;
+mod error;
+mod fence;
+mod logs;
+mod metrics;
+mod pipelines;
+mod quota;
+mod rates;
+mod replay;
+mod reports;
+mod store;
+mod supervisor;
+mod tenants;
+mod view;
+
+pub use edge::EdgeLimits;
+pub use fence::kernel_abi;
+pub use logs::{GuestEvent, GuestLogLayer};
+pub use metrics::{Metrics, PipelineLabels};
+pub use quota::DEFAULT_INTERVAL as DEFAULT_QUOTA_INTERVAL;
+pub use supervisor::Supervisor;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -72,7 +79,7 @@ pub enum ServeError {
 }
 
 impl AppState {
-    /// Tenant `tenant`'s quota lock (see [`quota::TenantLocks`]).
+    /// Tenant `tenant`'s quota lock (see `quota::TenantLocks`).
     pub async fn tenant_lock(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
         self.quota_locks.lock(tenant).await
     }
@@ -217,7 +224,7 @@ pub fn router(state: AppState) -> Router {
 
 /// Serve until SIGINT or SIGTERM; pipelines that should run are resumed
 /// first. On a signal, open requests get the edge's shutdown grace, then
-/// pipelines are stopped (bounded, see [`supervisor::STOP_GRACE`]).
+/// pipelines are stopped (bounded, see `supervisor::STOP_GRACE`).
 pub fn run(
     state: AppState,
     listen: SocketAddr,

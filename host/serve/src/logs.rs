@@ -150,7 +150,7 @@ impl Visit for GuestEvent {
     }
 }
 
-/// Routes guest events to their pipeline's [`PipelineLog`].
+/// Routes guest events to their pipeline's `PipelineLog`.
 pub struct GuestLogLayer;
 
 impl<S: tracing::Subscriber> Layer<S> for GuestLogLayer {

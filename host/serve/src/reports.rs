@@ -151,7 +151,7 @@ pub async fn dead_letters(
     let sink = spec
         .sinks
         .iter()
-        .find(|(route, _)| route.as_deref() == Some(weir_engine::options::DEAD_LETTER))
+        .find(|(route, _)| route.as_deref() == Some(weir_engine::DEAD_LETTER))
         .map(|(_, s)| s.clone())
         .ok_or_else(|| ApiError::not_found("[sink.dead-letter] in this pipeline"))?;
     let limit = q.limit.unwrap_or(100).min(10_000);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::metrics::PipelineLabels;
 use super::store::PipelineRow;
-use weir_engine::checkpoint::read_entry;
+use weir_engine::durable::read_entry;
 use weir_engine::wal::Metadata;
 use weir_engine::{CheckpointStore, LocalCheckpointStore};
 

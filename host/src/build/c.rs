@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::BuildError;
+use super::GuestBuildError;
 
 /// The world C guests are built for: every import and export. The core
 /// module imports only the functions it calls, so a guest that uses no
@@ -58,7 +58,7 @@ pub const SDK: &[(&str, &str)] = &[
 ];
 
 /// The generated bindings: (file name, contents), e.g. `record_transformer.h`.
-pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
+pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, GuestBuildError> {
     let (mut resolve, id) = super::contract(WORLD)?;
     let opts = wit_bindgen_c::Opts {
         // weir embeds the type information itself when it builds.
@@ -68,7 +68,7 @@ pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
     let mut files = wit_bindgen_core::Files::default();
     opts.build()
         .generate(&mut resolve, id, &mut files)
-        .map_err(|err| BuildError::Bindings { lang: "C", err })?;
+        .map_err(|err| GuestBuildError::Bindings { lang: "C", err })?;
     let mut out: Vec<(String, Vec<u8>)> = files
         .iter()
         .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
@@ -87,7 +87,7 @@ pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, BuildError> {
 
 /// The clang that targets WebAssembly: `$CC` if set, else the first of
 /// `clang-19`, `clang` found on PATH.
-fn clang() -> Result<String, BuildError> {
+fn clang() -> Result<String, GuestBuildError> {
     if let Ok(cc) = std::env::var("CC") {
         return Ok(cc);
     }
@@ -100,14 +100,14 @@ fn clang() -> Result<String, BuildError> {
             return Ok(c.to_string());
         }
     }
-    Err(BuildError::Toolchain(
+    Err(GuestBuildError::Toolchain(
         "no clang found: install clang-19, lld-19, wasi-libc and libclang-rt-19-dev-wasm32 (Debian), or set CC".into(),
     ))
 }
 
 /// Compile `sources` (with `include` on the include path) into a reactor
 /// core module at `out`.
-pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), BuildError> {
+pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let cc = clang()?;
     let output = Command::new(&cc)
         .args([
@@ -123,9 +123,9 @@ pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), Bu
         .arg(out)
         .args(sources)
         .output()
-        .map_err(|e| BuildError::Toolchain(format!("running {cc}: {e}")))?;
+        .map_err(|e| GuestBuildError::Toolchain(format!("running {cc}: {e}")))?;
     if !output.status.success() {
-        return Err(BuildError::Toolchain(format!(
+        return Err(GuestBuildError::Toolchain(format!(
             "{cc} failed:\n{}",
             String::from_utf8_lossy(&output.stderr).trim_end()
         )));

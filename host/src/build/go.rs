@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use super::BuildError;
+use super::GuestBuildError;
 
 /// The SDK's package, as written into a project's `weir/` by `weir new`:
 /// the contract's types and the SDK (also native, for `go test`), and the
@@ -82,7 +82,7 @@ pub const ARENA_MAGIC: &[u8] = b"weir-adapter-arena-v1\xff";
 pub const ARENA_SIZE: u32 = 192 << 10;
 
 /// `go build` the package in `dir` into a core module at `out`.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let output = Command::new("go")
         .args(["build", "-buildmode=c-shared", "-ldflags=-s -w", "-o"])
         .arg(out)
@@ -91,9 +91,11 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
         .env("GOOS", "wasip1")
         .env("GOARCH", "wasm")
         .output()
-        .map_err(|e| BuildError::Toolchain(format!("running go (is Go 1.24+ installed?): {e}")))?;
+        .map_err(|e| {
+            GuestBuildError::Toolchain(format!("running go (is Go 1.24+ installed?): {e}"))
+        })?;
     if !output.status.success() {
-        return Err(BuildError::Toolchain(format!(
+        return Err(GuestBuildError::Toolchain(format!(
             "go build failed:\n{}",
             String::from_utf8_lossy(&output.stderr).trim_end()
         )));
@@ -137,8 +139,8 @@ fn arena(module: &[u8]) -> Result<u32, String> {
 }
 
 /// Add the adapter's `cabi_realloc` to a Go core module.
-pub fn adapter_realloc(module: &[u8]) -> Result<Vec<u8>, BuildError> {
-    let err = |e: String| BuildError::Toolchain(format!("preparing the Go module: {e}"));
+pub fn adapter_realloc(module: &[u8]) -> Result<Vec<u8>, GuestBuildError> {
+    let err = |e: String| GuestBuildError::Toolchain(format!("preparing the Go module: {e}"));
     let start = arena(module).map_err(err)?;
     let end = start + ARENA_SIZE;
     let wat = wasmprinter::print_bytes(module).map_err(|e| err(e.to_string()))?;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::BuildError;
+use super::GuestBuildError;
 
 /// The world JavaScript guests are built for: batch and per-record calls.
 pub const WORLD: &str = "record-transformer";
@@ -104,9 +104,10 @@ pub fn stateful(app: &str) -> bool {
 
 /// Build the project in `dir` (its `app.js` and `weir/`) into a component
 /// at `out`: stateful when `app.js` imports the state, windows or joins module.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let app = dir.join("app.js");
-    let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
+    let text =
+        std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
     let (world, entry) = if stateful(&text) {
         (STATEFUL_WORLD, "weir/entry_stateful.js")
     } else {
@@ -128,7 +129,7 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
         },
     )?;
     if !out.exists() {
-        return Err(BuildError::Toolchain(format!(
+        return Err(GuestBuildError::Toolchain(format!(
             "{tool} wrote no {}",
             out.display()
         )));

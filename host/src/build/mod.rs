@@ -16,7 +16,7 @@ use wit_parser::{Resolve, WorldId};
 pub const WIT: &str = include_str!("../../../wit/transform.wit");
 
 #[derive(Debug, thiserror::Error)]
-pub enum BuildError {
+pub enum GuestBuildError {
     #[error("the weir contract: {0:#}")]
     Contract(anyhow::Error),
     #[error("making a component of {module}: {err:#}")]
@@ -42,13 +42,13 @@ pub(crate) fn run_packager(
     tool: &str,
     install: &str,
     args: impl FnOnce(&mut std::process::Command, &std::path::Path),
-) -> Result<(), BuildError> {
-    let wit = tempfile::tempdir().map_err(|err| BuildError::Io {
+) -> Result<(), GuestBuildError> {
+    let wit = tempfile::tempdir().map_err(|err| GuestBuildError::Io {
         path: std::env::temp_dir(),
         err,
     })?;
     let wit_file = wit.path().join("transform.wit");
-    std::fs::write(&wit_file, WIT).map_err(|err| BuildError::Io {
+    std::fs::write(&wit_file, WIT).map_err(|err| GuestBuildError::Io {
         path: wit_file.clone(),
         err,
     })?;
@@ -56,9 +56,9 @@ pub(crate) fn run_packager(
     args(&mut command, wit.path());
     let output = command
         .output()
-        .map_err(|e| BuildError::Toolchain(format!("running {tool}: {e}; {install}")))?;
+        .map_err(|e| GuestBuildError::Toolchain(format!("running {tool}: {e}; {install}")))?;
     if !output.status.success() {
-        return Err(BuildError::Toolchain(format!(
+        return Err(GuestBuildError::Toolchain(format!(
             "{tool} failed:\n{}{}",
             String::from_utf8_lossy(&output.stdout).trim_end(),
             String::from_utf8_lossy(&output.stderr).trim_end()
@@ -68,23 +68,23 @@ pub(crate) fn run_packager(
 }
 
 /// The contract parsed, and the id of `world` in it.
-pub fn contract(world: &str) -> Result<(Resolve, WorldId), BuildError> {
+pub fn contract(world: &str) -> Result<(Resolve, WorldId), GuestBuildError> {
     let mut resolve = Resolve::default();
     let pkg = resolve
         .push_str("transform.wit", WIT)
-        .map_err(BuildError::Contract)?;
+        .map_err(GuestBuildError::Contract)?;
     let id = resolve
         .select_world(&[pkg], Some(world))
-        .map_err(BuildError::Contract)?;
+        .map_err(GuestBuildError::Contract)?;
     Ok((resolve, id))
 }
 
 /// Turn a core module built for `world` (a preview1 reactor) into a
 /// component: embed the world's type information, then adapt its WASI
 /// preview1 imports to the preview2 interfaces the host provides.
-pub fn componentize(module: &[u8], name: &str, world: &str) -> Result<Vec<u8>, BuildError> {
+pub fn componentize(module: &[u8], name: &str, world: &str) -> Result<Vec<u8>, GuestBuildError> {
     let (resolve, id) = contract(world)?;
-    let err = |err: anyhow::Error| BuildError::Componentize {
+    let err = |err: anyhow::Error| GuestBuildError::Componentize {
         module: name.to_string(),
         err,
     };

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::BuildError;
+use super::GuestBuildError;
 
 /// The world Python guests are built for: batch and per-record calls.
 pub const WORLD: &str = "record-transformer";
@@ -101,9 +101,10 @@ pub fn stateful(app: &str) -> bool {
 /// Build the project in `dir` (its `app.py` and `weir/` package) into a
 /// component at `out`: stateful when `app.py` imports `weir.state` or
 /// `weir.windows`.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), BuildError> {
+pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let app = dir.join("app.py");
-    let text = std::fs::read_to_string(&app).map_err(|err| BuildError::Io { path: app, err })?;
+    let text =
+        std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
     let (world, entry) = if stateful(&text) {
         (STATEFUL_WORLD, "weir._entry_stateful")
     } else {

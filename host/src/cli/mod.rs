@@ -112,7 +112,7 @@ pub fn init_logging(quiet_engine: bool) {
         // Tenants' own logs (`weir host`) keep their guests' lines from info up.
         .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO))
         // `weir serve` keeps each pipeline's recent guest lines for its API.
-        .with(weir_serve::logs::GuestLogLayer.with_filter(LevelFilter::INFO))
+        .with(weir_serve::GuestLogLayer.with_filter(LevelFilter::INFO))
         .init();
 }
 

@@ -63,10 +63,7 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     let runtime = Arc::new(runtime);
     let state = AppState {
         store: Arc::new(store),
-        supervisor: Arc::new(weir_serve::supervisor::Supervisor::new(
-            runtime.clone(),
-            &data,
-        )),
+        supervisor: Arc::new(weir_serve::Supervisor::new(runtime.clone(), &data)),
         runtime,
         quota_locks: Default::default(),
         rates: Default::default(),
@@ -76,10 +73,10 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or(DEFAULT_MAX_COMPONENT_SIZE),
         quota_interval: args
             .quota_interval
-            .unwrap_or(weir_serve::quota::DEFAULT_INTERVAL),
+            .unwrap_or(weir_serve::DEFAULT_QUOTA_INTERVAL),
     };
-    let d = weir_serve::edge::EdgeLimits::default();
-    let limits = weir_serve::edge::EdgeLimits {
+    let d = weir_serve::EdgeLimits::default();
+    let limits = weir_serve::EdgeLimits {
         header_timeout: args.header_timeout.unwrap_or(d.header_timeout),
         idle_timeout: args.idle_timeout.unwrap_or(d.idle_timeout),
         request_timeout: args.request_timeout.unwrap_or(d.request_timeout),

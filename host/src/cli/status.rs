@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use weir_engine::checkpoint::read_entry;
+use weir_engine::durable::read_entry;
 use weir_engine::wal::{self, Metadata, Resume};
 use weir_engine::{LocalCheckpointStore, Progress};
 
@@ -32,10 +32,7 @@ pub fn status(dir: PathBuf) -> anyhow::Result<()> {
                 serde_json::to_string(&start)?
             );
             if let Some(w) = watermark.watermark_ms {
-                println!(
-                    "watermark:  {} ({w})",
-                    weir_engine::state::event_time::iso(w)
-                );
+                println!("watermark:  {} ({w})", weir_engine::state::iso(w));
             }
         }
         Resume::Rerun(e) => println!(

@@ -39,7 +39,7 @@ impl<S: tracing::Subscriber> Layer<S> for TenantLogLayer {
         if event.metadata().target() != "weir::guest" {
             return;
         }
-        let f = weir_serve::logs::GuestEvent::of(event);
+        let f = weir_serve::GuestEvent::of(event);
         let Some(guest) = f.guest else { return };
         let Some((tenant, _)) = guest.split_once('/') else {
             return;

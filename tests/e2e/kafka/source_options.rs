@@ -82,7 +82,7 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
 /// deleted at once by the broker's time-based retention).
 fn base_ts() -> i64 {
     static BASE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *BASE.get_or_init(|| (weir_engine::progress::now_ms() - 3_600_000) / 1000 * 1000)
+    *BASE.get_or_init(|| (weir_engine::now_ms() - 3_600_000) / 1000 * 1000)
 }
 
 /// `n` records `p<partition>-<i>` per partition, timestamped base + 1000 i.

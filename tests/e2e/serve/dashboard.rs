@@ -67,7 +67,7 @@ path = "out-TOPIC"
 /// Append `values` stamped with the time now, as a producer would
 /// (continuous latency is measured from it).
 fn append_now(log: &Path, values: &[String]) {
-    append_values_at(log, values, weir_engine::progress::now_ms());
+    append_values_at(log, values, weir_engine::now_ms());
 }
 
 fn metric(s: &Server, token: &str, series: &str) -> Option<f64> {

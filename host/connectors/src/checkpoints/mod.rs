@@ -1,5 +1,5 @@
 //! Where a pipeline's checkpoint lives: a local directory (the file store
-//! of [`weir_engine::checkpoint`]) or an object store chosen by URL
+//! of [`weir_engine::LocalCheckpointStore`]) or an object store chosen by URL
 //! (`s3://bucket/prefix`, `gs://...`, `az://...`), so that processes on
 //! several machines share one checkpoint (group mode) and a machine's disk
 //! is not the only copy.

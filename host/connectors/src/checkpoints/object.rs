@@ -257,7 +257,7 @@ impl CheckpointStore for ObjectCheckpointStore {
         self.0.url.clone()
     }
 
-    /// A lease object (`lock`) renewed in the background; see [`Lease`].
+    /// A lease object (`lock`) renewed in the background; see `Lease`.
     fn lock(&self) -> Result<CheckpointLock, CheckpointError> {
         Ok(CheckpointLock::new(Lease::acquire(
             self.0.clone(),

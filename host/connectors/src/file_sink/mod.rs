@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use std::io::Write;
 
-use weir_engine::checkpoint::{sync_dir, write_atomic, write_renamed};
+use weir_engine::durable::{sync_dir, write_atomic, write_renamed};
 use weir_engine::{ConnectorError, RecordBatch, Sink, SinkBatch, TransformOutput, faults};
 
 /// How a file sink writes records.

@@ -17,7 +17,7 @@ use std::time::UNIX_EPOCH;
 
 use serde_json::json;
 
-use weir_engine::checkpoint::{encode_entry, read_entry};
+use weir_engine::durable::{encode_entry, read_entry};
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
 /// How a file source reads lines.

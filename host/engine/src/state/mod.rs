@@ -9,14 +9,14 @@
 //! transform call, so a WASM guest reads and writes it through host imports
 //! without the engine knowing about wasmtime.
 
-pub mod event_time;
-pub mod files;
-pub mod keyed;
+pub(crate) mod event_time;
+pub(crate) mod files;
+pub(crate) mod keyed;
 mod map;
 pub(crate) mod run;
-pub mod watermark;
+pub(crate) mod watermark;
 
-pub use event_time::{EventStats, EventTimeOptions, LatePolicy};
+pub use event_time::{EventStats, EventTimeOptions, LatePolicy, iso};
 pub use files::{StateFileOptions, StatePartition};
 pub use keyed::{ENTRY_OVERHEAD, KeyedState, TimeDomain, Timer};
 pub use map::StateBackend;

@@ -51,8 +51,8 @@ impl WatermarkRule {
 pub struct Watermark {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_ms: Option<i64>,
-    /// Largest event time seen per tracked input: per source ("<source>")
-    /// or per source partition ("<source>/<partition>"), by the rule.
+    /// Largest event time seen per tracked input: per source (`<source>`)
+    /// or per source partition (`<source>/<partition>`), by the rule.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_event_ms: BTreeMap<String, i64>,
     /// Processing time (ms) at which each partition's largest event time

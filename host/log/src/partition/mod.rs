@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::LogError;
 use super::record::{FRAME_HEADER, MAX_BODY, decode, encode, frame_len};
 use segment::{INDEX_EVERY, Segment};
-use weir_engine::batch::RecordBatch;
+use weir_engine::RecordBatch;
 
 mod index_file;
 mod segment;
@@ -276,7 +276,7 @@ impl Partition {
                 let base = self.scanned_end();
                 self.segments
                     .push(Segment::empty(base, seg_path(&self.dir, base)));
-                weir_engine::checkpoint::sync_dir(&self.dir).map_err(|err| LogError::Io {
+                weir_engine::durable::sync_dir(&self.dir).map_err(|err| LogError::Io {
                     path: self.dir.clone(),
                     err,
                 })?;

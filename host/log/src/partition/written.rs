@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::{Partition, Segment, seg_path};
 use crate::LogError;
-use weir_engine::batch::RecordBatch;
+use weir_engine::RecordBatch;
 
 impl Partition {
     /// Segment files written after this handle listed the directory (a

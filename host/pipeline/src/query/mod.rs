@@ -14,7 +14,7 @@ use weir_connectors::{
     console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink,
     log_source::LogSource, rate::RateSource,
 };
-use weir_engine::connector::ContinuousSource;
+use weir_engine::ContinuousSource;
 use weir_engine::state::{OutputMode, StatefulOptions};
 use weir_engine::{
     CheckpointError, ConnectorError, ContinuousOptions, ContinuousQuery, EngineError, ErrorPolicy,

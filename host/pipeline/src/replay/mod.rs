@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::spec::{Pipeline, SinkSpec};
 use crate::{Query, build_query};
-use weir_engine::checkpoint::read_entry;
+use weir_engine::durable::read_entry;
 use weir_engine::wal::{CommitEntry, Metadata, OffsetEntry, commits_path, offsets_path};
 use weir_engine::{CheckpointStore, LocalCheckpointStore, Progress};
 use weir_runtime::Runtime;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::{ReplayError, io};
 use crate::spec::{Mode, Pipeline, SinkSpec};
 use weir_connectors::file_sink::FileFormat;
-use weir_engine::checkpoint::encode_entry;
+use weir_engine::durable::encode_entry;
 use weir_engine::wal::Metadata;
 use weir_engine::{CheckpointStore, LocalCheckpointStore};
 

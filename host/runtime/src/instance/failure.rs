@@ -4,7 +4,7 @@ use wasmtime::{Store, Trap};
 
 use crate::store_data::StoreData;
 use crate::{Limits, one_line};
-use weir_engine::transform::TransformError;
+use weir_engine::TransformError;
 
 /// Arm a store for one call: its CPU deadline (counted down a tick at a
 /// time by the epoch callback) and, when metered, its fuel.

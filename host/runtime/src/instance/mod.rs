@@ -10,10 +10,10 @@ use super::bindings::{BatchError, EXPORT_INTERFACE, OutputBatch, Record, RecordG
 use super::convert::{BatchRef, from_wit};
 use super::store_data::{GuestMetrics, StoreData};
 use super::{Limits, TransformComponent};
-use weir_engine::batch::RecordBatch;
-use weir_engine::output::TransformOutput;
+use weir_engine::RecordBatch;
+use weir_engine::TransformOutput;
 use weir_engine::state::{FiredTimers, StateContext};
-use weir_engine::transform::{Transform, TransformError};
+use weir_engine::{Transform, TransformError};
 
 /// Which guest export a [`WasmTransform`] calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl WasmTransform {
     }
 
     /// How many instances were replaced for holding most of their memory
-    /// limit (see [`Self::recycle_if_grown`]).
+    /// limit (see `Self::recycle_if_grown`).
     pub fn instances_recycled(&self) -> u64 {
         self.instances_recycled
     }
@@ -362,9 +362,9 @@ impl WasmTransform {
 }
 
 impl Transform for WasmTransform {
-    fn reported_metrics(&self) -> weir_engine::progress::TransformMetrics {
+    fn reported_metrics(&self) -> weir_engine::TransformMetrics {
         let m = self.metrics();
-        weir_engine::progress::TransformMetrics {
+        weir_engine::TransformMetrics {
             counters: m.counters,
             gauges: m.gauges,
             memory_bytes: m.memory_bytes,

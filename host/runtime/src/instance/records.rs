@@ -5,9 +5,9 @@
 use super::{WasmTransform, arm, classify};
 use crate::bindings::{Position, RECORD_INTERFACE, Record, RecordError};
 use crate::convert::fill_record;
-use weir_engine::batch::{RecordBatch, StateKeys};
-use weir_engine::output::{RejectKind, Rejected, TransformOutput};
-use weir_engine::transform::TransformError;
+use weir_engine::TransformError;
+use weir_engine::{RecordBatch, StateKeys};
+use weir_engine::{RejectKind, Rejected, TransformOutput};
 
 impl WasmTransform {
     pub(super) fn call_records(

@@ -3,9 +3,9 @@
 
 use super::{WasmTransform, classify};
 use crate::bindings::{WitFiredTimers, WitTimeDomain};
-use weir_engine::output::TransformOutput;
+use weir_engine::TransformError;
+use weir_engine::TransformOutput;
 use weir_engine::state::{FiredTimers, StateContext, TimeDomain};
-use weir_engine::transform::TransformError;
 
 impl WasmTransform {
     pub(super) fn call_timers(

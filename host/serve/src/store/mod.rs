@@ -72,7 +72,7 @@ pub struct Store {
 }
 
 pub(super) fn now_ms() -> i64 {
-    weir_engine::progress::now_ms()
+    weir_engine::now_ms()
 }
 
 impl Store {

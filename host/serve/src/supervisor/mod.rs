@@ -35,9 +35,7 @@ pub struct Status {
     pub progress: Option<Progress>,
 }
 
-pub use job::{RECENT_PROGRESS, permanent};
 use stopping::Running;
-pub use stopping::{ABORT_GRACE, STOP_GRACE};
 
 type Key = (String, String);
 /// (guest memory, CPU weight) a tenant's shared quota was made for.

@@ -53,8 +53,8 @@ fn wait_for(runs: &[(Key, Running)], deadline: Instant) {
 
 impl Supervisor {
     /// Stop a pipeline after its current batch or epoch, interrupting its
-    /// guests if that takes longer than [`STOP_GRACE`]; returns within
-    /// about [`STOP_GRACE`] + [`ABORT_GRACE`] whatever the guest does.
+    /// guests if that takes longer than `STOP_GRACE`; returns within
+    /// about `STOP_GRACE` + `ABORT_GRACE` whatever the guest does.
     pub fn stop(&self, tenant: &str, name: &str) {
         let key = (tenant.to_string(), name.to_string());
         self.halted

@@ -8,7 +8,7 @@ use crate::serve::Server;
 
 #[test]
 fn a_path_bug_is_stopped_by_the_kernel() {
-    if weir_serve::fence::kernel_abi().is_err() {
+    if weir_serve::kernel_abi().is_err() {
         eprintln!("no Landlock on this kernel: the second fence is absent here (weir logs it)");
         return;
     }

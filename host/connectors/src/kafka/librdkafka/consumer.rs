@@ -12,7 +12,7 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::{Consumer, create, kafka_err, with_retry};
-use weir_engine::batch::encode_header;
+use weir_engine::encode_header;
 use weir_engine::{ConnectorError, RecordBatch};
 
 /// A record read past the end of a range (offset gaps from compaction or
@@ -315,7 +315,7 @@ pub(super) fn meta(headers: &mut Vec<u8>, m: &impl Message) -> i64 {
     }
     m.timestamp()
         .to_millis()
-        .unwrap_or(weir_engine::batch::NO_TIMESTAMP)
+        .unwrap_or(weir_engine::NO_TIMESTAMP)
 }
 
 /// `d` rounded up to whole milliseconds: librdkafka waits in milliseconds,

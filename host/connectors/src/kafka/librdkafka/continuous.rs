@@ -8,8 +8,8 @@ use rdkafka::consumer::Consumer as _;
 
 use super::consumer::PartitionConsumer;
 use super::{KafkaOffsets, KafkaSource};
-use weir_engine::connector::{ContinuousSource, PartitionReader};
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source};
+use weir_engine::{ContinuousSource, PartitionReader};
 
 /// Continuous mode: one reader per partition, each with its own consumer.
 struct KafkaReader(PartitionConsumer);
