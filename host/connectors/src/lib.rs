@@ -17,27 +17,6 @@ fn err(context: impl std::fmt::Display) -> impl FnOnce(weir_log::LogError) -> Co
     move |e| ConnectorError(format!("{context}: {e}"))
 }
 
-/// Offsets kept as a JSON array of integers, one per partition.
-pub(crate) fn parse_offsets(
-    o: &serde_json::Value,
-    partitions: usize,
-) -> Result<Vec<u64>, ConnectorError> {
-    let arr = o
-        .as_array()
-        .filter(|a| a.len() == partitions)
-        .ok_or_else(|| {
-            ConnectorError(format!(
-                "offset {o} is not a list of {partitions} partition offsets"
-            ))
-        })?;
-    arr.iter()
-        .map(|v| {
-            v.as_u64()
-                .ok_or_else(|| ConnectorError(format!("offset {o} holds a non-integer")))
-        })
-        .collect()
-}
-
 /// Share `limit` records among partitions in proportion to their lag (as
 /// Spark's Kafka source does), always letting at least one record through.
 pub(crate) fn rate_limited_ends(start: &[u64], upto: &[u64], limit: Option<u64>) -> Vec<u64> {

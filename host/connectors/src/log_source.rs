@@ -2,9 +2,7 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-
-use super::{err, min_limit, parse_offsets, rate_limited_ends};
+use super::{err, min_limit, rate_limited_ends};
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source};
 use weir_engine::{ContinuousSource, PartitionReader};
 use weir_log::Topic;
@@ -82,13 +80,13 @@ impl LogSource {
 }
 
 impl Source for LogSource {
-    fn description(&self) -> String {
+    fn identity(&self) -> String {
         format!("log:{}", self.root.join(self.topic.name()).display())
     }
 
     fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
         Ok(match self.starting {
-            StartingOffsets::Earliest => json!(vec![0u64; self.partitions()]),
+            StartingOffsets::Earliest => Offset::of(&vec![0u64; self.partitions()]),
             StartingOffsets::Latest => self.latest_offset()?,
         })
     }
@@ -99,7 +97,7 @@ impl Source for LogSource {
             .topic
             .committed_ends()
             .map_err(err(Source::description(self)))?;
-        Ok(json!(ends))
+        Ok(Offset::of(&ends))
     }
 
     fn wakes_on_data(&self) -> bool {
@@ -111,16 +109,16 @@ impl Source for LogSource {
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
-        let start = parse_offsets(start, self.partitions())?;
-        let upto = parse_offsets(upto, self.partitions())?;
+        let start = start.partitions(self.partitions())?;
+        let upto = upto.partitions(self.partitions())?;
         let limit = min_limit(self.max_records_per_trigger, self.rate_limit);
         let by_bytes = self
             .average_record_bytes(upto.iter().sum())?
             .map(|avg| (self.max_bytes_per_trigger / avg).max(1));
-        Ok(json!(rate_limited_ends(
+        Ok(Offset::of(&rate_limited_ends(
             &start,
             &upto,
-            min_limit(limit, by_bytes)
+            min_limit(limit, by_bytes),
         )))
     }
 
@@ -129,8 +127,8 @@ impl Source for LogSource {
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
-        let start = parse_offsets(start, self.partitions())?;
-        let end = parse_offsets(end, self.partitions())?;
+        let start = start.partitions(self.partitions())?;
+        let end = end.partitions(self.partitions())?;
         let mut out = Vec::new();
         for (p, (s, e)) in start.iter().zip(&end).enumerate() {
             if e > s {
@@ -146,8 +144,8 @@ impl Source for LogSource {
     }
 
     fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
-        let a = parse_offsets(offset, self.partitions()).ok()?;
-        let b = parse_offsets(latest, self.partitions()).ok()?;
+        let a = offset.partitions(self.partitions()).ok()?;
+        let b = latest.partitions(self.partitions()).ok()?;
         Some(a.iter().zip(&b).map(|(a, b)| b.saturating_sub(*a)).sum())
     }
 }
@@ -209,8 +207,8 @@ impl PartitionReader for LogReader {
 }
 
 impl ContinuousSource for LogSource {
-    fn description(&self) -> String {
-        Source::description(self)
+    fn identity(&self) -> String {
+        Source::identity(self)
     }
 
     fn partition_count(&self) -> u32 {
@@ -219,7 +217,7 @@ impl ContinuousSource for LogSource {
 
     fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError> {
         let o = Source::initial_offset(self)?;
-        parse_offsets(&o, self.partitions())
+        o.partitions(self.partitions())
     }
 
     fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
@@ -235,7 +233,7 @@ impl ContinuousSource for LogSource {
     }
 
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
-        parse_offsets(offset, self.partitions())
+        offset.partitions(self.partitions())
     }
 
     fn latest_positions(&mut self) -> Option<Vec<u64>> {

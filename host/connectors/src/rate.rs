@@ -2,8 +2,6 @@
 //! value `{"timestamp": <ms>, "value": r}`. The start time is kept in the
 //! checkpoint so every replayed range regenerates the same rows.
 
-use serde_json::json;
-
 use weir_engine::durable::{encode_entry, read_entry};
 use weir_engine::now_ms;
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
@@ -26,8 +24,8 @@ impl RateSource {
     }
 
     fn count(o: &Offset) -> Result<u64, ConnectorError> {
-        o.as_u64()
-            .ok_or_else(|| ConnectorError(format!("rate source offset {o} is not a row count")))
+        o.read::<u64>()
+            .map_err(|_| ConnectorError(format!("rate source offset {o} is not a row count")))
     }
 
     fn row_time(&self, row: u64) -> i64 {
@@ -36,7 +34,7 @@ impl RateSource {
 }
 
 impl Source for RateSource {
-    fn description(&self) -> String {
+    fn identity(&self) -> String {
         format!("rate:{}/s", self.rows_per_second)
     }
 
@@ -53,20 +51,20 @@ impl Source for RateSource {
     }
 
     fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
-        Ok(json!(0))
+        Ok(Offset::of(&0u64))
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
         let elapsed = (now_ms() - self.start_ms).max(0) as u128;
-        Ok(json!(
-            (elapsed * self.rows_per_second as u128 / 1000) as u64
+        Ok(Offset::of(
+            &((elapsed * self.rows_per_second as u128 / 1000) as u64),
         ))
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let (s, u) = (Self::count(start)?, Self::count(upto)?);
-        Ok(json!(
-            self.max_rows_per_trigger.map_or(u, |m| u.min(s + m)).max(s)
+        Ok(Offset::of(
+            &self.max_rows_per_trigger.map_or(u, |m| u.min(s + m)).max(s),
         ))
     }
 
@@ -108,15 +106,18 @@ mod tests {
         };
         let mut a = RateSource::new(1000, 2, Some(5));
         a.attach(cp.clone()).unwrap();
-        assert_eq!(a.next_end(&json!(0), &json!(100)).unwrap(), json!(5));
-        let first = a.read(&json!(0), &json!(5)).unwrap();
+        assert_eq!(
+            a.next_end(&Offset::of(&0), &Offset::of(&100)).unwrap(),
+            Offset::of(&5)
+        );
+        let first = a.read(&Offset::of(&0), &Offset::of(&5)).unwrap();
         assert_eq!(first.len(), 2);
         assert_eq!(first[0].len() + first[1].len(), 5);
         std::thread::sleep(std::time::Duration::from_millis(5));
         // A restarted source keeps the recorded start time.
         let mut b = RateSource::new(1000, 2, Some(5));
         b.attach(cp).unwrap();
-        assert_eq!(b.read(&json!(0), &json!(5)).unwrap(), first);
+        assert_eq!(b.read(&Offset::of(&0), &Offset::of(&5)).unwrap(), first);
         assert_eq!(first[1].get(0).value, br#"{"timestamp":"#.iter().copied().chain(format!("{},\"value\":1}}", a.row_time(1)).bytes()).collect::<Vec<u8>>());
     }
 }

@@ -4,13 +4,65 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
 use super::batch::RecordBatch;
 use super::checkpoint::CheckpointStore;
 use super::output::TransformOutput;
+use super::parallel::Workers;
 
-/// A source's position, as JSON: it is written verbatim to `offsets/N`, so
-/// every source chooses its own shape (per-partition offsets, a file index...).
-pub type Offset = serde_json::Value;
+/// A source's position. The engine keeps it opaque and writes it verbatim
+/// to `offsets/N` as JSON, so every source chooses its own shape
+/// (per-partition offsets, a file index...): a source makes one from its
+/// own typed position ([`Offset::of`]) and reads it back typed
+/// ([`Offset::read`], [`Offset::partitions`]), with an error naming the
+/// offset when a checkpoint holds another shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Offset(serde_json::Value);
+
+impl Offset {
+    /// The offset of a source's position. Positions are plain data (numbers,
+    /// lists, maps with string keys), which always serialize.
+    pub fn of<T: Serialize + ?Sized>(position: &T) -> Offset {
+        Offset(serde_json::to_value(position).expect("a source position serializes to JSON"))
+    }
+
+    /// The position this offset holds, as the source's own type.
+    pub fn read<T: DeserializeOwned>(&self) -> Result<T, ConnectorError> {
+        T::deserialize(&self.0).map_err(|e| {
+            ConnectorError(format!(
+                "offset {} is not a position of this source: {e}",
+                self.0
+            ))
+        })
+    }
+
+    /// Per-partition offsets of a source with `partitions` partitions.
+    pub fn partitions(&self, partitions: usize) -> Result<Vec<u64>, ConnectorError> {
+        let offsets: Vec<u64> = self.read()?;
+        if offsets.len() != partitions {
+            return Err(ConnectorError(format!(
+                "offset {} holds {} partition offsets, the source has {partitions} partitions",
+                self.0,
+                offsets.len()
+            )));
+        }
+        Ok(offsets)
+    }
+
+    /// The offset as written to the checkpoint (progress reports show it).
+    pub fn as_json(&self) -> &serde_json::Value {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Offset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 /// A failure inside a connector, with enough context to act on.
 #[derive(Debug, thiserror::Error)]
@@ -35,8 +87,15 @@ pub struct SourceCheckpoint {
 /// records, which is what makes re-running an uncommitted batch exact.
 pub trait Source: Send {
     /// Stable identity (kind and location), recorded in the checkpoint; a
-    /// checkpoint written for another source is refused.
-    fn description(&self) -> String;
+    /// checkpoint written for another source is refused. Never reworded:
+    /// every existing checkpoint compares against it.
+    fn identity(&self) -> String;
+
+    /// How progress reports, metrics and errors name the source; free to
+    /// change between versions (the checkpoint does not keep it).
+    fn description(&self) -> String {
+        self.identity()
+    }
 
     /// Called once before anything else, with this source's checkpoint area.
     fn attach(&mut self, checkpoint: SourceCheckpoint) -> Result<(), ConnectorError> {
@@ -66,6 +125,13 @@ pub trait Source: Send {
     fn task_of(&self, partition: u32, piece: usize) -> u32 {
         let _ = piece;
         partition
+    }
+
+    /// The query's threads, lent once before the first batch: a source that
+    /// reads a batch's partitions in parallel runs them here, within the
+    /// query's bound (`WEIR_PARALLELISM`), instead of spawning its own.
+    fn use_workers(&mut self, workers: Arc<Workers>) {
+        let _ = workers;
     }
 
     /// Number of records between `offset` and `latest` (for the lag display).
@@ -138,6 +204,13 @@ pub trait Sink: Send {
     fn open(&mut self, query_id: &str) -> Result<(), ConnectorError> {
         let _ = query_id;
         Ok(())
+    }
+
+    /// The query's threads, lent once before the first batch (micro-batch
+    /// mode): a sink that writes a batch's pieces in parallel writes them
+    /// here instead of spawning its own.
+    fn use_workers(&mut self, workers: Arc<Workers>) {
+        let _ = workers;
     }
 
     /// Write batch `batch_id`; returns the number of records written (0 if
@@ -213,13 +286,19 @@ pub trait PartitionReader: Send {
 /// A source whose partitions can each be read by a long-running task.
 /// Positions are per-partition record offsets.
 pub trait ContinuousSource: Send {
-    fn description(&self) -> String;
+    /// Stable identity, recorded in the checkpoint (see
+    /// [`Source::identity`]).
+    fn identity(&self) -> String;
+    /// How reports and errors name the source (see [`Source::description`]).
+    fn description(&self) -> String {
+        self.identity()
+    }
     fn partition_count(&self) -> u32;
     /// Where a new query starts, per partition.
     fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError>;
     fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError>;
     fn to_offset(&self, positions: &[u64]) -> Offset {
-        serde_json::json!(positions)
+        Offset::of(positions)
     }
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError>;
     /// The newest available position per partition, for the lag display;

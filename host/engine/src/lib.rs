@@ -23,6 +23,8 @@ pub(crate) mod progress;
 pub mod state;
 mod stateful_tasks;
 mod tasks;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub(crate) mod transform;
 pub mod wal;
 
@@ -46,7 +48,7 @@ pub use options::{
     TransformFactory, Trigger,
 };
 pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, Rejections, TransformOutput};
-pub use progress::{Progress, TransformMetrics, now_ms};
+pub use progress::{MAX_METRIC_NAME, Progress, TransformMetrics, metric_name, now_ms};
 pub use transform::{FnTransform, Transform, TransformError};
 
 /// Durable file writes (write to a temporary name, fsync, rename, fsync the

@@ -1,7 +1,10 @@
-//! Running a batch's tasks on a bounded number of threads: the task count
-//! follows the data (state partitions, input partitions), the thread count
-//! follows the machine, or `WEIR_PARALLELISM` when set.
+//! Running a batch's work on a bounded number of threads: the task count
+//! follows the data (state partitions, input partitions, a sink's pieces),
+//! the thread count follows the machine, or `WEIR_PARALLELISM` when set.
+//! A query owns one pool ([`Workers`]) and lends it to its sources and
+//! sinks, so nothing else spawns threads per batch.
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,52 +20,34 @@ pub fn default_parallelism() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// `f` over every item on at most `threads` threads; results in item order.
-/// A panic in `f` is re-raised here, after the other threads finish.
-pub fn map<T: Send, R: Send>(items: Vec<T>, threads: usize, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-    let workers = threads.min(items.len());
-    if workers <= 1 {
-        return items.into_iter().map(f).collect();
-    }
-    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
-    let results: Vec<Mutex<Option<R>>> = slots.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(slot) = slots.get(i) else { break };
-                    let item = slot.lock().expect("slot").take().expect("taken once");
-                    let r = f(item);
-                    *results[i].lock().expect("slot") = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_iter()
-        .map(|r| r.into_inner().expect("slot").expect("every item ran"))
-        .collect()
-}
-
 type Job = Box<dyn FnOnce() + Send + 'static>;
 type Panic = Box<dyn std::any::Any + Send>;
 
 /// A query's own threads, kept for its life, so that a task runs on the
 /// same thread batch after batch: item `i` of every [`Workers::map`] runs
 /// on thread `i % n`. A state partition's rows are then allocated and
-/// freed by one thread; with a thread per batch (as [`map`] spawns), each
-/// batch freed the rows a previous batch's exited thread had allocated,
-/// through the allocator's slower cross-thread path.
+/// freed by one thread; with a thread per batch, each batch freed the rows
+/// a previous batch's exited thread had allocated, through the allocator's
+/// slower cross-thread path.
 pub struct Workers {
+    /// Tells this pool's threads from others (see [`Workers::map`]).
+    id: usize,
     senders: Vec<mpsc::Sender<Job>>,
     threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// Pools are numbered from 1; 0 means "not a pool's thread".
+static NEXT_POOL: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    /// The pool this thread belongs to, if any.
+    static POOL: Cell<usize> = const { Cell::new(0) };
 }
 
 impl Workers {
     /// `n` threads (at least one), named `name`.
     pub fn new(n: usize, name: &str) -> std::io::Result<Self> {
+        let id = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
         let mut senders = Vec::new();
         let mut threads = Vec::new();
         for _ in 0..n.max(1) {
@@ -70,6 +55,7 @@ impl Workers {
             let thread = std::thread::Builder::new()
                 .name(name.to_string())
                 .spawn(move || {
+                    POOL.with(|p| p.set(id));
                     for job in rx {
                         job();
                     }
@@ -77,15 +63,27 @@ impl Workers {
             threads.push(thread);
             senders.push(tx);
         }
-        Ok(Workers { senders, threads })
+        Ok(Workers {
+            id,
+            senders,
+            threads,
+        })
+    }
+
+    /// Threads in the pool.
+    pub fn threads(&self) -> usize {
+        self.senders.len()
     }
 
     /// `f` over every item, item `i` on thread `i % n`, each thread's items
     /// in order; results in item order. A panic in `f` is re-raised here,
-    /// once every item has run.
+    /// once every item has run. Called from one of this pool's own threads
+    /// (a source read as a task that reads its partitions in parallel), the
+    /// items run on that thread: waiting there for its own queue would
+    /// never end, and the pool's bound holds either way.
     pub fn map<T: Send, R: Send>(&self, items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
         let n = self.senders.len().min(items.len());
-        if n <= 1 {
+        if n <= 1 || POOL.with(|p| p.get()) == self.id {
             return items.into_iter().map(f).collect();
         }
         let count = items.len();
@@ -145,9 +143,21 @@ mod tests {
     fn results_keep_item_order_on_any_thread_count() {
         let items: Vec<u32> = (0..50).collect();
         for threads in [1, 2, 7, 64] {
-            let got = super::map(items.clone(), threads, |x| x * 2);
+            let workers = super::Workers::new(threads, "test").unwrap();
+            let got = workers.map(items.clone(), |x| x * 2);
             assert_eq!(got, items.iter().map(|x| x * 2).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn work_lent_from_inside_the_pool_runs_on_the_lending_thread() {
+        let workers = super::Workers::new(2, "test").unwrap();
+        let nested = workers.map(vec![0u32, 1, 2, 3], |i| {
+            let here = std::thread::current().id();
+            let inner = workers.map(vec![i; 4], |_| std::thread::current().id());
+            inner.iter().all(|t| *t == here)
+        });
+        assert_eq!(nested, [true; 4]);
     }
 
     #[test]

@@ -221,6 +221,21 @@ impl Progress {
     }
 }
 
+/// Longest metric name, in bytes.
+pub const MAX_METRIC_NAME: usize = 200;
+
+/// Whether `name` is a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`):
+/// names are republished in `/metrics` and progress reports, so none may
+/// carry quotes, newlines or braces into the text others read.
+pub fn metric_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= MAX_METRIC_NAME
+        && !b[0].is_ascii_digit()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -252,15 +252,14 @@ pub fn prune(store: &dyn CheckpointStore, latest: u64, keep: u64) -> Result<(), 
 mod tests {
     use super::*;
     use crate::checkpoint::LocalCheckpointStore;
-    use serde_json::json;
 
     fn entry(n: u64, start: i64, end: i64) -> Vec<u8> {
         encode_entry(&OffsetEntry {
             batch_id: n,
             timestamp_ms: 0,
             sources: vec![OffsetRange {
-                start: json!(start),
-                end: json!(end),
+                start: Offset::of(&start),
+                end: Offset::of(&end),
             }],
             watermark: None,
             task_times: BTreeMap::new(),
@@ -286,14 +285,14 @@ mod tests {
         let Resume::Rerun(e) = resume(&s).unwrap() else {
             panic!()
         };
-        assert_eq!((e.batch_id, e.sources[0].end.clone()), (0, json!(5)));
+        assert_eq!((e.batch_id, e.sources[0].end.clone()), (0, Offset::of(&5)));
 
         s.write("commits/0", &commit(0)).unwrap();
         assert_eq!(
             resume(&s).unwrap(),
             Resume::Continue {
                 next_batch: 1,
-                start: vec![json!(5)],
+                start: vec![Offset::of(&5)],
                 watermark: Watermark::default(),
             }
         );

@@ -10,6 +10,7 @@ mod abort;
 mod bindings;
 mod cache;
 mod convert;
+mod guest_event;
 mod inspect;
 mod instance;
 mod json_import;
@@ -29,6 +30,7 @@ use wasmtime::{Config, Engine};
 
 pub use bindings::{EXPORT_INTERFACE, PACKAGE, RECORD_INTERFACE, WORLD};
 pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
+pub use guest_event::{GUEST_LOG_TARGET, GuestEvent};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
 pub use sandbox::{Sandbox, check_sandbox};
@@ -316,7 +318,6 @@ pub struct TransformComponent {
 }
 
 pub use abort::Abort;
-pub use store_data::metric_name;
 
 struct ComponentInner {
     pre: InstancePre<StoreData>,

@@ -78,7 +78,7 @@ impl Inner {
         let now = Instant::now();
         if now.duration_since(self.window_start).as_secs() >= 1 {
             if self.suppressed > 0 {
-                tracing::warn!(target: "weir::guest", guest = %self.label, stream = self.stream,
+                tracing::warn!(target: crate::GUEST_LOG_TARGET, guest = %self.label, stream = self.stream,
                     "{} guest output lines suppressed by the rate limit", self.suppressed);
             }
             self.window_start = now;
@@ -88,7 +88,7 @@ impl Inner {
         if self.lines_in_window < LINES_PER_SECOND {
             self.lines_in_window += 1;
             let line = String::from_utf8_lossy(&self.line);
-            tracing::info!(target: "weir::guest", guest = %self.label, stream = self.stream, "{line}");
+            tracing::info!(target: crate::GUEST_LOG_TARGET, guest = %self.label, stream = self.stream, "{line}");
         } else {
             self.suppressed += 1;
         }

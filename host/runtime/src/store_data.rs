@@ -213,25 +213,31 @@ impl LogHost for StoreData {
         let (label, msg) = (&*self.label, clip(&message));
         let a = self.log_budget.admit();
         if a.suppressed_before > 0 {
-            tracing::warn!(target: "weir::guest", guest = label,
+            tracing::warn!(target: crate::GUEST_LOG_TARGET, guest = label,
                 "{} guest log lines suppressed by the rate limit", a.suppressed_before);
         }
         if !a.admit {
             return;
         }
         match level {
-            Level::Trace => tracing::trace!(target: "weir::guest", guest = label, "{msg}"),
-            Level::Debug => tracing::debug!(target: "weir::guest", guest = label, "{msg}"),
-            Level::Info => tracing::info!(target: "weir::guest", guest = label, "{msg}"),
-            Level::Warn => tracing::warn!(target: "weir::guest", guest = label, "{msg}"),
-            Level::Error => tracing::error!(target: "weir::guest", guest = label, "{msg}"),
+            Level::Trace => {
+                tracing::trace!(target: crate::GUEST_LOG_TARGET, guest = label, "{msg}")
+            }
+            Level::Debug => {
+                tracing::debug!(target: crate::GUEST_LOG_TARGET, guest = label, "{msg}")
+            }
+            Level::Info => tracing::info!(target: crate::GUEST_LOG_TARGET, guest = label, "{msg}"),
+            Level::Warn => tracing::warn!(target: crate::GUEST_LOG_TARGET, guest = label, "{msg}"),
+            Level::Error => {
+                tracing::error!(target: crate::GUEST_LOG_TARGET, guest = label, "{msg}")
+            }
         }
     }
 }
 
 impl MetricsHost for StoreData {
     fn counter_add(&mut self, name: String, delta: u64) {
-        if !metric_name(&name) {
+        if !weir_engine::metric_name(&name) {
             self.refuse_metric(&name);
             return;
         }
@@ -246,7 +252,7 @@ impl MetricsHost for StoreData {
     }
 
     fn gauge_set(&mut self, name: String, value: f64) {
-        if !metric_name(&name) {
+        if !weir_engine::metric_name(&name) {
             self.refuse_metric(&name);
             return;
         }
@@ -266,26 +272,11 @@ impl StoreData {
     fn refuse_metric(&mut self, name: &str) {
         self.metrics.dropped += 1;
         if self.log_budget.admit().admit {
-            tracing::warn!(target: "weir::guest", guest = &*self.label,
-                "metric name {:?} refused: use letters, digits, `_` and `:` (not starting with a digit), at most {MAX_METRIC_NAME} bytes",
-                clip(name));
+            tracing::warn!(target: crate::GUEST_LOG_TARGET, guest = &*self.label,
+                "metric name {:?} refused: use letters, digits, `_` and `:` (not starting with a digit), at most {} bytes",
+                clip(name), weir_engine::MAX_METRIC_NAME);
         }
     }
-}
-
-/// Longest metric name, in bytes.
-const MAX_METRIC_NAME: usize = 200;
-
-/// Whether `name` is a Prometheus metric name (`[a-zA-Z_:][a-zA-Z0-9_:]*`):
-/// names are republished in `/metrics` and progress reports, so none may
-/// carry quotes, newlines or braces into the text others read.
-pub fn metric_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= MAX_METRIC_NAME
-        && !b[0].is_ascii_digit()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b':')
 }
 
 impl TypesHost for StoreData {}

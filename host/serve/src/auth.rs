@@ -94,7 +94,7 @@ impl FromRequestParts<AppState> for Caller {
                 Ok(None) => None,
             };
             if let Some(th) = throttle {
-                state.supervisor.metrics.throttled(t, th);
+                state.supervisor.metrics.throttled(t, th.label());
             }
             held?;
         }

@@ -12,7 +12,6 @@ mod edge;
 mod error;
 mod fence;
 mod logs;
-mod metrics;
 mod pipelines;
 mod quota;
 mod rates;
@@ -25,8 +24,7 @@ mod view;
 
 pub use edge::EdgeLimits;
 pub use fence::kernel_abi;
-pub use logs::{GuestEvent, GuestLogLayer};
-pub use metrics::{Metrics, PipelineLabels};
+pub use logs::GuestLogLayer;
 pub use quota::DEFAULT_INTERVAL as DEFAULT_QUOTA_INTERVAL;
 pub use supervisor::Supervisor;
 

@@ -6,13 +6,12 @@
 //! service's own stderr keeps the full stream.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 use tokio::sync::broadcast;
-use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer};
+use weir_runtime::{GUEST_LOG_TARGET, GuestEvent};
 
 /// Lines kept per pipeline.
 pub const KEPT_LINES: usize = 1000;
@@ -109,53 +108,12 @@ pub fn forget(tenant: &str, pipeline: &str) {
         .remove(&(tenant.to_string(), pipeline.to_string()));
 }
 
-/// The fields of a guest event (target `weir::guest`).
-#[derive(Default)]
-pub struct GuestEvent {
-    pub guest: Option<String>,
-    pub stream: Option<String>,
-    /// The message, then any other fields as ` name=value`.
-    pub text: String,
-}
-
-impl GuestEvent {
-    pub fn of(event: &tracing::Event<'_>) -> GuestEvent {
-        let mut f = GuestEvent::default();
-        event.record(&mut f);
-        f
-    }
-}
-
-impl Visit for GuestEvent {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        match field.name() {
-            "guest" => self.guest = Some(value.to_string()),
-            "stream" => self.stream = Some(value.to_string()),
-            _ => self.record_debug(field, &value),
-        }
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        match field.name() {
-            "guest" => self.guest = Some(format!("{value:?}")),
-            "stream" => self.stream = Some(format!("{value:?}")),
-            "message" => {
-                let rest = std::mem::take(&mut self.text);
-                let _ = write!(self.text, "{value:?}{rest}");
-            }
-            name => {
-                let _ = write!(self.text, " {name}={value:?}");
-            }
-        }
-    }
-}
-
 /// Routes guest events to their pipeline's `PipelineLog`.
 pub struct GuestLogLayer;
 
 impl<S: tracing::Subscriber> Layer<S> for GuestLogLayer {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() != "weir::guest" {
+        if event.metadata().target() != GUEST_LOG_TARGET {
             return;
         }
         let f = GuestEvent::of(event);

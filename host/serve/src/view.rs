@@ -5,11 +5,11 @@
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::metrics::PipelineLabels;
 use super::store::PipelineRow;
 use weir_engine::durable::read_entry;
 use weir_engine::wal::Metadata;
 use weir_engine::{CheckpointStore, LocalCheckpointStore};
+use weir_metrics::PipelineLabels;
 
 /// The list's view of `p`; `detail` adds the newest progress report, the
 /// spec and the checkpoint.

@@ -103,17 +103,18 @@ pub fn init_logging(quiet_engine: bool) {
                 "warn,weir::guest=info"
             })
         });
-    tracing_subscriber::registry()
+    let registry = tracing_subscriber::registry()
         .with(
             fmt::layer()
                 .with_writer(std::io::stderr)
                 .with_filter(filter),
         )
         // Tenants' own logs (`weir host`) keep their guests' lines from info up.
-        .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO))
-        // `weir serve` keeps each pipeline's recent guest lines for its API.
-        .with(weir_serve::GuestLogLayer.with_filter(LevelFilter::INFO))
-        .init();
+        .with(tenant_log::TenantLogLayer.with_filter(LevelFilter::INFO));
+    // `weir serve` keeps each pipeline's recent guest lines for its API.
+    #[cfg(feature = "serve")]
+    let registry = registry.with(weir_serve::GuestLogLayer.with_filter(LevelFilter::INFO));
+    registry.init();
 }
 
 pub fn run() -> anyhow::Result<ExitCode> {

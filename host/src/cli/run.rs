@@ -117,8 +117,8 @@ fn serve_metrics(
     addr: std::net::SocketAddr,
     pipeline: &str,
 ) -> anyhow::Result<(
-    std::sync::Arc<weir_serve::Metrics>,
-    weir_serve::PipelineLabels,
+    std::sync::Arc<weir_metrics::Metrics>,
+    weir_metrics::PipelineLabels,
 )> {
     let listener = std::net::TcpListener::bind(addr)
         .with_context(|| format!("--metrics {addr}: cannot listen there"))?;
@@ -127,7 +127,7 @@ fn serve_metrics(
         "weir: serving metrics on http://{}/metrics",
         listener.local_addr()?
     );
-    let metrics = std::sync::Arc::new(weir_serve::Metrics::new());
+    let metrics = std::sync::Arc::new(weir_metrics::Metrics::new());
     let served = metrics.clone();
     std::thread::Builder::new()
         .name("weir-metrics".into())
@@ -156,7 +156,7 @@ fn serve_metrics(
                 let _ = axum::serve(listener, app).await;
             });
         })?;
-    let labels = weir_serve::PipelineLabels {
+    let labels = weir_metrics::PipelineLabels {
         tenant: String::new(),
         pipeline: pipeline.to_string(),
     };

@@ -3,12 +3,13 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use weir_runtime::Runtime;
+#[cfg(feature = "serve")]
 use weir_serve::{AppState, DEFAULT_MAX_COMPONENT_SIZE};
 
 #[derive(clap::Args)]
+#[cfg_attr(not(feature = "serve"), allow(dead_code))]
 pub struct Args {
     /// The service's data directory (its store, components, tenants' data).
     #[arg(long, default_value = "weir-data")]
@@ -42,7 +43,18 @@ pub struct Args {
     max_connections_per_client: Option<usize>,
 }
 
+/// A weir built without the service (`./scripts/demo` builds one, to start
+/// sooner) says so and how to get it.
+#[cfg(not(feature = "serve"))]
+pub fn run(_: Runtime, _: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this weir was built without `weir serve` (cargo feature `serve`); build it with `cargo build --release`"
+    )
+}
+
+#[cfg(feature = "serve")]
 pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
+    use std::sync::Arc;
     let store = weir_serve::open(&args.data)?;
     // Stored component paths and tenant roots are absolute: a relative
     // `--data` must mean the same directory whatever the cwd later is.

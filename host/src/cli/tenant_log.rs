@@ -36,10 +36,10 @@ pub struct TenantLogLayer;
 
 impl<S: tracing::Subscriber> Layer<S> for TenantLogLayer {
     fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() != "weir::guest" {
+        if event.metadata().target() != weir_runtime::GUEST_LOG_TARGET {
             return;
         }
-        let f = weir_serve::GuestEvent::of(event);
+        let f = weir_runtime::GuestEvent::of(event);
         let Some(guest) = f.guest else { return };
         let Some((tenant, _)) = guest.split_once('/') else {
             return;

@@ -1,6 +1,7 @@
-//! Pipelines through the API: confined to the tenant's data, stopped and
-//! started from their checkpoint, resumed exactly once after a SIGKILL of
-//! the server.
+//! Pipelines through the API: confined to the tenant's data, hidden from
+//! other tenants, stopped and started from their checkpoint, resumed exactly
+//! once after a SIGKILL of the server, gone with their tenant. One test per
+//! promise, so one failure does not hide the rest.
 
 use std::path::Path;
 
@@ -81,16 +82,57 @@ topic = "out"
 partitions = 2
 "#;
 
+/// A running server with tenant `acme` (and `other`), acme's uppercase
+/// component and the pipeline file using it.
+struct Running {
+    dir: tempfile::TempDir,
+    s: Server,
+    acme: String,
+    other: String,
+    id: String,
+    spec: String,
+}
+
+impl Running {
+    fn start() -> Running {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Server::start(&dir.path().join("data"), &[]);
+        let acme = s.tenant("acme");
+        let other = s.tenant("other");
+        let id = s.upload(&acme, "uppercase");
+        let spec = PIPELINE.replace("COMPONENT", &id);
+        Running {
+            dir,
+            s,
+            acme,
+            other,
+            id,
+            spec,
+        }
+    }
+
+    fn data(&self) -> std::path::PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// acme's embedded log.
+    fn log(&self) -> std::path::PathBuf {
+        self.data().join("tenants/acme/log")
+    }
+
+    /// acme's pipeline `up` running over 100 records, their output there.
+    fn up(&self) {
+        append(&self.log(), 0..100);
+        let (st, v) = put(&self.s, &self.acme, "up", &self.spec);
+        assert_eq!(st, 201, "{v}");
+        assert_eq!(output(&self.log(), 100), expected(100));
+    }
+}
+
 #[test]
-fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let s = Server::start(&data, &[]);
-    let acme = s.tenant("acme");
-    let other = s.tenant("other");
-    let id = s.upload(&acme, "uppercase");
-    let spec = PIPELINE.replace("COMPONENT", &id);
-    // Confinement: nothing outside the tenant's data, no Kafka, own components only.
+fn a_pipeline_file_reaching_outside_its_tenant_is_refused() {
+    let r = Running::start();
+    let (spec, id) = (&r.spec, &r.id);
     for (bad, why) in [
         (
             spec.replace(
@@ -110,66 +152,85 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
             format!("checkpoint = \"/etc/x\"\n{spec}"),
             "outside the tenant's data",
         ),
-        (spec.replace(&id, "0000"), "no component `0000`"),
+        (spec.replace(id, "0000"), "no component `0000`"),
     ] {
-        let (st, v) = put(&s, &acme, "up", &bad);
+        let (st, v) = put(&r.s, &r.acme, "up", &bad);
         assert_eq!(st, 400, "{v}");
         assert!(v["detail"].as_str().unwrap().contains(why), "{v}");
     }
-    let (st, v) = put(&s, &other, "up", &spec);
+    let (st, v) = put(&r.s, &r.other, "up", spec);
     assert_eq!(st, 400, "another tenant's component is not theirs: {v}");
+}
 
-    let log = data.join("tenants/acme/log");
-    append(&log, 0..100);
-    let (st, v) = put(&s, &acme, "up", &spec);
-    assert_eq!(st, 201, "{v}");
-    assert_eq!(output(&log, 100), expected(100));
+#[test]
+fn another_tenant_cannot_see_or_touch_a_running_pipeline() {
+    let r = Running::start();
+    r.up();
+    let (s, acme, other) = (&r.s, &r.acme, &r.other);
     // A batch's progress report follows its output (it is sent once the
     // batch has committed), so it may take a moment to show.
-    let v = s.wait_for(&acme, "up", |v| v["progress"]["batchId"].is_number());
+    let v = s.wait_for(acme, "up", |v| v["progress"]["batchId"].is_number());
     assert_eq!(v["state"].as_str(), Some("running"), "{v}");
-    assert!(v["progress"]["batchId"].is_number(), "{v}");
-    // Another tenant: 404 everywhere, nothing changes.
-    assert_eq!(s.call("GET", "/v1/pipelines/up", Some(&other), None).0, 404);
+    assert_eq!(s.call("GET", "/v1/pipelines/up", Some(other), None).0, 404);
     assert_eq!(
-        s.call("POST", "/v1/pipelines/up/stop", Some(&other), None)
-            .0,
-        404
-    );
-    assert_eq!(
-        s.call("DELETE", "/v1/pipelines/up", Some(&other), None).0,
+        s.call("DELETE", "/v1/pipelines/up", Some(other), None).0,
         404
     );
     for path in ["/v1/pipelines/up/start", "/v1/pipelines/up/stop"] {
-        assert_eq!(s.call("POST", path, Some(&other), None).0, 404, "{path}");
+        assert_eq!(s.call("POST", path, Some(other), None).0, 404, "{path}");
     }
     assert_eq!(
-        s.call("GET", "/v1/pipelines", Some(&other), None),
+        s.call("GET", "/v1/pipelines", Some(other), None),
         (200, json!([]))
+    );
+    assert_eq!(
+        s.call("GET", "/v1/pipelines/up", Some(acme), None).1["state"],
+        "running",
+        "the owner's pipeline runs on"
     );
     // A component in use cannot be deleted.
     assert_eq!(
-        s.call("DELETE", &format!("/v1/components/{id}"), Some(&acme), None)
-            .0,
+        s.call(
+            "DELETE",
+            &format!("/v1/components/{}", r.id),
+            Some(acme),
+            None
+        )
+        .0,
         409
     );
+}
 
-    // Stop, more input, start: it resumes from its checkpoint.
-    let (st, v) = s.call("POST", "/v1/pipelines/up/stop", Some(&acme), None);
+#[test]
+fn a_stopped_pipeline_writes_nothing_and_resumes_from_its_checkpoint() {
+    let r = Running::start();
+    r.up();
+    let (s, acme, log) = (&r.s, &r.acme, r.log());
+    let (st, v) = s.call("POST", "/v1/pipelines/up/stop", Some(acme), None);
     assert_eq!((st, v["state"].as_str()), (200, Some("stopped")), "{v}");
     append(&log, 100..200);
+    // Nothing to wait for: a stopped pipeline must not act in this time.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(output(&log, 0).len(), 100, "stopped means stopped");
     assert_eq!(
-        s.call("POST", "/v1/pipelines/up/start", Some(&acme), None)
-            .0,
+        s.call("POST", "/v1/pipelines/up/start", Some(acme), None).0,
         200
     );
     assert_eq!(output(&log, 200), expected(200));
+}
 
+#[test]
+fn a_sigkilled_server_resumes_its_pipelines_exactly_once_and_purge_deletes_the_checkpoint() {
+    let Running {
+        dir, s, acme, spec, ..
+    } = Running::start();
+    let data = dir.path().join("data");
+    let log = data.join("tenants/acme/log");
+    append(&log, 0..100);
+    assert_eq!(put(&s, &acme, "up", &spec).0, 201);
     // SIGKILL the service mid-run; a restart resumes the running pipeline,
     // and the output holds every record once.
-    append(&log, 200..2000);
+    append(&log, 100..2000);
     let admin = s.admin.clone();
     drop(s);
     let s = Server::restart(&data, &admin);
@@ -183,16 +244,20 @@ fn pipelines_run_confined_stop_start_and_survive_a_sigkill_exactly_once() {
     );
     assert!(!data.join("tenants/acme/checkpoints/up").exists());
     assert_eq!(s.call("GET", "/v1/pipelines/up", Some(&acme), None).0, 404);
+}
 
-    // Deleting a tenant stops its running pipelines and removes its data,
-    // which nothing writes again.
-    assert_eq!(put(&s, &acme, "again", &spec).0, 201);
+#[test]
+fn deleting_a_tenant_stops_its_pipelines_and_removes_its_data() {
+    let r = Running::start();
+    r.up();
     assert_eq!(
-        s.call("DELETE", "/v1/tenants/acme", Some(&s.admin), None).0,
+        r.s.call("DELETE", "/v1/tenants/acme", Some(&r.s.admin), None)
+            .0,
         204
     );
-    let root = data.join("tenants/acme");
+    let root = r.data().join("tenants/acme");
     assert!(!root.exists());
+    // Nothing to wait for: a stopped pipeline must not write again.
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(!root.exists(), "a deleted tenant's pipeline wrote again");
 }

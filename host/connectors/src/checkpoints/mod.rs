@@ -4,12 +4,15 @@
 //! several machines share one checkpoint (group mode) and a machine's disk
 //! is not the only copy.
 
+#[cfg(feature = "object-store")]
 mod lease;
+#[cfg(feature = "object-store")]
 mod object;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[cfg(feature = "object-store")]
 pub use object::ObjectCheckpointStore;
 
 use weir_engine::{CheckpointError, CheckpointStore, LocalCheckpointStore};
@@ -54,7 +57,14 @@ impl CheckpointLocation {
     pub fn open(&self) -> Result<Arc<dyn CheckpointStore>, CheckpointError> {
         Ok(match self {
             CheckpointLocation::Dir(d) => Arc::new(LocalCheckpointStore::open(d)?),
+            #[cfg(feature = "object-store")]
             CheckpointLocation::Url(u) => Arc::new(ObjectCheckpointStore::open(u, &[])?),
+            #[cfg(not(feature = "object-store"))]
+            CheckpointLocation::Url(u) => {
+                return Err(CheckpointError::Mismatch(format!(
+                    "checkpoint {u}: this weir was built without object storage (cargo feature `object-store`)"
+                )));
+            }
         })
     }
 }

@@ -7,12 +7,14 @@
 //! when the query restarts.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use std::io::Write;
 
 use weir_engine::durable::{sync_dir, write_atomic, write_renamed};
+use weir_engine::parallel::Workers;
 use weir_engine::{ConnectorError, RecordBatch, Sink, SinkBatch, TransformOutput, faults};
 
 /// How a file sink writes records.
@@ -38,9 +40,11 @@ pub struct FileSink {
     dir: PathBuf,
     format: FileFormat,
     query_id: Option<String>,
-    /// Files a batch is written as at most, in parallel: encoding, copying
-    /// to the page cache and fsync are most of a sink's time.
-    threads: usize,
+    /// The query's threads (micro-batch mode): a batch is written as one
+    /// file per thread, in parallel, since encoding, copying to the page
+    /// cache and fsync are most of a sink's time. Without them (continuous
+    /// epochs, which are small) a batch is one file.
+    workers: Option<Arc<Workers>>,
     /// Whether this run still has to remove what a crashed one left.
     strays_checked: bool,
 }
@@ -61,7 +65,7 @@ impl FileSink {
             dir,
             format,
             query_id: None,
-            threads: weir_engine::parallel::default_parallelism(),
+            workers: None,
             strays_checked: false,
         }
     }
@@ -199,6 +203,10 @@ impl Sink for FileSink {
         Ok(())
     }
 
+    fn use_workers(&mut self, workers: Arc<Workers>) {
+        self.workers = Some(workers);
+    }
+
     fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
         let manifest = manifest_path(&self.dir, batch_id);
         if manifest.exists() {
@@ -211,17 +219,22 @@ impl Sink for FileSink {
         std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
         // Consecutive pieces per file, so the files in manifest order hold
         // the records in batch order.
-        let per = batch.parts.len().div_ceil(self.threads.max(1)).max(1);
+        let threads = self.workers.as_ref().map_or(1, |w| w.threads());
+        let per = batch.parts.len().div_ceil(threads).max(1);
         let groups: Vec<_> = batch.parts.chunks(per).enumerate().collect();
         let single = groups.len() == 1;
-        let written = weir_engine::parallel::map(groups, self.threads, |(k, parts)| {
+        let write = |(k, parts): (usize, &[_])| {
             let name = if single {
                 format!("part-{batch_id:08}.jsonl")
             } else {
                 format!("part-{batch_id:08}-{k:03}.jsonl")
             };
             self.write_part(name, parts, batch.route)
-        });
+        };
+        let written: Vec<_> = match &self.workers {
+            Some(w) => w.map(groups, write),
+            None => groups.into_iter().map(write).collect(),
+        };
         let mut files = Vec::new();
         let mut records = 0;
         for w in written {

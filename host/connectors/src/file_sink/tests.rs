@@ -1,4 +1,7 @@
+use std::sync::Arc;
+
 use super::*;
+use weir_engine::parallel::Workers;
 
 #[test]
 fn a_directory_belongs_to_one_query() {
@@ -49,7 +52,7 @@ fn values(dir: &Path) -> Vec<String> {
 fn a_batch_is_written_on_several_cores_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let mut sink = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
-    sink.threads = 3;
+    sink.use_workers(Arc::new(Workers::new(3, "test").unwrap()));
     sink.open("q").unwrap();
     let parts = parts(5);
     let batch = SinkBatch {
@@ -95,7 +98,7 @@ fn a_batch_is_written_on_several_cores_in_order() {
 fn files_a_crash_left_are_removed_on_restart() {
     let dir = tempfile::tempdir().unwrap();
     let mut sink = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
-    sink.threads = 2;
+    sink.use_workers(Arc::new(Workers::new(2, "test").unwrap()));
     sink.open("q").unwrap();
     let parts = parts(2);
     let batch = SinkBatch {
@@ -114,7 +117,6 @@ fn files_a_crash_left_are_removed_on_restart() {
     }
     std::fs::write(dir.path().join(".tmpAbC"), "y").unwrap();
     let mut restarted = FileSink::new(dir.path().to_path_buf(), FileFormat::Values);
-    restarted.threads = 1;
     restarted.open("q").unwrap();
     restarted.add_batch(1, &batch).unwrap();
     let mut names: Vec<String> = std::fs::read_dir(dir.path())

@@ -15,8 +15,6 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
-use serde_json::json;
-
 use weir_engine::durable::{encode_entry, read_entry};
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source, SourceCheckpoint};
 
@@ -198,7 +196,7 @@ impl FileSource {
 }
 
 impl Source for FileSource {
-    fn description(&self) -> String {
+    fn identity(&self) -> String {
         format!("files:{}", self.dir.display())
     }
 
@@ -223,7 +221,7 @@ impl Source for FileSource {
     }
 
     fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
-        Ok(json!(0))
+        Ok(Position::whole(0).to_offset())
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
@@ -244,7 +242,7 @@ impl Source for FileSource {
                 self.files.push(name);
             }
         }
-        Ok(json!(self.files.len()))
+        Ok(Position::whole(self.files.len()).to_offset())
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {

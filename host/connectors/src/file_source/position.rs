@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use weir_engine::{ConnectorError, Offset};
 
@@ -35,28 +35,36 @@ impl Position {
     /// files were split, so older checkpoints read the same).
     pub fn to_offset(self) -> Offset {
         if self.byte == 0 {
-            json!(self.files)
+            Offset::of(&Stored::Files(self.files))
         } else {
-            json!({"files": self.files, "byte": self.byte, "line": self.line})
+            Offset::of(&Stored::Within {
+                files: self.files,
+                byte: self.byte,
+                line: self.line,
+            })
         }
     }
 
     pub fn from_offset(o: &Offset) -> Result<Self, ConnectorError> {
-        if let Some(n) = o.as_u64() {
-            return Ok(Position::whole(n as usize));
-        }
-        let field = |k: &str| o.get(k).and_then(|v| v.as_u64());
-        match (field("files"), field("byte"), field("line")) {
-            (Some(files), Some(byte), Some(line)) if line <= i64::MAX as u64 => Ok(Position {
-                files: files as usize,
-                byte,
-                line: line as i64,
-            }),
-            _ => Err(ConnectorError(format!(
+        let unknown = || {
+            ConnectorError(format!(
                 "file source offset {o} is neither a file count nor {{files, byte, line}}"
-            ))),
+            ))
+        };
+        match o.read::<Stored>().map_err(|_| unknown())? {
+            Stored::Files(files) => Ok(Position::whole(files)),
+            Stored::Within { files, byte, line } if line >= 0 => Ok(Position { files, byte, line }),
+            Stored::Within { .. } => Err(unknown()),
         }
     }
+}
+
+/// A position as the checkpoint keeps it.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Stored {
+    Files(usize),
+    Within { files: usize, byte: u64, line: i64 },
 }
 
 /// Where a batch stops inside a file, and the bytes before it.

@@ -2,6 +2,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::*;
+use serde_json::json;
 use weir_engine::LocalCheckpointStore;
 
 #[test]
@@ -16,7 +17,7 @@ fn batches_take_files_up_to_the_byte_budget_and_at_least_one() {
     }
     let batches = plan(&input, 250);
     let mut ends = vec![];
-    let mut at = json!(0);
+    let mut at = Offset::of(&json!(0));
     for (end, records) in batches {
         let read: usize = records.iter().map(|r| r.2.len()).sum();
         let files =
@@ -27,7 +28,14 @@ fn batches_take_files_up_to_the_byte_budget_and_at_least_one() {
     }
     // 100 + 100; 300 alone (over the budget, but one file always goes);
     // 50 + 50.
-    assert_eq!(ends, vec![json!(2), json!(3), json!(5)]);
+    assert_eq!(
+        ends,
+        vec![
+            Offset::of(&json!(2)),
+            Offset::of(&json!(3)),
+            Offset::of(&json!(5))
+        ]
+    );
 }
 
 /// A record as (file, line, value).
@@ -58,7 +66,7 @@ fn plan(input: &Path, budget: u64) -> Vec<(Offset, Vec<Line>)> {
     .unwrap();
     let latest = s.latest_offset().unwrap();
     let mut out = vec![];
-    let mut at = json!(0);
+    let mut at = Offset::of(&json!(0));
     while at != latest {
         let end = s.next_end(&at, &latest).unwrap();
         assert_ne!(end, at, "no progress at {at}");
@@ -97,10 +105,16 @@ fn a_file_over_the_budget_is_split_at_line_boundaries_and_numbered_on() {
     // 25 lines a batch, and the offset says where the first one stopped;
     // file 0's last 25 lines fill the fourth batch, file 1 is the fifth.
     assert_eq!(batches.len(), 5);
-    assert_eq!(batches[0].0, json!({"files": 0, "byte": 250, "line": 25}));
-    assert_eq!(batches[2].0, json!({"files": 0, "byte": 750, "line": 75}));
-    assert_eq!(batches[3].0, json!(1));
-    assert_eq!(batches[4].0, json!(2));
+    assert_eq!(
+        batches[0].0,
+        Offset::of(&json!({"files": 0, "byte": 250, "line": 25}))
+    );
+    assert_eq!(
+        batches[2].0,
+        Offset::of(&json!({"files": 0, "byte": 750, "line": 75}))
+    );
+    assert_eq!(batches[3].0, Offset::of(&json!(1)));
+    assert_eq!(batches[4].0, Offset::of(&json!(2)));
 }
 
 #[test]
@@ -126,9 +140,9 @@ fn a_line_longer_than_the_budget_is_a_batch_of_its_own() {
 
 #[test]
 fn offsets_of_whole_files_keep_the_old_shape() {
-    assert_eq!(Position::whole(3).to_offset(), json!(3));
+    assert_eq!(Position::whole(3).to_offset(), Offset::of(&json!(3)));
     assert_eq!(
-        Position::from_offset(&json!(3)).unwrap(),
+        Position::from_offset(&Offset::of(&json!(3))).unwrap(),
         Position::whole(3)
     );
     let p = Position {
@@ -137,7 +151,7 @@ fn offsets_of_whole_files_keep_the_old_shape() {
         line: 4,
     };
     assert_eq!(Position::from_offset(&p.to_offset()).unwrap(), p);
-    assert!(Position::from_offset(&json!({"files": 1})).is_err());
+    assert!(Position::from_offset(&Offset::of(&json!({"files": 1}))).is_err());
 }
 
 #[test]
@@ -154,7 +168,10 @@ fn a_batch_fills_its_budget_across_a_file_boundary() {
     // first 20, then b's last 10.
     let sizes: Vec<usize> = batches.iter().map(|(_, r)| r.len()).collect();
     assert_eq!(sizes, vec![24, 24, 24, 24, 24, 10]);
-    assert_eq!(batches[4].0, json!({"files": 1, "byte": 200, "line": 20}));
+    assert_eq!(
+        batches[4].0,
+        Offset::of(&json!({"files": 1, "byte": 200, "line": 20}))
+    );
     let b4: Vec<&Line> = batches[4].1.iter().collect();
     assert_eq!((b4[0].0, b4[0].1), (0, 97));
     assert_eq!((b4[4].0, b4[4].1, b4[4].2.as_str()), (1, 1, "b 0000000"));

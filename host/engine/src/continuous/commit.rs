@@ -80,9 +80,9 @@ impl ContinuousQuery {
             .enumerate()
             .map(|(s, range)| SourceProgress {
                 description: self.inputs.description(s),
-                start_offset: range.start,
-                end_offset: range.end.clone(),
-                latest_offset: range.end,
+                start_offset: range.start.as_json().clone(),
+                end_offset: range.end.as_json().clone(),
+                latest_offset: range.end.as_json().clone(),
                 // With several sources: the positions the epoch moved
                 // over (records, on a log; a Kafka transaction's markers
                 // count too).

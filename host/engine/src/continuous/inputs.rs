@@ -46,8 +46,9 @@ impl Inputs {
         self.sources[source].description()
     }
 
-    pub(crate) fn descriptions(&self) -> Vec<String> {
-        self.sources.iter().map(|s| s.description()).collect()
+    /// The sources' checkpoint identities.
+    pub(crate) fn identities(&self) -> Vec<String> {
+        self.sources.iter().map(|s| s.identity()).collect()
     }
 
     /// Reader `r`'s source description.
@@ -123,7 +124,7 @@ mod tests {
 
     struct Parts(u32);
     impl ContinuousSource for Parts {
-        fn description(&self) -> String {
+        fn identity(&self) -> String {
             format!("parts {}", self.0)
         }
         fn partition_count(&self) -> u32 {
@@ -136,7 +137,7 @@ mod tests {
             Err(ConnectorError("no reader".into()))
         }
         fn positions(&self, o: &Offset) -> Result<Vec<u64>, ConnectorError> {
-            serde_json::from_value(o.clone()).map_err(|e| ConnectorError(e.to_string()))
+            o.read()
         }
     }
 
@@ -147,10 +148,7 @@ mod tests {
         let located: Vec<_> = (0..5).map(|r| i.locate(r)).collect();
         assert_eq!(located, [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2)]);
         let offsets = i.to_offsets(&[1, 2, 3, 4, 5]);
-        assert_eq!(
-            offsets,
-            [serde_json::json!([1, 2]), serde_json::json!([3, 4, 5])]
-        );
+        assert_eq!(offsets, [Offset::of(&[1, 2]), Offset::of(&[3, 4, 5])]);
         assert_eq!(i.positions(&offsets).unwrap(), [1, 2, 3, 4, 5]);
         assert!(i.positions(&offsets[..1]).is_err());
         assert_eq!(i.name_of(3), "parts 3");

@@ -101,7 +101,7 @@ impl ContinuousQuery {
         let meta = wal::load_or_create_metadata(
             &*store,
             wal::ExecutionMode::Continuous,
-            inputs.descriptions(),
+            inputs.identities(),
             settings,
             options.upgrade,
         )?;

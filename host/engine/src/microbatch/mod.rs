@@ -40,7 +40,8 @@ pub struct MicroBatchQuery {
     replay: Option<std::collections::VecDeque<OffsetEntry>>,
     /// The threads a batch reads, exchanges and runs its state tasks on,
     /// kept across batches.
-    workers: super::parallel::Workers,
+    /// The query's threads, lent to its sources and sinks too.
+    workers: Arc<super::parallel::Workers>,
     _lock: super::checkpoint::CheckpointLock,
 }
 
@@ -63,12 +64,12 @@ impl MicroBatchQuery {
         // State stays loadable for as many batches as the logs keep.
         options.state.files.keep_versions = options.keep_batches;
         let lock = store.lock()?;
-        let descriptions = sources.iter().map(|s| s.description()).collect();
+        let identities = sources.iter().map(|s| s.identity()).collect();
         let settings = Settings::of(options.component.clone(), &options.state);
         let meta = wal::load_or_create_metadata(
             &*store,
             wal::ExecutionMode::MicroBatch,
-            descriptions,
+            identities,
             settings,
             options.upgrade,
         )?;
@@ -87,6 +88,16 @@ impl MicroBatchQuery {
                 name: sink.description(),
                 err,
             })?;
+        }
+        let workers = Arc::new(
+            super::parallel::Workers::new(options.parallelism, "weir-task")
+                .map_err(EngineError::Threads)?,
+        );
+        for s in sources.iter_mut() {
+            s.use_workers(workers.clone());
+        }
+        for (_, sink) in sinks.iter_mut() {
+            sink.use_workers(workers.clone());
         }
         let known = if options.state.stateful {
             super::stateful_tasks::known_tasks(&*store, sources.len())?
@@ -107,8 +118,7 @@ impl MicroBatchQuery {
             states: HashMap::new(),
             watermark: Watermark::default(),
             replay: None,
-            workers: super::parallel::Workers::new(options.parallelism, "weir-task")
-                .map_err(EngineError::Threads)?,
+            workers,
             options,
             _lock: lock,
         })
@@ -286,9 +296,9 @@ impl MicroBatchQuery {
                 .enumerate()
                 .map(|(i, r)| SourceProgress {
                     description: self.sources[i].description(),
-                    start_offset: r.start.clone(),
-                    end_offset: r.end.clone(),
-                    latest_offset: latest[i].clone(),
+                    start_offset: r.start.as_json().clone(),
+                    end_offset: r.end.as_json().clone(),
+                    latest_offset: latest[i].as_json().clone(),
                     num_input_rows: processed.per_source_rows[i],
                     metrics: self.source_metrics(i, limit),
                 })
@@ -337,6 +347,3 @@ mod sources;
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod stateful_tests;

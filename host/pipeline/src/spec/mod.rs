@@ -378,6 +378,3 @@ fn backpressure(b: RawBackpressure, trigger: Trigger) -> Result<Option<PidConfig
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod kafka_tests;

@@ -113,7 +113,7 @@ impl WasmTransform {
         self.instances_recycled += 1;
         // Rare (once per many batches for a leaking runtime), so unthrottled.
         tracing::info!(
-            target: "weir::guest",
+            target: crate::GUEST_LOG_TARGET,
             guest = %self.label,
             "replaced the guest instance: its memory reached {used} of {limit} bytes (it does not free memory; {} replacements so far)",
             self.instances_recycled

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::Status;
-use crate::metrics::{Metrics, PipelineLabels};
 use crate::store::Store;
 use weir_engine::{EngineError, Progress};
+use weir_metrics::{Metrics, PipelineLabels};
 use weir_pipeline::{BuildError, Query};
 
 /// Progress reports kept per pipeline (Spark keeps 100 too).

@@ -13,9 +13,9 @@ use serde::Serialize;
 
 use super::confine::TenantRoot;
 use super::fence::Fence;
-use super::metrics::{Metrics, PipelineLabels};
 use super::store::{Store, TenantRow};
 use weir_engine::Progress;
+use weir_metrics::{Metrics, PipelineLabels};
 use weir_pipeline::spec::Pipeline;
 use weir_pipeline::{GuestScope, build_query};
 use weir_runtime::tenant::{Scheduler, Tenant};

@@ -38,8 +38,8 @@ impl PartitionReader for KafkaReader {
 }
 
 impl ContinuousSource for KafkaSource {
-    fn description(&self) -> String {
-        Source::description(self)
+    fn identity(&self) -> String {
+        Source::identity(self)
     }
 
     fn partition_count(&self) -> u32 {
@@ -79,11 +79,11 @@ impl ContinuousSource for KafkaSource {
         for (tp, pos) in self.fixed.iter().zip(positions) {
             o.0.insert(tp.clone(), *pos as i64);
         }
-        o.to_json()
+        o.to_offset()
     }
 
     fn positions(&self, offset: &Offset) -> Result<Vec<u64>, ConnectorError> {
-        let o = KafkaOffsets::from_json(offset)?;
+        let o = KafkaOffsets::from_offset(offset)?;
         Ok(self
             .fixed
             .iter()

@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value, json};
-
 use weir_engine::{ConnectorError, Offset};
 
 /// Next offset to read per (topic, partition).
@@ -12,30 +10,26 @@ use weir_engine::{ConnectorError, Offset};
 pub struct KafkaOffsets(pub BTreeMap<(String, i32), i64>);
 
 impl KafkaOffsets {
-    pub fn to_json(&self) -> Offset {
-        let mut topics: BTreeMap<&str, Map<String, Value>> = BTreeMap::new();
+    pub fn to_offset(&self) -> Offset {
+        let mut topics: BTreeMap<&str, BTreeMap<String, i64>> = BTreeMap::new();
         for ((t, p), o) in &self.0 {
-            topics.entry(t).or_default().insert(p.to_string(), json!(o));
+            topics.entry(t).or_default().insert(p.to_string(), *o);
         }
-        json!(topics)
+        Offset::of(&topics)
     }
 
-    pub fn from_json(o: &Offset) -> Result<Self, ConnectorError> {
+    pub fn from_offset(o: &Offset) -> Result<Self, ConnectorError> {
         let bad = |why: &str| ConnectorError(format!("kafka offset {o}: {why}"));
-        let topics = o
-            .as_object()
-            .ok_or_else(|| bad("not an object of topics"))?;
+        let topics: BTreeMap<String, BTreeMap<String, i64>> = o
+            .read()
+            .map_err(|_| bad("not an object of topics, each an object of partition offsets"))?;
         let mut out = BTreeMap::new();
         for (t, parts) in topics {
-            let parts = parts
-                .as_object()
-                .ok_or_else(|| bad("a topic's value is not an object of partitions"))?;
             for (p, off) in parts {
                 let p: i32 = p.parse().map_err(|_| bad("a partition is not a number"))?;
-                let off = off
-                    .as_i64()
-                    .filter(|o| *o >= 0)
-                    .ok_or_else(|| bad("an offset is not a non-negative integer"))?;
+                if off < 0 {
+                    return Err(bad("an offset is not a non-negative integer"));
+                }
                 out.insert((t.clone(), p), off);
             }
         }
@@ -55,6 +49,7 @@ impl KafkaOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn round_trips_in_sparks_shape() {
@@ -62,17 +57,17 @@ mod tests {
         o.0.insert(("a".into(), 0), 5);
         o.0.insert(("a".into(), 1), 7);
         o.0.insert(("b".into(), 0), 0);
-        let j = o.to_json();
-        assert_eq!(j, json!({"a": {"0": 5, "1": 7}, "b": {"0": 0}}));
-        assert_eq!(KafkaOffsets::from_json(&j).unwrap(), o);
+        let j = o.to_offset();
+        assert_eq!(j.as_json(), &json!({"a": {"0": 5, "1": 7}, "b": {"0": 0}}));
+        assert_eq!(KafkaOffsets::from_offset(&j).unwrap(), o);
         assert_eq!(o.get("c", 3), 0);
     }
 
     #[test]
     fn malformed_offsets_are_named() {
-        let e = KafkaOffsets::from_json(&json!({"a": {"x": 1}})).unwrap_err();
+        let e = KafkaOffsets::from_offset(&Offset::of(&json!({"a": {"x": 1}}))).unwrap_err();
         assert!(e.0.contains("partition is not a number"), "{e}");
-        let e = KafkaOffsets::from_json(&json!([1, 2])).unwrap_err();
+        let e = KafkaOffsets::from_offset(&Offset::of(&json!([1, 2]))).unwrap_err();
         assert!(e.0.contains("not an object"), "{e}");
     }
 }

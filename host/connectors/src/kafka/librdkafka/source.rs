@@ -2,6 +2,7 @@
 //! discovered between batches, per-partition consumers reused across them.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{CommitMode, Consumer as _};
@@ -13,6 +14,7 @@ use super::record_size::RecordSize;
 use super::watch::Watch;
 use super::{Consumer, KafkaOffsets, REQUEST_TIMEOUT, client_config, create, with_retry};
 use crate::{min_limit, rate_limited_ends};
+use weir_engine::parallel::Workers;
 use weir_engine::{ConnectorError, Offset, RecordBatch, Source};
 
 pub(super) type Tp = (String, i32);
@@ -37,6 +39,8 @@ pub struct KafkaSource {
     /// Bytes per record read so far (key, value, headers and per-record
     /// columns), which turns max-bytes-per-trigger into a record count.
     record_bytes: RecordSize,
+    /// The query's threads, which read a batch's partitions in parallel.
+    workers: Option<Arc<Workers>>,
 }
 
 impl KafkaSource {
@@ -86,6 +90,7 @@ impl KafkaSource {
             admin,
             pattern,
             consumers: HashMap::new(),
+            workers: None,
             per_partition_cap,
             rate_limit: None,
             fixed: Vec::new(),
@@ -205,21 +210,25 @@ impl KafkaSource {
 }
 
 impl Source for KafkaSource {
-    fn description(&self) -> String {
+    fn identity(&self) -> String {
         match &self.spec.topics {
             KafkaTopics::List(l) => format!("kafka:{}", l.join(",")),
             KafkaTopics::Pattern(p) => format!("kafka:pattern={p}"),
         }
     }
 
+    fn use_workers(&mut self, workers: Arc<Workers>) {
+        self.workers = Some(workers);
+    }
+
     fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
         let parts = self.discover()?;
-        Ok(self.start_offsets(&parts)?.to_json())
+        Ok(self.start_offsets(&parts)?.to_offset())
     }
 
     fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
         let latest = self.latest()?;
-        let json = latest.to_json();
+        let json = latest.to_offset();
         self.last_ends = Some(latest);
         Ok(json)
     }
@@ -240,8 +249,8 @@ impl Source for KafkaSource {
     }
 
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
-        let start = KafkaOffsets::from_json(start)?;
-        let upto = KafkaOffsets::from_json(upto)?;
+        let start = KafkaOffsets::from_offset(start)?;
+        let upto = KafkaOffsets::from_offset(upto)?;
         for (t, p) in start.0.keys() {
             if !upto.0.contains_key(&(t.clone(), *p)) {
                 self.gone(format!(
@@ -282,15 +291,15 @@ impl Source for KafkaSource {
         for (tp, e) in keys.into_iter().zip(ends) {
             out.0.insert(tp.clone(), e as i64);
         }
-        Ok(out.to_json())
+        Ok(out.to_offset())
     }
 
     fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
         if let Some(w) = &mut self.watch {
             w.disarm();
         }
-        let start = KafkaOffsets::from_json(start)?;
-        let end = KafkaOffsets::from_json(end)?;
+        let start = KafkaOffsets::from_offset(start)?;
+        let end = KafkaOffsets::from_offset(end)?;
         let mut ranges: BTreeMap<Tp, (i64, i64)> = BTreeMap::new();
         for (tp, e) in &end.0 {
             let s = start.get(&tp.0, tp.1);
@@ -299,28 +308,25 @@ impl Source for KafkaSource {
                 ranges.insert(tp.clone(), (s, *e));
             }
         }
-        // Partitions are read in parallel, each by its own consumer.
-        let mut jobs: Vec<(&Tp, &mut PartitionConsumer, (i64, i64))> = self
-            .consumers
-            .iter_mut()
-            .filter_map(|(tp, c)| ranges.get(tp).map(|r| (tp, c, *r)))
-            .collect();
-        jobs.sort_by(|a, b| a.0.cmp(b.0));
-        let results: Vec<Result<RecordBatch, ConnectorError>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = jobs
-                .into_iter()
-                .map(|(tp, c, (s, e))| {
-                    scope.spawn(move || {
-                        let mut b = RecordBatch::with_capacity(tp.1 as u32, (e - s) as usize, 0);
-                        c.read_range(s, e, &mut b).map(|()| b)
-                    })
-                })
+        // Partitions are read in parallel (on the query's threads when lent),
+        // each by its own consumer.
+        let jobs: Vec<(&Tp, &mut PartitionConsumer, (i64, i64))> = {
+            let mut jobs: Vec<_> = self
+                .consumers
+                .iter_mut()
+                .filter_map(|(tp, c)| ranges.get(tp).map(|r| (tp, c, *r)))
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("kafka reader panicked"))
-                .collect()
-        });
+            jobs.sort_by(|a, b| a.0.cmp(b.0));
+            jobs
+        };
+        let read = |(tp, c, (s, e)): (&Tp, &mut PartitionConsumer, (i64, i64))| {
+            let mut b = RecordBatch::with_capacity(tp.1 as u32, (e - s) as usize, 0);
+            c.read_range(s, e, &mut b).map(|()| b)
+        };
+        let results: Vec<Result<RecordBatch, ConnectorError>> = match &self.workers {
+            Some(w) => w.map(jobs, read),
+            None => jobs.into_iter().map(read).collect(),
+        };
         let batches: Vec<RecordBatch> = results
             .into_iter()
             .filter(|r| r.as_ref().map_or(true, |b| !b.is_empty()))
@@ -332,8 +338,8 @@ impl Source for KafkaSource {
     }
 
     fn records_between(&self, offset: &Offset, latest: &Offset) -> Option<u64> {
-        let a = KafkaOffsets::from_json(offset).ok()?;
-        let b = KafkaOffsets::from_json(latest).ok()?;
+        let a = KafkaOffsets::from_offset(offset).ok()?;
+        let b = KafkaOffsets::from_offset(latest).ok()?;
         Some(
             b.0.iter()
                 .map(|((t, p), l)| (*l - a.get(t, *p)).max(0) as u64)
@@ -346,7 +352,7 @@ impl Source for KafkaSource {
     }
 
     fn committed(&mut self, end: &Offset) {
-        let (Some(group), Ok(end)) = (&self.group, KafkaOffsets::from_json(end)) else {
+        let (Some(group), Ok(end)) = (&self.group, KafkaOffsets::from_offset(end)) else {
             return;
         };
         let mut tpl = TopicPartitionList::new();

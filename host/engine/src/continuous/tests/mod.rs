@@ -1,98 +1,17 @@
-//! Epoch ordering and slow-partition behaviour, with native transforms and an
-//! in-memory two-partition source.
+//! Epoch ordering and slow-partition behaviour, with native transforms over
+//! the in-memory harness (`crate::testing`): a two-partition topic.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::coordinate::all_ran_with;
 use super::*;
+use crate::OutputBatch;
 use crate::batch::RecordBatch;
 use crate::checkpoint::LocalCheckpointStore;
 use crate::connector::{ConnectorError, PartitionReader};
+use crate::testing::{MemorySink, MemoryTopic};
 use crate::transform::{FnTransform, TransformError};
-use crate::{OutputBatch, SinkBatch};
-
-type Partitions = Arc<Vec<Mutex<Vec<String>>>>;
-
-struct MemSource(Partitions);
-
-struct MemReader(Partitions, u32);
-
-impl PartitionReader for MemReader {
-    fn read(
-        &mut self,
-        from: u64,
-        until: u64,
-        max: usize,
-        out: &mut RecordBatch,
-    ) -> Result<u64, ConnectorError> {
-        let data = self.0[self.1 as usize].lock().unwrap();
-        let to = data
-            .len()
-            .min((from as usize).saturating_add(max))
-            .min(until as usize);
-        for i in from as usize..to {
-            out.push(None, data[i].as_bytes(), 0, i as i64);
-        }
-        Ok(to.max(from as usize) as u64)
-    }
-
-    /// Woken by new records (looked for every millisecond), so tasks may
-    /// go quiet.
-    fn wait_for_data(&mut self, timeout: Duration) -> bool {
-        let start = Instant::now();
-        let len = || self.0[self.1 as usize].lock().unwrap().len();
-        let seen = len();
-        while start.elapsed() < timeout && len() == seen {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        true
-    }
-}
-
-impl ContinuousSource for MemSource {
-    fn description(&self) -> String {
-        "mem".into()
-    }
-    fn partition_count(&self) -> u32 {
-        self.0.len() as u32
-    }
-    fn initial_positions(&mut self) -> Result<Vec<u64>, ConnectorError> {
-        Ok(vec![0; self.0.len()])
-    }
-    fn reader(&self, partition: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
-        Ok(Box::new(MemReader(self.0.clone(), partition)))
-    }
-    fn positions(&self, offset: &crate::Offset) -> Result<Vec<u64>, ConnectorError> {
-        Ok(offset
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect())
-    }
-}
-
-/// Every committed batch id with its values.
-type Batches = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
-
-#[derive(Clone, Default)]
-struct Committed(Batches);
-
-impl Sink for Committed {
-    fn description(&self) -> String {
-        "committed".into()
-    }
-    fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
-        let rows: Vec<String> = batch
-            .records()
-            .map(|o| String::from_utf8_lossy(o.value).into_owned())
-            .collect();
-        let n = rows.len() as u64;
-        self.0.lock().unwrap().push((batch_id, rows));
-        Ok(n)
-    }
-}
 
 /// Partition 1 is slow: each of its guest calls takes `slow`. Both record
 /// when they finished their last call.
@@ -120,12 +39,18 @@ fn factory(slow: Duration, done: Arc<Mutex<[Option<Instant>; 2]>>) -> Box<dyn Tr
 /// A query over `parts` into `sink`, checkpointed in `dir`.
 fn query(
     dir: &std::path::Path,
-    parts: Partitions,
+    parts: MemoryTopic,
     transforms: Box<dyn TransformFactory>,
-    sink: &Committed,
+    sink: &MemorySink,
     options: ContinuousOptions,
 ) -> ContinuousQuery {
-    query_on(dir, Box::new(MemSource(parts)), transforms, sink, options)
+    query_on(
+        dir,
+        Box::new(parts.source("mem")),
+        transforms,
+        sink,
+        options,
+    )
 }
 
 /// A query over `source` into `sink`, checkpointed in `dir`.
@@ -133,7 +58,7 @@ fn query_on(
     dir: &std::path::Path,
     source: Box<dyn ContinuousSource>,
     transforms: Box<dyn TransformFactory>,
-    sink: &Committed,
+    sink: &MemorySink,
     options: ContinuousOptions,
 ) -> ContinuousQuery {
     let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
@@ -147,10 +72,11 @@ fn query_on(
     .unwrap()
 }
 
-fn data(n: usize) -> Partitions {
-    Arc::new(
+/// Two partitions of `n` records each, `p<partition>-<i>`.
+fn data(n: usize) -> MemoryTopic {
+    MemoryTopic::with(
         (0..2)
-            .map(|p| Mutex::new((0..n).map(|i| format!("p{p}-{i}")).collect()))
+            .map(|p| (0..n).map(|i| format!("p{p}-{i}")).collect())
             .collect(),
     )
 }
@@ -159,7 +85,7 @@ fn data(n: usize) -> Partitions {
 fn epochs_commit_in_order_with_contiguous_ranges() {
     let dir = tempfile::tempdir().unwrap();
     let parts = data(2000);
-    let sink = Committed::default();
+    let sink = MemorySink::default();
     let done = Arc::new(Mutex::new([None, None]));
     let options = ContinuousOptions {
         checkpoint_interval: Duration::from_millis(5),
@@ -188,18 +114,12 @@ fn epochs_commit_in_order_with_contiguous_ranges() {
             "ranges are contiguous"
         );
     }
-    let committed: Vec<u64> = sink.0.lock().unwrap().iter().map(|(b, _)| *b).collect();
+    let committed: Vec<u64> = sink.batches().iter().map(|b| b.id).collect();
     assert_eq!(committed, ids, "the sink saw the same epochs, in order");
-    let all: usize = sink.0.lock().unwrap().iter().map(|(_, r)| r.len()).sum();
+    let all: usize = sink.batches().iter().map(|b| b.values.len()).sum();
     assert_eq!(all, 4000);
     // Per partition, records arrive in order across epochs.
-    let rows: Vec<String> = sink
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|(_, r)| r.clone())
-        .collect();
+    let rows = sink.values();
     let p0: Vec<&String> = rows.iter().filter(|r| r.starts_with("p0-")).collect();
     assert!(
         p0.windows(2)
@@ -211,7 +131,7 @@ fn epochs_commit_in_order_with_contiguous_ranges() {
 fn an_epoch_reads_at_most_max_epoch_bytes_per_partition() {
     let dir = tempfile::tempdir().unwrap();
     let parts = data(20_000);
-    let sink = Committed::default();
+    let sink = MemorySink::default();
     // Records are about 32 bytes with their columns: 4 KiB is a bit over
     // one 64-record chunk a partition an epoch, so a 20,000-record backlog
     // takes many epochs instead of a few large ones.
@@ -231,13 +151,13 @@ fn an_epoch_reads_at_most_max_epoch_bytes_per_partition() {
     );
     let summary = q.run(&mut |_| {}).unwrap();
     assert_eq!(summary.input_rows, 40_000);
-    let epochs = sink.0.lock().unwrap();
+    let epochs = sink.batches();
     // Each partition stops after the chunk that reaches 4 KiB: at most
     // 4 KiB (records take 28 bytes or more) plus one chunk of 64 records a
     // partition, although a task that is behind reads larger chunks.
-    let most = epochs.iter().map(|(_, r)| r.len()).max().unwrap();
+    let most = epochs.iter().map(|b| b.values.len()).max().unwrap();
     assert!(most <= 2 * (4096 / 28 + 64), "an epoch held {most} records");
-    let all: usize = epochs.iter().map(|(_, r)| r.len()).sum();
+    let all: usize = epochs.iter().map(|b| b.values.len()).sum();
     assert_eq!(all, 40_000);
 }
 
@@ -252,7 +172,7 @@ fn a_slow_partition_does_not_stall_others_but_holds_back_the_commit() {
         exit_when_idle: Some(Duration::from_millis(200)),
         ..ContinuousOptions::default()
     };
-    let sink = Committed::default();
+    let sink = MemorySink::default();
     let mut q = query(
         dir.path(),
         parts,
@@ -277,7 +197,8 @@ fn a_slow_partition_does_not_stall_others_but_holds_back_the_commit() {
         first_commit >= p1,
         "the epoch commit waited for the slow partition"
     );
-    let (epoch, rows) = sink.0.lock().unwrap()[0].clone();
+    let first = sink.batches()[0].clone();
+    let (epoch, rows) = (first.id, first.values);
     assert_eq!(epoch, 0);
     assert!(rows.iter().any(|r| r.starts_with("p0-")) && rows.iter().any(|r| r.starts_with("p1-")));
 }
@@ -302,9 +223,9 @@ fn a_panicking_task_stops_the_query_with_its_message() {
     };
     let mut q = ContinuousQuery::new(
         store,
-        Box::new(MemSource(data(500))),
+        Box::new(data(500).source("mem")),
         Box::new(factory),
-        vec![(None, Box::new(Committed::default()))],
+        vec![(None, Box::new(MemorySink::default()))],
         ContinuousOptions {
             checkpoint_interval: Duration::from_millis(5),
             ..ContinuousOptions::default()
@@ -315,7 +236,7 @@ fn a_panicking_task_stops_the_query_with_its_message() {
     let started = Instant::now();
     let err = q.run(&mut |_| {}).unwrap_err().to_string();
     assert!(
-        err.contains("task thread for partition 1 of `mem` stopped: partition one gave up"),
+        err.contains("task thread for partition 1 of `memory:mem` stopped: partition one gave up"),
         "{err}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));

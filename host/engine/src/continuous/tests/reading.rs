@@ -6,7 +6,7 @@ use super::*;
 /// in the epoch); there must be one.
 fn take(
     poll: &mut task::Poll,
-    reader: &mut MemReader,
+    reader: &mut dyn PartitionReader,
     position: &mut u64,
     room: u64,
 ) -> RecordBatch {
@@ -19,38 +19,29 @@ fn take(
 #[test]
 fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
     let parts = data(20_000);
-    let mut reader = MemReader(parts.clone(), 0);
+    let mut reader = parts.source("mem").reader(0).unwrap();
     let mut poll = task::Poll::default();
     let mut position = 0;
     let mut sizes = vec![];
     while position < 20_000 {
-        let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
+        let batch = take(&mut poll, &mut *reader, &mut position, u64::MAX);
         sizes.push(batch.len());
     }
     // Doubling while full, up to 16 times the base chunk.
     assert_eq!(sizes[..6], [64, 128, 256, 512, 1024, 1024]);
     // Caught up: a read that is not full goes back to the base chunk.
-    parts[0]
-        .lock()
-        .unwrap()
-        .extend((0..10).map(|i| format!("new-{i}")));
-    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
+    parts.extend(0, (0..10).map(|i| format!("new-{i}")));
+    let batch = take(&mut poll, &mut *reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 10);
-    parts[0]
-        .lock()
-        .unwrap()
-        .extend((0..100).map(|i| format!("more-{i}")));
-    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
+    parts.extend(0, (0..100).map(|i| format!("more-{i}")));
+    let batch = take(&mut poll, &mut *reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 64);
     // Behind again, but little room left in the epoch: no more than fits,
     // or one base chunk.
-    parts[0]
-        .lock()
-        .unwrap()
-        .extend((0..1000).map(|i| format!("late-{i}")));
-    let batch = take(&mut poll, &mut reader, &mut position, 10);
+    parts.extend(0, (0..1000).map(|i| format!("late-{i}")));
+    let batch = take(&mut poll, &mut *reader, &mut position, 10);
     assert_eq!(batch.len(), 64);
-    let batch = take(&mut poll, &mut reader, &mut position, u64::MAX);
+    let batch = take(&mut poll, &mut *reader, &mut position, u64::MAX);
     assert_eq!(batch.len(), 256);
 }
 
@@ -58,7 +49,7 @@ fn a_task_that_is_behind_reads_larger_chunks_until_it_catches_up() {
 fn records_after_tasks_went_quiet_are_committed_once_in_order() {
     let dir = tempfile::tempdir().unwrap();
     let parts = data(0);
-    let sink = Committed::default();
+    let sink = MemorySink::default();
     let options = ContinuousOptions {
         checkpoint_interval: Duration::from_millis(5),
         // Well past the pauses between bursts, even on a loaded machine.
@@ -72,13 +63,12 @@ fn records_after_tasks_went_quiet_are_committed_once_in_order() {
             // some records for one partition only.
             for burst in 0..6 {
                 std::thread::sleep(Duration::from_millis(150));
-                for (p, part) in parts.iter().enumerate() {
+                for p in 0..2u32 {
                     if burst % 3 == 2 && p == 1 {
                         continue;
                     }
-                    let mut v = part.lock().unwrap();
-                    let n = v.len();
-                    v.extend((n..n + 100).map(|i| format!("p{p}-{i}")));
+                    let n = parts.lengths()[p as usize];
+                    parts.extend(p, (n..n + 100).map(|i| format!("p{p}-{i}")));
                 }
             }
         })
@@ -92,15 +82,16 @@ fn records_after_tasks_went_quiet_are_committed_once_in_order() {
     );
     q.run(&mut |_| {}).unwrap();
     writer.join().unwrap();
-    let committed = sink.0.lock().unwrap();
-    let ids: Vec<u64> = committed.iter().map(|(id, _)| *id).collect();
+    let committed = sink.batches();
+    let ids: Vec<u64> = committed.iter().map(|b| b.id).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
-    for (p, part) in parts.iter().enumerate() {
-        let want = part.lock().unwrap().clone();
+    for p in 0..2u32 {
+        let want = parts.records(p);
         let got: Vec<String> = committed
             .iter()
-            .flat_map(|(_, r)| {
-                r.iter()
+            .flat_map(|b| {
+                b.values
+                    .iter()
                     .filter(|v| v.starts_with(&format!("p{p}-")))
                     .cloned()
             })
@@ -109,12 +100,12 @@ fn records_after_tasks_went_quiet_are_committed_once_in_order() {
     }
 }
 
-/// Partition 0 of [`MemSource`]'s data, followed, from 300 ms after the
+/// Partition 0 of a [`MemoryTopic`], followed, from 300 ms after the
 /// start on, by a position that holds no record (as a Kafka transaction
 /// marker does): the task has gone quiet by then.
-struct MarkerSource(Partitions, Instant);
+struct MarkerSource(MemoryTopic, Instant);
 
-struct MarkerReader(Partitions, Instant);
+struct MarkerReader(MemoryTopic, Box<dyn PartitionReader>, Instant);
 
 impl PartitionReader for MarkerReader {
     fn read(
@@ -124,11 +115,10 @@ impl PartitionReader for MarkerReader {
         max: usize,
         out: &mut RecordBatch,
     ) -> Result<u64, ConnectorError> {
-        let records = self.0[0].lock().unwrap().len() as u64;
-        let mut inner = MemReader(self.0.clone(), 0);
-        let to = inner.read(from, until, max, out)?;
+        let records = self.0.lengths()[0];
+        let to = self.1.read(from, until, max, out)?;
         // Past the last record: the marker's position, and no record.
-        let marker = self.1.elapsed() > Duration::from_millis(300);
+        let marker = self.2.elapsed() > Duration::from_millis(300);
         Ok(if to == records && out.is_empty() && marker {
             records + 1
         } else {
@@ -137,12 +127,12 @@ impl PartitionReader for MarkerReader {
     }
 
     fn wait_for_data(&mut self, timeout: Duration) -> bool {
-        MemReader(self.0.clone(), 0).wait_for_data(timeout)
+        self.1.wait_for_data(timeout)
     }
 }
 
 impl ContinuousSource for MarkerSource {
-    fn description(&self) -> String {
+    fn identity(&self) -> String {
         "mem with a marker".into()
     }
     fn partition_count(&self) -> u32 {
@@ -152,21 +142,22 @@ impl ContinuousSource for MarkerSource {
         Ok(vec![0])
     }
     fn reader(&self, _: u32) -> Result<Box<dyn PartitionReader>, ConnectorError> {
-        Ok(Box::new(MarkerReader(self.0.clone(), self.1)))
+        let inner = self.0.source("mem").reader(0)?;
+        Ok(Box::new(MarkerReader(self.0.clone(), inner, self.1)))
     }
     fn positions(&self, offset: &crate::Offset) -> Result<Vec<u64>, ConnectorError> {
-        MemSource(self.0.clone()).positions(offset)
+        offset.partitions(1)
     }
     fn latest_positions(&mut self) -> Option<Vec<u64>> {
-        Some(vec![self.0[0].lock().unwrap().len() as u64 + 1])
+        Some(vec![self.0.lengths()[0] + 1])
     }
 }
 
 #[test]
 fn a_move_past_a_records_less_position_is_reported_before_going_quiet() {
     let dir = tempfile::tempdir().unwrap();
-    let parts = data(300);
-    let sink = Committed::default();
+    let parts = MemoryTopic::with(vec![(0..300).map(|i| format!("p0-{i}")).collect()]);
+    let sink = MemorySink::default();
     let options = ContinuousOptions {
         checkpoint_interval: Duration::from_millis(5),
         exit_when_idle: Some(Duration::from_millis(200)),
@@ -191,6 +182,6 @@ fn a_move_past_a_records_less_position_is_reported_before_going_quiet() {
         .recv_timeout(Duration::from_secs(10))
         .expect("the query never saw itself caught up");
     assert_eq!(rows, 300);
-    let all: usize = sink.0.lock().unwrap().iter().map(|(_, r)| r.len()).sum();
+    let all: usize = sink.batches().iter().map(|b| b.values.len()).sum();
     assert_eq!(all, 300);
 }

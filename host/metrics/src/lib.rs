@@ -1,5 +1,6 @@
-//! The service's Prometheus metrics (`GET /metrics`). They are fed from the
-//! same progress reports the API shows, so the two cannot disagree. Names
+//! weir's Prometheus metrics (`GET /metrics` of `weir serve`, and of
+//! `weir run --metrics`). They are fed from the same progress reports the
+//! API and the command line show, so the two cannot disagree. Names
 //! and labels are listed in README "Service" ("Metrics"); a tenant token
 //! sees only its own series.
 
@@ -39,7 +40,7 @@ struct NameLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ThrottleLabels {
     tenant: String,
-    /// `delayed` or `refused` ([`crate::rates::Throttle`]).
+    /// `delayed` or `refused`.
     outcome: String,
 }
 
@@ -214,12 +215,13 @@ impl Metrics {
         Metrics { registry, ..m }
     }
 
-    /// Count a request of `tenant` held by its request rate.
-    pub fn throttled(&self, tenant: &str, outcome: crate::rates::Throttle) {
+    /// Count a request of `tenant` held by its request rate: `outcome` is
+    /// `delayed` (let through after waiting its turn) or `refused` (429).
+    pub fn throttled(&self, tenant: &str, outcome: &str) {
         self.api_throttled
             .get_or_create(&ThrottleLabels {
                 tenant: tenant.to_string(),
-                outcome: outcome.label().to_string(),
+                outcome: outcome.to_string(),
             })
             .inc();
     }
@@ -293,7 +295,7 @@ impl Metrics {
         s.fuel = tm.fuel_consumed;
         // Guests can only set metric names (the runtime refuses others);
         // checked again here, since these become label values others read.
-        let named = |name: &String| weir_runtime::metric_name(name);
+        let named = |name: &String| weir_engine::metric_name(name);
         for (name, total) in tm.counters.iter().filter(|(n, _)| named(n)) {
             let before = s.counters.insert(name.clone(), *total).unwrap_or(0);
             self.guest_counters

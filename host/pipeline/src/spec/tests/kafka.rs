@@ -1,7 +1,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::*;
+use super::super::*;
 use weir_connectors::kafka::{KafkaStarting, KafkaTopics};
 
 const KAFKA: &str = r#"

@@ -2,15 +2,15 @@
 //! native stateful transform (a tumbling-window count).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::tests::{MemSink, VecSource};
 use crate::checkpoint::LocalCheckpointStore;
 use crate::exchange::{Partitioning, StateKey};
 use crate::state::{
     EventTimeOptions, FiredTimers, LatePolicy, StateContext, StatefulOptions, TimeDomain,
 };
+use crate::testing::{MemorySink, MemoryTopic};
 use crate::{
     MicroBatchQuery, QueryOptions, RecordBatch, Transform, TransformError, TransformOutput, Trigger,
 };
@@ -90,12 +90,11 @@ fn expected() -> Vec<String> {
         .collect()
 }
 
-fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQuery {
+fn query(dir: &std::path::Path, sink: &MemorySink, trigger: Trigger) -> MicroBatchQuery {
     let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
-    let source = VecSource {
-        data: Arc::new(Mutex::new(events())),
-        limit: Some(7),
-    };
+    let source = MemoryTopic::with(vec![events()])
+        .source("events")
+        .max_records_per_trigger(7);
     let factory = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
         Ok(Box::new(WindowCount))
     };
@@ -130,14 +129,8 @@ fn query(dir: &std::path::Path, sink: &MemSink, trigger: Trigger) -> MicroBatchQ
     .unwrap()
 }
 
-fn output(sink: &MemSink) -> Vec<String> {
-    let mut v: Vec<String> = sink
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|(_, r)| r.clone())
-        .collect();
+fn output(sink: &MemorySink) -> Vec<String> {
+    let mut v = sink.values();
     v.sort();
     v
 }
@@ -145,7 +138,7 @@ fn output(sink: &MemSink) -> Vec<String> {
 #[test]
 fn windows_close_exactly_once_with_the_watermark_across_restarts() {
     let dir = tempfile::tempdir().unwrap();
-    let sink = MemSink::default();
+    let sink = MemorySink::default();
     let mut progress = Vec::new();
     query(dir.path(), &sink, Trigger::AvailableNow)
         .run(&mut |p| progress.push(p.clone()))
@@ -174,7 +167,7 @@ fn windows_close_exactly_once_with_the_watermark_across_restarts() {
     // Stop after every batch and start again: the state and the watermark
     // come back from the checkpoint, and the output is the same, once.
     let dir = tempfile::tempdir().unwrap();
-    let sink = MemSink::default();
+    let sink = MemorySink::default();
     for _ in 0..20 {
         let mut q = query(dir.path(), &sink, Trigger::AvailableNow);
         let stop = q.stop_handle();

@@ -1,3 +1,5 @@
+mod kafka;
+
 use std::path::Path;
 use std::time::Duration;
 

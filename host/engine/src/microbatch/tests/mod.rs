@@ -1,71 +1,19 @@
-//! Trigger semantics with a native transform and in-memory source and sink.
+//! Trigger semantics with a native transform over the in-memory harness
+//! (`crate::testing`); event time, state and timers in [`stateful`].
 
-use std::sync::{Arc, Mutex};
+mod stateful;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use super::*;
 use crate::RecordBatch;
-use crate::SinkBatch;
 use crate::checkpoint::LocalCheckpointStore;
 use crate::connector::{ConnectorError, Offset};
+use crate::testing::{MemorySink, MemoryTopic, TopicSource};
 use crate::transform::{FnTransform, TransformError};
-
-/// One partition of strings; offsets are record counts.
-pub(super) struct VecSource {
-    pub(super) data: Arc<Mutex<Vec<String>>>,
-    pub(super) limit: Option<u64>,
-}
-
-impl Source for VecSource {
-    fn description(&self) -> String {
-        "vec".into()
-    }
-    fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
-        Ok(json!(0))
-    }
-    fn latest_offset(&mut self) -> Result<Offset, ConnectorError> {
-        Ok(json!(self.data.lock().unwrap().len()))
-    }
-    fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
-        let (s, u) = (start.as_u64().unwrap(), upto.as_u64().unwrap());
-        Ok(json!(self.limit.map_or(u, |l| u.min(s + l))))
-    }
-    fn read(&mut self, start: &Offset, end: &Offset) -> Result<Vec<RecordBatch>, ConnectorError> {
-        let mut b = RecordBatch::new(0);
-        let data = self.data.lock().unwrap();
-        for i in start.as_u64().unwrap()..end.as_u64().unwrap() {
-            b.push(None, data[i as usize].as_bytes(), 0, i as i64);
-        }
-        Ok(vec![b])
-    }
-}
-
-/// `(batch id, values)` of every batch written.
-pub(super) type Written = Arc<Mutex<Vec<(u64, Vec<String>)>>>;
-
-#[derive(Clone, Default)]
-pub(super) struct MemSink(pub(super) Written);
-
-impl Sink for MemSink {
-    fn description(&self) -> String {
-        "mem".into()
-    }
-    fn add_batch(&mut self, batch_id: u64, batch: &SinkBatch<'_>) -> Result<u64, ConnectorError> {
-        let mut all = self.0.lock().unwrap();
-        if all.iter().any(|(b, _)| *b == batch_id) {
-            return Ok(0);
-        }
-        let rows: Vec<String> = batch
-            .records()
-            .map(|o| String::from_utf8_lossy(o.value).into_owned())
-            .collect();
-        let n = rows.len() as u64;
-        all.push((batch_id, rows));
-        Ok(n)
-    }
-}
 
 fn upper(delay: Duration) -> Box<dyn TransformFactory> {
     Box::new(
@@ -85,19 +33,32 @@ fn upper(delay: Duration) -> Box<dyn TransformFactory> {
     )
 }
 
+/// One partition of `n` records `r0`, `r1`...
+fn records(n: usize) -> MemoryTopic {
+    MemoryTopic::with(vec![(0..n).map(|i| format!("r{i}")).collect()])
+}
+
+/// A source over `n` records taking at most `limit` a batch.
+fn source(n: usize, limit: Option<u64>) -> TopicSource {
+    let source = records(n).source("records");
+    match limit {
+        Some(l) => source.max_records_per_trigger(l),
+        None => source,
+    }
+}
+
 fn query(
     dir: &std::path::Path,
     n: usize,
     limit: Option<u64>,
     trigger: Trigger,
     delay: Duration,
-) -> (MicroBatchQuery, MemSink) {
-    let data = Arc::new(Mutex::new((0..n).map(|i| format!("r{i}")).collect()));
-    let sink = MemSink::default();
+) -> (MicroBatchQuery, MemorySink) {
+    let sink = MemorySink::default();
     let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
     let q = MicroBatchQuery::new(
         store,
-        vec![Box::new(VecSource { data, limit })],
+        vec![Box::new(source(n, limit))],
         upper(delay),
         vec![(None, Box::new(sink.clone()))],
         QueryOptions {
@@ -115,7 +76,7 @@ fn once_runs_one_batch_with_everything_ignoring_the_rate_limit() {
     let (mut q, sink) = query(dir.path(), 25, Some(10), Trigger::Once, Duration::ZERO);
     let s = q.run(&mut |_| {}).unwrap();
     assert_eq!((s.batches, s.input_rows), (1, 25));
-    assert_eq!(sink.0.lock().unwrap()[0].1.len(), 25);
+    assert_eq!(sink.batches()[0].values.len(), 25);
     drop(q); // releases the checkpoint's lock
     // A second Once finds nothing new and stops without a batch.
     let (mut q, _) = query(dir.path(), 25, Some(10), Trigger::Once, Duration::ZERO);
@@ -136,14 +97,7 @@ fn available_now_drains_in_rate_limited_batches_then_stops() {
     let s = q.run(&mut |p| sizes.push(p.num_input_rows)).unwrap();
     assert_eq!(sizes, vec![10, 10, 5]);
     assert_eq!(s.output_rows, 25);
-    let out: Vec<String> = sink
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .flat_map(|(_, r)| r.clone())
-        .collect();
-    assert_eq!(out[24], "R24");
+    assert_eq!(sink.values()[24], "R24");
 }
 
 #[test]
@@ -202,12 +156,13 @@ fn processing_time_starts_the_next_batch_at_once_after_an_overrun() {
     assert_eq!(starts.len(), 3);
 }
 
-/// A source that counts how often the query asks for its latest offset.
-struct CountingSource(VecSource, Arc<std::sync::atomic::AtomicU64>);
+/// A source that counts how often the query asks for its latest offset,
+/// and cannot be woken by new data (the trait's defaults).
+struct CountingSource(TopicSource, Arc<std::sync::atomic::AtomicU64>);
 
 impl Source for CountingSource {
-    fn description(&self) -> String {
-        self.0.description()
+    fn identity(&self) -> String {
+        self.0.identity()
     }
     fn initial_offset(&mut self) -> Result<Offset, ConnectorError> {
         self.0.initial_offset()
@@ -229,13 +184,12 @@ impl Source for CountingSource {
 fn idle_polls(trigger: Trigger) -> u64 {
     let dir = tempfile::tempdir().unwrap();
     let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let data = Arc::new(Mutex::new(vec!["a".to_string()]));
-    let source = CountingSource(VecSource { data, limit: None }, polls.clone());
+    let source = CountingSource(source(1, None), polls.clone());
     let mut q = MicroBatchQuery::new(
         Arc::new(LocalCheckpointStore::open(dir.path()).unwrap()),
         vec![Box::new(source)],
         upper(Duration::ZERO),
-        vec![(None, Box::new(MemSink::default()))],
+        vec![(None, Box::new(MemorySink::default()))],
         QueryOptions {
             trigger,
             idle: crate::IdleWait {
@@ -281,7 +235,7 @@ fn uncommitted_batch_is_rerun_over_the_same_range() {
     drop(q);
     // Forget batch 1's commit, as if the process died before writing it.
     std::fs::remove_file(dir.path().join("commits/1")).unwrap();
-    sink.0.lock().unwrap().retain(|(b, _)| *b == 0);
+    sink.retain(|id| id == 0);
     let (mut q, _) = query(
         dir.path(),
         30,
@@ -300,8 +254,52 @@ fn uncommitted_batch_is_rerun_over_the_same_range() {
     .unwrap();
     assert_eq!(
         ranges[0],
-        (1, json!(10), json!(20)),
+        (1, json!([10]), json!([20])),
         "batch 1 re-runs over its recorded range"
     );
-    assert_eq!(ranges[1], (2, json!(20), json!(30)));
+    assert_eq!(ranges[1], (2, json!([20]), json!([30])));
+}
+
+/// The checkpoint keeps a source's identity, not its label: a label may be
+/// reworded between versions, another source is refused.
+#[test]
+fn a_reworded_source_label_keeps_the_checkpoint_another_identity_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = records(10);
+    let open = |source: TopicSource| {
+        MicroBatchQuery::new(
+            Arc::new(LocalCheckpointStore::open(dir.path()).unwrap()),
+            vec![Box::new(source)],
+            upper(Duration::ZERO),
+            vec![(None, Box::new(MemorySink::default()))],
+            QueryOptions {
+                trigger: Trigger::Once,
+                ..QueryOptions::default()
+            },
+        )
+    };
+    let mut names = Vec::new();
+    let mut q = open(
+        topic
+            .source("records")
+            .labelled("records, as labelled before"),
+    )
+    .unwrap();
+    q.run(&mut |p| names.push(p.sources[0].description.clone()))
+        .unwrap();
+    drop(q);
+    topic.append(0, "r10");
+    let mut q = open(topic.source("records").labelled("the records, reworded")).unwrap();
+    q.run(&mut |p| names.push(p.sources[0].description.clone()))
+        .unwrap();
+    drop(q);
+    assert_eq!(
+        names,
+        ["records, as labelled before", "the records, reworded"],
+        "reports show the label; the checkpoint took the new one"
+    );
+    let Err(refused) = open(topic.source("other")) else {
+        panic!("a checkpoint of another source was taken")
+    };
+    assert!(refused.to_string().contains("memory:records"), "{refused}");
 }
