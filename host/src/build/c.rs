@@ -57,7 +57,14 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
+/// Without the component tools: refused, saying so.
+#[cfg(not(feature = "component-tools"))]
+pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, GuestBuildError> {
+    Err(super::without_component_tools())
+}
+
 /// The generated bindings: (file name, contents), e.g. `record_transformer.h`.
+#[cfg(feature = "component-tools")]
 pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, GuestBuildError> {
     let (mut resolve, id) = super::contract(WORLD)?;
     let opts = wit_bindgen_c::Opts {
@@ -133,7 +140,7 @@ pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), Gu
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "component-tools"))]
 mod tests {
     #[test]
     fn bindings_name_the_exports_a_guest_implements() {

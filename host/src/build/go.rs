@@ -105,6 +105,7 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
 
 /// Where the arena starts in linear memory: the one active data segment
 /// holding [`ARENA_MAGIC`].
+#[cfg(feature = "component-tools")]
 fn arena(module: &[u8]) -> Result<u32, String> {
     let mut hits = Vec::new();
     for payload in wasmparser::Parser::new(0).parse_all(module) {
@@ -138,7 +139,14 @@ fn arena(module: &[u8]) -> Result<u32, String> {
     }
 }
 
+/// Without the component tools: refused, saying so.
+#[cfg(not(feature = "component-tools"))]
+pub fn adapter_realloc(_: &[u8]) -> Result<Vec<u8>, GuestBuildError> {
+    Err(super::without_component_tools())
+}
+
 /// Add the adapter's `cabi_realloc` to a Go core module.
+#[cfg(feature = "component-tools")]
 pub fn adapter_realloc(module: &[u8]) -> Result<Vec<u8>, GuestBuildError> {
     let err = |e: String| GuestBuildError::Toolchain(format!("preparing the Go module: {e}"));
     let start = arena(module).map_err(err)?;
@@ -172,7 +180,7 @@ pub fn adapter_realloc(module: &[u8]) -> Result<Vec<u8>, GuestBuildError> {
     wat::parse_str(&patched).map_err(|e| err(e.to_string()))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "component-tools"))]
 mod tests {
     use super::*;
 

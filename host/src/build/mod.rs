@@ -10,6 +10,7 @@ pub mod go;
 pub mod js;
 pub mod python;
 
+#[cfg(feature = "component-tools")]
 use wit_parser::{Resolve, WorldId};
 
 /// The contract, as this weir speaks it.
@@ -68,6 +69,7 @@ pub(crate) fn run_packager(
 }
 
 /// The contract parsed, and the id of `world` in it.
+#[cfg(feature = "component-tools")]
 pub fn contract(world: &str) -> Result<(Resolve, WorldId), GuestBuildError> {
     let mut resolve = Resolve::default();
     let pkg = resolve
@@ -79,9 +81,24 @@ pub fn contract(world: &str) -> Result<(Resolve, WorldId), GuestBuildError> {
     Ok((resolve, id))
 }
 
+/// What a weir built without the component tools says when asked for them.
+#[cfg_attr(feature = "component-tools", allow(dead_code))]
+pub(crate) fn without_component_tools() -> GuestBuildError {
+    GuestBuildError::Toolchain(
+        "this weir was built without the component tools for C and Go guests (cargo feature `component-tools`); build it with `cargo build --release`".into(),
+    )
+}
+
+/// Without the component tools: refused, saying so.
+#[cfg(not(feature = "component-tools"))]
+pub fn componentize(_: &[u8], _: &str, _: &str) -> Result<Vec<u8>, GuestBuildError> {
+    Err(without_component_tools())
+}
+
 /// Turn a core module built for `world` (a preview1 reactor) into a
 /// component: embed the world's type information, then adapt its WASI
 /// preview1 imports to the preview2 interfaces the host provides.
+#[cfg(feature = "component-tools")]
 pub fn componentize(module: &[u8], name: &str, world: &str) -> Result<Vec<u8>, GuestBuildError> {
     let (resolve, id) = contract(world)?;
     let err = |err: anyhow::Error| GuestBuildError::Componentize {
@@ -110,7 +127,7 @@ pub fn componentize(module: &[u8], name: &str, world: &str) -> Result<Vec<u8>, G
         .map_err(err)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "component-tools"))]
 mod tests {
     use super::*;
 
