@@ -69,6 +69,16 @@ impl Server {
     }
 
     /// (status, JSON body or null).
+    /// `GET /metrics` as `token` sees it (the Prometheus text).
+    pub(crate) fn metrics(&self, token: &str) -> String {
+        let r = self
+            .http
+            .get(format!("{}/metrics", self.base))
+            .header("Authorization", &format!("Bearer {token}"))
+            .call();
+        r.unwrap().body_mut().read_to_string().unwrap()
+    }
+
     pub(crate) fn call(
         &self,
         method: &str,

@@ -126,14 +126,7 @@ fn a_tenant_flooding_the_api_is_held_to_its_rate() {
     assert!((1..=60).contains(&retry), "Retry-After {retry}");
 
     // The throttling is counted where users look, each tenant seeing its own.
-    let metrics = |token: &str| {
-        let r = s
-            .http
-            .get(format!("{}/metrics", s.base))
-            .header("Authorization", &format!("Bearer {token}"))
-            .call();
-        r.unwrap().body_mut().read_to_string().unwrap()
-    };
+    let metrics = |token: &str| s.metrics(token);
     let admin = metrics(&s.admin);
     assert!(
         admin.contains(r#"weir_api_throttled_requests_total{tenant="mallory",outcome="refused"}"#),

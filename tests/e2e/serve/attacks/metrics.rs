@@ -29,14 +29,7 @@ fn guest_metric_names_cannot_forge_series() {
     let tm = &v["progress"]["transformMetrics"];
     assert_eq!(tm["counters"]["fine_name"], 1, "{v}");
     assert_eq!(tm["dropped"], 3, "the three refused names are counted: {v}");
-    let text = |token: &str| {
-        let r = s
-            .http
-            .get(format!("{}/metrics", s.base))
-            .header("Authorization", &format!("Bearer {token}"))
-            .call();
-        r.unwrap().body_mut().read_to_string().unwrap()
-    };
+    let text = |token: &str| s.metrics(token);
     for (who, body) in [("alice", text(&alice.token)), ("admin", text(&s.admin))] {
         assert!(
             !body.contains("weir_forged"),
