@@ -8,4 +8,4 @@ mod query;
 pub mod replay;
 pub mod spec;
 
-pub use query::{BuildError, GuestScope, Query, build_query, committed_output};
+pub use query::{BuildError, GuestScope, Query, build_query};

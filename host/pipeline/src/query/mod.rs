@@ -95,7 +95,10 @@ fn build_source(s: &SourceSpec, trigger: Trigger) -> Result<Box<dyn Source>, Bui
 #[cfg(not(feature = "kafka"))]
 const NO_KAFKA: &str = "this weir was built without Kafka support (cargo feature `kafka`)";
 
-fn build_sink(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, BuildError> {
+pub(crate) fn build_sink(
+    route: &Option<String>,
+    s: &SinkSpec,
+) -> Result<Box<dyn Sink>, BuildError> {
     let route = route.as_deref().unwrap_or("default");
     Ok(match s {
         SinkSpec::Log {
@@ -112,19 +115,6 @@ fn build_sink(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, Bui
         SinkSpec::Kafka(k) => Box::new(weir_connectors::kafka::KafkaSink::new(k.clone(), route)),
         #[cfg(not(feature = "kafka"))]
         SinkSpec::Kafka(_) => return Err(BuildError::Refused(NO_KAFKA.into())),
-    })
-}
-
-/// `route`'s sink as it stands, to read back what was committed to it
-/// (`weir replay`): nothing is created or claimed, a log topic that does
-/// not exist yet reads as empty.
-pub fn committed_output(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, BuildError> {
-    let route_name = route.as_deref().unwrap_or("default");
-    Ok(match s {
-        SinkSpec::Log { root, topic, .. } => {
-            Box::new(LogSink::existing(root.clone(), topic, route_name)?)
-        }
-        _ => build_sink(route, s)?,
     })
 }
 

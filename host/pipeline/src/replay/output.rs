@@ -7,7 +7,10 @@ use std::ops::RangeInclusive;
 use serde::Serialize;
 
 use super::{ReplayError, io};
-use crate::committed_output;
+use weir_connectors::log_sink::LogSink;
+use weir_engine::Sink;
+
+use crate::BuildError;
 use crate::spec::SinkSpec;
 
 #[derive(Debug, Clone, Serialize)]
@@ -50,6 +53,19 @@ pub(super) fn read(
 ) -> Result<Option<BTreeMap<u64, Vec<String>>>, ReplayError> {
     let mut sink = committed_output(route, sink).map_err(|e| io(e.to_string()))?;
     sink.read_back(query_id, batches).map_err(io)
+}
+
+/// `route`'s sink as it stands, to read back what was committed to it
+/// (`weir replay`): nothing is created or claimed, a log topic that does
+/// not exist yet reads as empty.
+fn committed_output(route: &Option<String>, s: &SinkSpec) -> Result<Box<dyn Sink>, BuildError> {
+    let route_name = route.as_deref().unwrap_or("default");
+    Ok(match s {
+        SinkSpec::Log { root, topic, .. } => {
+            Box::new(LogSink::existing(root.clone(), topic, route_name)?)
+        }
+        _ => crate::query::build_sink(route, s)?,
+    })
 }
 
 /// Why an output was not compared.
