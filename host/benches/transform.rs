@@ -50,13 +50,13 @@ fn through(t: &mut dyn Transform, b: &RecordBatch) -> usize {
 
 /// (a): the same per-record loop the guest SDK runs, natively.
 fn native_columnar(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
-    out.values.reserve(input.values.len());
-    out.value_ends.reserve(input.len());
+    out.reserve(input.len(), input.columns().data_len());
     for r in input.iter() {
-        let start = out.values.len();
-        out.values.extend_from_slice(r.value);
-        out.values[start..].make_ascii_uppercase();
-        out.value_ends.push(out.values.len() as u32);
+        out.push_mapped(|values| {
+            let start = values.len();
+            values.extend_from_slice(r.value);
+            values[start..].make_ascii_uppercase();
+        });
     }
     Ok(())
 }

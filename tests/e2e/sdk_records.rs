@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use weir_engine::RecordBatch;
+use weir_engine::{RecordBatch, RecordRef};
 use weir_log::Topic;
 
 use crate::testkit::{self, run_command, run_ok, scaffold};
@@ -39,7 +39,7 @@ fn check(lang: &str) {
     let mut t = Topic::create(&log, "in", 1).unwrap();
     let mut b = RecordBatch::new(0);
     b.push_with_headers(Some(b"k1"), b"one", &[("trace", b"7"), ("h", b"")], 1, 0);
-    b.push_raw_value(Some(b"k2"), None, &[], 2, 1);
+    b.push_record(&RecordRef::new(Some(b"k2"), None, &[], 2, 1));
     b.push(None, b"three", 3, 2);
     b.push_with_headers(Some(b""), b"four", &[("x", b"y")], 4, 3);
     t.append(None, &[b], || {}).unwrap();

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sha2::{Digest, Sha256};
 
 use super::err;
-use weir_engine::{ConnectorError, EarlyWrites, RecordBatch, Sink, SinkBatch, faults};
+use weir_engine::{ConnectorError, EarlyWrites, RecordBatch, RecordRef, Sink, SinkBatch, faults};
 use weir_log::{Appended, EpochWriter, Topic, Writer};
 
 pub struct LogSink {
@@ -126,7 +126,13 @@ fn spread(
             Some(k) => by_key(k),
             None => ((next + rows) % partitions as u64) as u32,
         };
-        parts[p as usize].push_raw_value(o.key, o.value_opt(), o.headers, o.timestamp, 0);
+        parts[p as usize].push_record(&RecordRef::new(
+            o.key,
+            o.value_opt(),
+            o.headers,
+            o.timestamp,
+            0,
+        ));
         rows += 1;
     }
     (parts, rows)

@@ -265,7 +265,7 @@ mod tests {
         while at != latest {
             let end = s.next_end(&at, &latest).unwrap();
             let read = s.read(&at, &end).unwrap();
-            let bytes: usize = read.iter().map(|b| b.values.len()).sum();
+            let bytes: usize = read.iter().map(|b| b.columns().data_len()).sum();
             // The estimate counts frames on disk, a little more than values.
             assert!(bytes as u64 <= budget, "{bytes}");
             assert!(end == latest || bytes as u64 > budget / 2, "{bytes}");

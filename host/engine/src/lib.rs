@@ -30,7 +30,8 @@ pub mod wal;
 
 pub use backpressure::{PidConfig, PidRateEstimator};
 pub use batch::{
-    EncodingError, HeaderIter, NO_TIMESTAMP, RecordBatch, RecordRef, StateKeys, encode_header,
+    ColumnParts, ColumnSlices, Columns, EncodingError, HeaderIter, HeaderRef, Headers,
+    NO_TIMESTAMP, RecordBatch, RecordRef, StateKeys, TimeKind, encode_header,
 };
 pub use checkpoint::{CheckpointError, CheckpointLock, CheckpointStore, LocalCheckpointStore};
 pub use connector::{
@@ -47,7 +48,9 @@ pub use options::{
     ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, IdleWait, QueryOptions, RunSummary,
     TransformFactory, Trigger,
 };
-pub use output::{OutputBatch, OutputRef, RejectKind, Rejected, Rejections, TransformOutput};
+pub use output::{
+    OutputBatch, OutputParts, OutputRef, RejectKind, Rejected, Rejections, TransformOutput,
+};
 pub use progress::{MAX_METRIC_NAME, Progress, TransformMetrics, metric_name, now_ms};
 pub use transform::{FnTransform, Transform, TransformError};
 

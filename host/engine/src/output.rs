@@ -2,8 +2,8 @@
 //! form (same layout as the WIT `output-batch`) plus the refused records.
 
 use super::batch::{
-    EncodingError, HeaderRef, RecordBatch, check_ends, check_headers, check_len,
-    check_optional_column, malformed, push_headers, push_key, span,
+    ColumnParts, Columns, EncodingError, HeaderRef, Headers, RecordBatch, check_len,
+    check_optional_column, malformed,
 };
 
 /// Input batches, each with what the transform made of it: a batch's (or
@@ -15,17 +15,18 @@ pub type Parts = Vec<(RecordBatch, TransformOutput)>;
 /// output per input in order, an empty `routes` sends all to the default output.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OutputBatch {
-    pub values: Vec<u8>,
-    pub value_ends: Vec<u32>,
-    pub keys: Vec<u8>,
-    pub key_ends: Vec<u32>,
-    pub has_key: Vec<bool>,
-    /// As in [`RecordBatch::has_value`]: false for an output without a
-    /// value (a tombstone); empty when every output has one. Contract 0.1
-    /// guests cannot produce one; engine-made outputs can.
-    pub has_value: Vec<bool>,
-    pub headers: Vec<u8>,
-    pub header_ends: Vec<u32>,
+    columns: Columns,
+    timestamps: Vec<i64>,
+    origins: Vec<u32>,
+    outputs: Vec<String>,
+    routes: Vec<u32>,
+}
+
+/// An output batch as owned buffers, as a guest returns it; validated
+/// (`TransformOutput::validate`) before anything reads it.
+#[derive(Debug, Clone, Default)]
+pub struct OutputParts {
+    pub columns: ColumnParts,
     pub timestamps: Vec<i64>,
     pub origins: Vec<u32>,
     pub outputs: Vec<String>,
@@ -167,12 +168,65 @@ impl<'a> OutputRef<'a> {
 }
 
 impl OutputBatch {
+    /// A batch from owned buffers, unchecked until `validate`.
+    pub fn from_parts(p: OutputParts) -> OutputBatch {
+        OutputBatch {
+            columns: Columns::from_parts(p.columns),
+            timestamps: p.timestamps,
+            origins: p.origins,
+            outputs: p.outputs,
+            routes: p.routes,
+        }
+    }
+
     pub fn len(&self) -> usize {
-        self.value_ends.len()
+        self.columns.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.value_ends.is_empty()
+        self.columns.is_empty()
+    }
+
+    pub fn columns(&self) -> &Columns {
+        &self.columns
+    }
+
+    /// Which input each output came from; empty for one output per input,
+    /// in order.
+    pub fn origins(&self) -> &[u32] {
+        &self.origins
+    }
+
+    /// The named outputs the records are routed to (a route `r > 0` names
+    /// `outputs[r - 1]`).
+    pub fn output_names(&self) -> &[String] {
+        &self.outputs
+    }
+
+    /// Whether any record goes to the default output.
+    pub fn uses_default_output(&self) -> bool {
+        (self.routes.is_empty() && !self.is_empty()) || self.routes.contains(&0)
+    }
+
+    /// Each record of `input` as its own output, unchanged (a pipeline
+    /// without a transform); only on an empty batch.
+    pub fn pass_through(&mut self, input: &RecordBatch) {
+        assert!(self.is_empty(), "pass_through starts from an empty batch");
+        self.columns.extend_from(input.columns());
+    }
+
+    /// Append the output of the next input record, one per input in order
+    /// (origins and timestamps stay inherited), its value written in place
+    /// by `write`. Mixed with [`Self::push`] the batch fails `validate`.
+    #[inline]
+    pub fn push_mapped(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        debug_assert!(self.origins.is_empty(), "push_mapped after push");
+        self.columns.push_value_with(write);
+    }
+
+    /// Room for `records` more outputs of `bytes` more value bytes.
+    pub fn reserve(&mut self, records: usize, bytes: usize) {
+        self.columns.reserve(records, bytes);
     }
 
     /// Append a record in full form (materialising optional columns as
@@ -188,17 +242,7 @@ impl OutputBatch {
         timestamp: i64,
     ) {
         let n = self.len();
-        weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
-        self.values.extend_from_slice(value.unwrap_or_default());
-        self.value_ends.push(self.values.len() as u32);
-        push_key(
-            &mut self.keys,
-            &mut self.key_ends,
-            &mut self.has_key,
-            n,
-            key,
-        );
-        push_headers(&mut self.headers, &mut self.header_ends, n, headers);
+        self.columns.push(key, value, Headers::Pairs(headers));
         self.timestamps.push(timestamp);
         self.origins.push(origin);
         let route = output.map_or(0, |name| weir_wire::route(&mut self.outputs, name));
@@ -214,23 +258,16 @@ impl OutputBatch {
             self.origins[i]
         };
         let route = self.routes.get(i).copied().unwrap_or(0);
+        let c = &self.columns;
         OutputRef {
             output: (route != 0).then(|| self.outputs[route as usize - 1].as_str()),
-            key: if self.key_ends.is_empty() || !self.has_key[i] {
-                None
-            } else {
-                Some(span(&self.keys, &self.key_ends, i))
-            },
-            value: span(&self.values, &self.value_ends, i),
-            has_value: self.has_value.is_empty() || self.has_value[i],
-            headers: if self.header_ends.is_empty() {
-                &[]
-            } else {
-                span(&self.headers, &self.header_ends, i)
-            },
+            key: c.key(i),
+            value: c.value(i),
+            has_value: c.has_value(i),
+            headers: c.encoded_headers(i),
             timestamp: match self.timestamps.get(i) {
                 Some(t) => *t,
-                None => input.timestamps[origin as usize],
+                None => input.timestamps()[origin as usize],
             },
             origin,
         }
@@ -244,14 +281,7 @@ impl OutputBatch {
     /// returns can make `get` panic or point at a record that does not exist.
     pub fn validate(&self, input_len: usize) -> Result<(), EncodingError> {
         let n = self.len();
-        check_ends("value-ends", &self.value_ends, self.values.len())?;
-        check_optional_column("key-ends", &self.key_ends, n)?;
-        check_len("has-key", self.has_key.len(), self.key_ends.len())?;
-        check_ends("key-ends", &self.key_ends, self.keys.len())?;
-        check_optional_column("has-value", &self.has_value, n)?;
-        check_optional_column("header-ends", &self.header_ends, n)?;
-        check_ends("header-ends", &self.header_ends, self.headers.len())?;
-        check_headers(&self.headers, &self.header_ends)?;
+        self.columns.validate()?;
         check_optional_column("timestamps", &self.timestamps, n)?;
         if self.origins.is_empty() {
             // Empty origins: one output per input, or no output at all.
@@ -359,11 +389,14 @@ mod tests {
     fn empty_columns_inherit_from_the_input() {
         let mut input = RecordBatch::new(0);
         input.push(None, b"a", 5, 0);
-        let out = OutputBatch {
-            values: b"A".to_vec(),
-            value_ends: vec![1],
+        let out = OutputBatch::from_parts(OutputParts {
+            columns: ColumnParts {
+                values: b"A".to_vec(),
+                value_ends: vec![1],
+                ..Default::default()
+            },
             ..Default::default()
-        };
+        });
         out.validate(1).unwrap();
         let o = out.get(&input, 0);
         assert_eq!((o.origin, o.timestamp, o.output), (0, 5, None));

@@ -136,14 +136,12 @@ pub(crate) fn write_sinks(
     batch_id: u64,
     parts: &[(RecordBatch, TransformOutput)],
 ) -> Result<u64, EngineError> {
-    let default_used = parts.iter().any(|(_, o)| {
-        (o.batch.routes.is_empty() && !o.batch.is_empty()) || o.batch.routes.contains(&0)
-    });
+    let default_used = parts.iter().any(|(_, o)| o.batch.uses_default_output());
     if default_used && !sinks.iter().any(|(r, _)| r.is_none()) {
         return Err(EngineError::Unrouted("default".into()));
     }
     for (_, out) in parts {
-        for name in &out.batch.outputs {
+        for name in out.batch.output_names() {
             if !sinks.iter().any(|(r, _)| r.as_deref() == Some(name)) {
                 return Err(EngineError::Unrouted(name.clone()));
             }
@@ -195,7 +193,7 @@ pub(crate) fn check_rejected(
     out: &mut TransformOutput,
 ) -> Result<Rejections, EngineError> {
     for r in &out.rejected {
-        let offset = input.offsets[r.index as usize];
+        let offset = input.offsets()[r.index as usize];
         if *policy == ErrorPolicy::Fail {
             return Err(EngineError::BadRecord {
                 source_name: source_name.to_string(),

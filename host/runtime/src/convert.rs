@@ -7,8 +7,9 @@
 use weir_wire::{check_ends, check_optional, end, span};
 
 use super::bindings::{Header, OutputBatch, Record};
+use weir_engine::OutputBatch as EngineOutput;
+use weir_engine::{ColumnParts, OutputParts, RejectKind, Rejected, TransformOutput};
 use weir_engine::{EncodingError, RecordBatch, RecordRef, encode_header};
-use weir_engine::{OutputBatch as EngineOutput, RejectKind, Rejected, TransformOutput};
 
 /// One header lowered from the engine's encoded bytes, without copying.
 #[derive(wasmtime::component::ComponentType, wasmtime::component::Lower)]
@@ -43,11 +44,12 @@ pub(crate) struct BatchRef<'a> {
 
 impl<'a> From<&'a RecordBatch> for BatchRef<'a> {
     fn from(b: &'a RecordBatch) -> Self {
+        let c = b.columns().slices();
         let (mut headers, mut header_ends) = (Vec::new(), Vec::new());
-        if !b.header_ends.is_empty() {
+        if !c.header_ends.is_empty() {
             header_ends.reserve(b.len());
             for i in 0..b.len() {
-                let encoded = span(&b.headers, &b.header_ends, i);
+                let encoded = span(c.headers, c.header_ends, i);
                 headers.extend(
                     weir_engine::HeaderIter::new(encoded)
                         .map(|(name, value)| HeaderRef { name, value }),
@@ -57,16 +59,16 @@ impl<'a> From<&'a RecordBatch> for BatchRef<'a> {
         }
         BatchRef {
             partition: b.partition,
-            values: &b.values,
-            value_ends: &b.value_ends,
-            has_value: &b.has_value,
-            keys: &b.keys,
-            key_ends: &b.key_ends,
-            has_key: &b.has_key,
+            values: c.values,
+            value_ends: c.value_ends,
+            has_value: c.has_value,
+            keys: c.keys,
+            key_ends: c.key_ends,
+            has_key: c.has_key,
             headers,
             header_ends,
-            timestamps: &b.timestamps,
-            offsets: &b.offsets,
+            timestamps: b.timestamps(),
+            offsets: b.offsets(),
         }
     }
 }
@@ -88,20 +90,22 @@ pub(crate) fn from_wit(o: OutputBatch) -> Result<TransformOutput, EncodingError>
         }
     }
     Ok(TransformOutput {
-        batch: EngineOutput {
-            values: o.values,
-            value_ends: o.value_ends,
-            keys: o.keys,
-            key_ends: o.key_ends,
-            has_key: o.has_key,
-            has_value: o.has_value,
-            headers,
-            header_ends,
+        batch: EngineOutput::from_parts(OutputParts {
+            columns: ColumnParts {
+                values: o.values,
+                value_ends: o.value_ends,
+                has_value: o.has_value,
+                keys: o.keys,
+                key_ends: o.key_ends,
+                has_key: o.has_key,
+                headers,
+                header_ends,
+            },
             timestamps: o.timestamps,
             origins: o.origins,
             outputs: o.outputs,
             routes: o.routes,
-        },
+        }),
         rejected: o
             .rejected
             .into_iter()

@@ -190,10 +190,10 @@ impl ContextHost for StoreData {
     }
 
     fn state_keys(&mut self) -> Option<KeyColumn> {
-        let keys = self.call_keys.clone()?;
+        let keys = self.call_keys.as_ref()?;
         Some(KeyColumn {
-            keys: keys.bytes,
-            key_ends: keys.ends,
+            keys: keys.bytes().to_vec(),
+            key_ends: keys.ends().to_vec(),
         })
     }
 

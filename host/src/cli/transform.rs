@@ -83,14 +83,14 @@ fn run_batch(
     let result: TransformOutput = t.process_batch(batch).with_context(|| {
         format!(
             "transform failed on the batch of lines {}..={}",
-            batch.offsets[0] + 1,
-            batch.offsets[batch.len() - 1] + 1
+            batch.offsets()[0] + 1,
+            batch.offsets()[batch.len() - 1] + 1
         )
     })?;
     for r in &result.rejected {
         eprintln!(
             "line {}: bad record: {}",
-            batch.offsets[r.index as usize] + 1,
+            batch.offsets()[r.index as usize] + 1,
             r.reason
         );
     }
@@ -106,7 +106,7 @@ fn run_batch(
                 "value": String::from_utf8_lossy(o.value),
                 "headers": headers,
                 "timestamp": o.timestamp,
-                "offset": batch.offsets[o.origin as usize],
+                "offset": batch.offsets()[o.origin as usize],
             });
             writeln!(out, "{rec}")?;
         } else {

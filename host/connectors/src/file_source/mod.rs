@@ -176,7 +176,7 @@ impl FileSource {
                     line.len()
                 )));
             }
-            if out.values.len() >= piece_bytes {
+            if out.columns().data_len() >= piece_bytes {
                 pieces.push(std::mem::replace(&mut out, piece(at)));
             }
             out.push(None, line, mtime, n);

@@ -46,7 +46,7 @@ fn lines(batches: Vec<RecordBatch>) -> Vec<Line> {
     for b in batches {
         for i in 0..b.len() {
             let v = String::from_utf8(b.get(i).value.to_vec()).unwrap();
-            out.push((b.partition, b.offsets[i], v));
+            out.push((b.partition, b.offsets()[i], v));
         }
     }
     out

@@ -7,51 +7,51 @@ pub const NO_TIMESTAMP: i64 = -1;
 
 pub use weir_wire::{EncodingError, span};
 pub(crate) use weir_wire::{
-    check_ends, check_len, check_optional as check_optional_column, malformed, push_key,
+    check_ends, check_len, check_optional as check_optional_column, malformed,
 };
 
 /// A record header as a borrowed `(name, value)` pair.
 pub type HeaderRef<'a> = (&'a str, &'a [u8]);
 
+mod columns;
+pub use columns::{ColumnParts, ColumnSlices, Columns, HeaderIter, Headers};
+
+/// What a batch's timestamps are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TimeKind {
+    /// The times the source gave (Kafka's record timestamps, a log's
+    /// append times).
+    #[default]
+    Source,
+    /// The event times the query reads from the values: the key exchange
+    /// read them in the pass that read the keys, so the event-time split
+    /// does not parse the values again.
+    Event,
+}
+
 /// A batch of input records from one source partition.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecordBatch {
     pub partition: u32,
-    pub values: Vec<u8>,
-    pub value_ends: Vec<u32>,
-    pub keys: Vec<u8>,
-    /// Empty when no record has a key; otherwise one entry per record.
-    pub key_ends: Vec<u32>,
-    pub has_key: Vec<bool>,
-    /// Whether record i has a value: false for a record without one (a
-    /// Kafka tombstone), whose `values` span is empty. Empty when every
-    /// record has a value.
-    pub has_value: Vec<bool>,
-    /// Encoded headers: per entry `name-len u32 LE, name, value-len u32 LE, value`.
-    pub headers: Vec<u8>,
-    /// Empty when no record has headers; otherwise one entry per record.
-    pub header_ends: Vec<u32>,
-    pub timestamps: Vec<i64>,
-    pub offsets: Vec<i64>,
-    /// The timestamps are the event times the query reads from the values
-    /// (the key exchange read them in the pass that read the keys): the
-    /// event-time split does not parse the values again.
-    pub event_times_read: bool,
+    columns: Columns,
+    timestamps: Vec<i64>,
+    offsets: Vec<i64>,
+    time_kind: TimeKind,
     /// The state key each record was routed by: the key exchange keeps
     /// the keys it read, so a guest can ask for them
     /// (`context.state-keys`) instead of reading them again. In use only
     /// while there is one per record (see [`RecordBatch::state_key`]); a
     /// record added without one leaves the column short for good, so it
     /// never names the wrong record's key.
-    pub state_keys: StateKeys,
+    state_keys: StateKeys,
 }
 
 /// Keys back to back, and where each ends (key `i` is
 /// `bytes[ends[i-1]..ends[i]]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StateKeys {
-    pub bytes: Vec<u8>,
-    pub ends: Vec<u32>,
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
 }
 
 impl StateKeys {
@@ -73,6 +73,16 @@ impl StateKeys {
 
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
+    }
+
+    /// The keys back to back and where each ends, as the WIT
+    /// `context.state-keys` lends them.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    pub fn ends(&self) -> &[u32] {
+        &self.ends
     }
 
     fn clear(&mut self) {
@@ -97,34 +107,33 @@ pub struct RecordRef<'a> {
 }
 
 impl<'a> RecordRef<'a> {
+    /// A record whose headers are in the batch encoding (as a log or a
+    /// Kafka consumer holds them); `value: None` is a tombstone.
+    pub fn new(
+        key: Option<&'a [u8]>,
+        value: Option<&'a [u8]>,
+        headers: &'a [u8],
+        timestamp: i64,
+        offset: i64,
+    ) -> Self {
+        RecordRef {
+            key,
+            value: value.unwrap_or_default(),
+            has_value: value.is_some(),
+            headers,
+            timestamp,
+            offset,
+            state_key: None,
+        }
+    }
+
     /// The value, `None` for a record without one.
     pub fn value_opt(&self) -> Option<&'a [u8]> {
         self.has_value.then_some(self.value)
     }
 
     pub fn headers(&self) -> HeaderIter<'_> {
-        HeaderIter(self.headers)
-    }
-}
-
-/// Iterates encoded headers; stops at the first malformed entry (batches are
-/// validated before they are trusted).
-pub struct HeaderIter<'a>(&'a [u8]);
-
-impl<'a> HeaderIter<'a> {
-    pub fn new(encoded: &'a [u8]) -> Self {
-        HeaderIter(encoded)
-    }
-}
-
-impl<'a> Iterator for HeaderIter<'a> {
-    type Item = HeaderRef<'a>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let (name, rest) = take_chunk(self.0)?;
-        let (value, rest) = take_chunk(rest)?;
-        self.0 = rest;
-        Some((std::str::from_utf8(name).ok()?, value))
+        HeaderIter::new(self.headers)
     }
 }
 
@@ -132,23 +141,6 @@ fn take_chunk(buf: &[u8]) -> Option<(&[u8], &[u8])> {
     let len = u32::from_le_bytes(buf.get(..4)?.try_into().ok()?) as usize;
     let rest = &buf[4..];
     (rest.len() >= len).then(|| rest.split_at(len))
-}
-
-/// Append record `n`'s headers, materialising the optional header column
-/// the first time a record has headers.
-pub(crate) fn push_headers(
-    data: &mut Vec<u8>,
-    ends: &mut Vec<u32>,
-    n: usize,
-    headers: &[HeaderRef<'_>],
-) {
-    if !headers.is_empty() || !ends.is_empty() {
-        ends.resize(n, weir_wire::end(data.len()));
-        for (name, v) in headers {
-            encode_header(data, name, v);
-        }
-        ends.push(weir_wire::end(data.len()));
-    }
 }
 
 pub fn encode_header(out: &mut Vec<u8>, name: &str, value: &[u8]) {
@@ -170,8 +162,7 @@ impl RecordBatch {
     pub fn with_capacity(partition: u32, records: usize, bytes: usize) -> Self {
         RecordBatch {
             partition,
-            values: Vec::with_capacity(bytes),
-            value_ends: Vec::with_capacity(records),
+            columns: Columns::with_capacity(records, bytes),
             timestamps: Vec::with_capacity(records),
             offsets: Vec::with_capacity(records),
             ..Default::default()
@@ -179,40 +170,69 @@ impl RecordBatch {
     }
 
     pub fn len(&self) -> usize {
-        self.value_ends.len()
+        self.columns.len()
     }
 
     /// About the memory the batch takes: its data, and 24 bytes a record
     /// for the per-record columns (value end, timestamp, offset).
     pub fn byte_len(&self) -> usize {
-        self.values.len()
-            + self.keys.len()
-            + self.headers.len()
-            + self.state_keys.bytes.len()
-            + 24 * self.len()
+        self.columns.data_len() + self.state_keys.bytes.len() + 24 * self.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.value_ends.is_empty()
+        self.columns.is_empty()
     }
 
     pub fn clear(&mut self) {
-        self.values.clear();
-        self.value_ends.clear();
-        self.keys.clear();
-        self.key_ends.clear();
-        self.has_key.clear();
-        self.has_value.clear();
-        self.headers.clear();
-        self.header_ends.clear();
+        self.columns.clear();
         self.timestamps.clear();
         self.offsets.clear();
+        self.time_kind = TimeKind::Source;
         self.state_keys.clear();
+    }
+
+    pub fn columns(&self) -> &Columns {
+        &self.columns
+    }
+
+    pub fn timestamps(&self) -> &[i64] {
+        &self.timestamps
+    }
+
+    pub fn offsets(&self) -> &[i64] {
+        &self.offsets
+    }
+
+    pub fn time_kind(&self) -> TimeKind {
+        self.time_kind
+    }
+
+    /// Replace the timestamps with the event times read from the values,
+    /// one per record, in record order.
+    pub fn set_event_times(&mut self, times: Vec<i64>) {
+        assert_eq!(times.len(), self.len(), "one event time per record");
+        self.timestamps = times;
+        self.time_kind = TimeKind::Event;
+    }
+
+    /// An empty batch of the same partition whose timestamps mean what
+    /// this one's do, with room for `records` records of `bytes` value
+    /// bytes: a part this batch is split into.
+    pub fn empty_like(&self, records: usize, bytes: usize) -> RecordBatch {
+        RecordBatch {
+            time_kind: self.time_kind,
+            ..RecordBatch::with_capacity(self.partition, records, bytes)
+        }
     }
 
     /// Whether every record has its state key.
     pub fn has_state_keys(&self) -> bool {
         !self.is_empty() && self.state_keys.len() == self.len()
+    }
+
+    /// Every record's state key, when every record has one.
+    pub fn state_keys(&self) -> Option<&StateKeys> {
+        self.has_state_keys().then_some(&self.state_keys)
     }
 
     /// Record `i`'s state key, when every record has one.
@@ -244,97 +264,40 @@ impl RecordBatch {
         timestamp: i64,
         offset: i64,
     ) {
-        let n = self.len();
-        push_key(
-            &mut self.keys,
-            &mut self.key_ends,
-            &mut self.has_key,
-            n,
-            key,
-        );
-        push_headers(&mut self.headers, &mut self.header_ends, n, headers);
-        self.push_value(Some(value), timestamp, offset);
+        self.keep_state_keys(None);
+        self.columns.push(key, Some(value), Headers::Pairs(headers));
+        self.timestamps.push(timestamp);
+        self.offsets.push(offset);
     }
 
-    /// Append a record whose headers are already in the batch encoding.
-    pub fn push_raw(
-        &mut self,
-        key: Option<&[u8]>,
-        value: &[u8],
-        encoded_headers: &[u8],
-        timestamp: i64,
-        offset: i64,
-    ) {
-        self.push_raw_value(key, Some(value), encoded_headers, timestamp, offset);
+    /// Append a copy of `r`: its value's absence, its encoded headers and
+    /// its state key included.
+    pub fn push_record(&mut self, r: &RecordRef<'_>) {
+        self.keep_state_keys(r.state_key);
+        let headers = Headers::Encoded(r.headers);
+        self.columns.push(r.key, r.value_opt(), headers);
+        self.timestamps.push(r.timestamp);
+        self.offsets.push(r.offset);
     }
 
-    /// Append a copy of `r` (its value's absence included).
-    pub fn push_copy(&mut self, r: &RecordRef<'_>) {
-        if let Some(k) = r.state_key
+    /// Keep the state-key column whole only while every record brings one.
+    fn keep_state_keys(&mut self, key: Option<&[u8]>) {
+        if let Some(k) = key
             && self.state_keys.len() == self.len()
         {
             self.state_keys.push(k);
         }
-        self.push_raw_value(r.key, r.value_opt(), r.headers, r.timestamp, r.offset);
-    }
-
-    /// [`Self::push_raw`] for a value that may be absent (`None`: a
-    /// tombstone). The `has_value` column materialises on the first one.
-    pub fn push_raw_value(
-        &mut self,
-        key: Option<&[u8]>,
-        value: Option<&[u8]>,
-        encoded_headers: &[u8],
-        timestamp: i64,
-        offset: i64,
-    ) {
-        let n = self.len();
-        push_key(
-            &mut self.keys,
-            &mut self.key_ends,
-            &mut self.has_key,
-            n,
-            key,
-        );
-        if !encoded_headers.is_empty() || !self.header_ends.is_empty() {
-            self.header_ends
-                .resize(n, weir_wire::end(self.headers.len()));
-            self.headers.extend_from_slice(encoded_headers);
-            self.header_ends.push(weir_wire::end(self.headers.len()));
-        }
-        self.push_value(value, timestamp, offset);
-    }
-
-    /// The columns every record has, and `has_value`, which materialises
-    /// on the first record without a value.
-    fn push_value(&mut self, value: Option<&[u8]>, timestamp: i64, offset: i64) {
-        let n = self.len();
-        weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
-        let value = value.unwrap_or_default();
-        self.values.extend_from_slice(value);
-        self.value_ends.push(weir_wire::end(self.values.len()));
-        self.timestamps.push(timestamp);
-        self.offsets.push(offset);
     }
 
     /// Record `i`; panics if out of range.
     #[inline]
     pub fn get(&self, i: usize) -> RecordRef<'_> {
-        let key = if self.key_ends.is_empty() || !self.has_key[i] {
-            None
-        } else {
-            Some(span(&self.keys, &self.key_ends, i))
-        };
-        let headers = if self.header_ends.is_empty() {
-            &[][..]
-        } else {
-            span(&self.headers, &self.header_ends, i)
-        };
+        let c = &self.columns;
         RecordRef {
-            key,
-            value: span(&self.values, &self.value_ends, i),
-            has_value: self.has_value.is_empty() || self.has_value[i],
-            headers,
+            key: c.key(i),
+            value: c.value(i),
+            has_value: c.has_value(i),
+            headers: c.encoded_headers(i),
             timestamp: self.timestamps[i],
             offset: self.offsets[i],
             state_key: self.state_key(i),
@@ -349,14 +312,7 @@ impl RecordBatch {
     /// is in range, so `get` cannot panic.
     pub fn validate(&self) -> Result<(), EncodingError> {
         let n = self.len();
-        check_ends("value-ends", &self.value_ends, self.values.len())?;
-        check_optional_column("key-ends", &self.key_ends, n)?;
-        check_optional_column("has-key", &self.has_key, self.key_ends.len())?;
-        check_optional_column("has-value", &self.has_value, n)?;
-        check_ends("key-ends", &self.key_ends, self.keys.len())?;
-        check_optional_column("header-ends", &self.header_ends, n)?;
-        check_ends("header-ends", &self.header_ends, self.headers.len())?;
-        check_headers(&self.headers, &self.header_ends)?;
+        self.columns.validate()?;
         check_ends(
             "state-key-ends",
             &self.state_keys.ends,

@@ -65,7 +65,7 @@ impl ContinuousQuery {
         let records = || parts.iter().filter(|(b, _)| !FiredTimers::is_fired(b));
         let input: u64 = records().map(|(b, _)| b.len() as u64).sum();
         let latency = LatencyMs::since(
-            records().flat_map(|(b, _)| b.timestamps.iter().copied()),
+            records().flat_map(|(b, _)| b.timestamps().iter().copied()),
             visible_ms,
         );
         let lag = self.inputs.latest_positions().map(|latest| {

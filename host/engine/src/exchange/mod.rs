@@ -144,7 +144,7 @@ impl Partitioning {
     /// [`Partitioning::route`], reading each record's event time from
     /// top-level field `time` in the pass that reads its key (a key field's
     /// source with event time): the times go in the timestamps, and a batch
-    /// whose every time was read is marked `event_times_read`.
+    /// whose every time was read carries them as [`TimeKind::Event`].
     pub fn route_timed(
         &self,
         source: usize,
@@ -168,7 +168,7 @@ impl Partitioning {
             {
                 targets.push(self.partition_of(&k));
                 keys.push(&k);
-                times.push((i, ts));
+                times.push(ts);
                 continue;
             }
             match key.of(&batch.get(i)) {
@@ -184,16 +184,17 @@ impl Partitioning {
             }
         }
         batch.set_state_keys(keys);
-        batch.event_times_read = with_time.is_some() && times.len() == batch.len();
-        for (i, ts) in times {
-            batch.timestamps[i] = ts;
+        // Times read for only some records are read again by the
+        // event-time split, with the reasons for the rest.
+        if with_time.is_some() && times.len() == batch.len() {
+            batch.set_event_times(times);
         }
         if !self.exchange {
             let p = batch.partition;
             if let Some(i) = targets.iter().position(|&t| t != p && t != u32::MAX) {
                 return Err(Misplaced {
                     partition: p,
-                    offset: batch.offsets[i],
+                    offset: batch.offsets()[i],
                     belongs: targets[i],
                 });
             }
@@ -215,9 +216,9 @@ impl Partitioning {
         }
         let mut per: Vec<RecordBatch> = sizes
             .into_iter()
-            .map(|(n, bytes)| RecordBatch::with_capacity(batch.partition, n, bytes))
+            .map(|(n, bytes)| batch.empty_like(n, bytes))
             .collect();
-        let mut unreadable = RecordBatch::new(batch.partition);
+        let mut unreadable = batch.empty_like(0, 0);
         for (i, &t) in targets.iter().enumerate() {
             let r = batch.get(i);
             let to = if t == u32::MAX {
@@ -225,16 +226,13 @@ impl Partitioning {
             } else {
                 &mut per[t as usize]
             };
-            to.push_copy(&r);
+            to.push_record(&r);
         }
         routed.parts = per
             .into_iter()
             .enumerate()
             .filter(|(_, b)| !b.is_empty())
-            .map(|(q, mut b)| {
-                b.event_times_read = batch.event_times_read;
-                (q as u32, b)
-            })
+            .map(|(q, b)| (q as u32, b))
             .collect();
         if !bad.is_empty() {
             routed.unreadable = Some((unreadable, bad.into_iter().map(|(_, w)| w).collect()));
@@ -270,7 +268,7 @@ mod tests {
         for (q, b) in &r.parts {
             assert_eq!(b.partition, 3, "records keep their source partition");
             assert!(
-                b.offsets.windows(2).all(|w| w[0] < w[1]),
+                b.offsets().windows(2).all(|w| w[0] < w[1]),
                 "input order kept"
             );
             for i in 0..b.len() {
@@ -331,7 +329,7 @@ mod tests {
         b.push(None, b"{}", 0, 7);
         let r = p.route(0, b).unwrap();
         let (bad, why) = r.unreadable.unwrap();
-        assert_eq!(bad.offsets, vec![7]);
+        assert_eq!(bad.offsets(), vec![7]);
         assert!(why[0].contains("record has no key"), "{}", why[0]);
         assert_eq!(r.parts.iter().map(|(_, b)| b.len()).sum::<usize>(), 1);
     }

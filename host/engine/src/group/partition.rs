@@ -146,18 +146,18 @@ impl Owned {
     /// for the batch, moving the position past them.
     pub fn accept(&mut self, mut b: RecordBatch) -> Option<RecordBatch> {
         if let Some(next) = self.next
-            && b.offsets.first().is_some_and(|&o| o < next)
+            && b.offsets().first().is_some_and(|&o| o < next)
         {
-            let keep: Vec<usize> = (0..b.len()).filter(|&i| b.offsets[i] >= next).collect();
+            let keep: Vec<usize> = (0..b.len()).filter(|&i| b.offsets()[i] >= next).collect();
             let mut kept = RecordBatch::new(b.partition);
             for i in keep {
-                kept.push_copy(&b.get(i));
+                kept.push_record(&b.get(i));
             }
             b = kept;
         }
-        let last = *b.offsets.last()?;
+        let last = *b.offsets().last()?;
         if self.start.is_none() {
-            self.start = b.offsets.first().copied();
+            self.start = b.offsets().first().copied();
         }
         self.next = Some(last + 1);
         self.rows += b.len() as u64;

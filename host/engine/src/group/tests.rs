@@ -104,9 +104,8 @@ fn copy() -> Box<dyn TransformFactory> {
         |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(
                 |input: &RecordBatch, out: &mut OutputBatch| {
-                    for r in input.iter() {
-                        out.values.extend_from_slice(r.value);
-                        out.value_ends.push(out.values.len() as u32);
+                    for (i, r) in input.iter().enumerate() {
+                        out.push(i as u32, None, None, Some(r.value), &[], r.timestamp);
                     }
                     Ok(())
                 },

@@ -77,9 +77,7 @@ impl Guarded {
 
     /// Why a successful call's output breaks the limits, if it does.
     fn over_limit(&self, out: &TransformOutput) -> Option<String> {
-        if out.batch.values.len() + out.batch.keys.len() + out.batch.headers.len()
-            > self.limits.max_output_bytes
-        {
+        if out.batch.columns().data_len() > self.limits.max_output_bytes {
             return Some(format!(
                 "output exceeds {} bytes for one call",
                 self.limits.max_output_bytes
@@ -91,7 +89,7 @@ impl Guarded {
         let max = self.limits.max_outputs_per_record;
         let mut run = 0;
         let mut prev = None;
-        for o in &out.batch.origins {
+        for o in out.batch.origins() {
             run = if prev == Some(o) { run + 1 } else { 1 };
             prev = Some(o);
             if run > max {
@@ -161,7 +159,7 @@ impl Guarded {
                 });
                 continue;
             }
-            single.push_copy(&r);
+            single.push_record(&r);
             match self.call(&single, ctx.as_deref_mut()) {
                 Ok(Ok(out)) => append(&mut merged, &out, &single, i as u32),
                 Ok(Err(why)) => merged.rejected.push(Rejected {
@@ -284,7 +282,7 @@ impl Guarded {
                 batch: RecordBatch::new(fired.batch.partition),
                 domains: vec![fired.domains[i]],
             };
-            one.batch.push_copy(&t);
+            one.batch.push_record(&t);
             let reject = |kind, reason| Rejected {
                 index: i as u32,
                 kind,

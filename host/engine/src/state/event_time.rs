@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-use crate::batch::{NO_TIMESTAMP, RecordBatch};
+use crate::batch::{NO_TIMESTAMP, RecordBatch, TimeKind};
 
 /// What happens to a record older than the watermark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,18 +104,23 @@ pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>
     let mut bad: Vec<(usize, String)> = Vec::new();
     match field {
         // The exchange read them already, from the same field.
-        Some(_) if batch.event_times_read => {}
+        Some(_) if batch.time_kind() == TimeKind::Event => {}
         Some(field) => {
-            for i in 0..batch.len() {
-                match extract(batch.get(i).value, field) {
-                    Ok(t) => batch.timestamps[i] = t,
-                    Err(why) => bad.push((i, why)),
+            let mut times = Vec::with_capacity(batch.len());
+            for (i, r) in batch.iter().enumerate() {
+                match extract(r.value, field) {
+                    Ok(t) => times.push(t),
+                    Err(why) => {
+                        times.push(r.timestamp);
+                        bad.push((i, why));
+                    }
                 }
             }
+            batch.set_event_times(times);
         }
         // Event time 0 would make such a record late forever, silently.
         None => {
-            for (i, &t) in batch.timestamps.iter().enumerate() {
+            for (i, &t) in batch.timestamps().iter().enumerate() {
                 if t == NO_TIMESTAMP {
                     bad.push((
                         i,
@@ -129,7 +134,7 @@ pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>
     let mut stats = EventStats::default();
     let mut any_late = false;
     let mut b = bad.iter().peekable();
-    for (i, &t) in batch.timestamps.iter().enumerate() {
+    for (i, &t) in batch.timestamps().iter().enumerate() {
         if b.peek().is_some_and(|(j, _)| *j == i) {
             b.next();
             continue;
@@ -148,8 +153,8 @@ pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>
         };
     }
     let mut s = Split {
-        on_time: RecordBatch::new(p),
-        late: RecordBatch::new(p),
+        on_time: batch.empty_like(0, 0),
+        late: batch.empty_like(0, 0),
         unreadable: RecordBatch::new(p),
         unreadable_reasons: Vec::new(),
         stats,
@@ -165,7 +170,7 @@ pub fn split(mut batch: RecordBatch, field: Option<&str>, watermark: Option<i64>
         } else {
             &mut s.on_time
         };
-        target.push_copy(&r);
+        target.push_record(&r);
     }
     s
 }
@@ -273,6 +278,7 @@ pub fn iso(ms: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RecordRef;
 
     #[test]
     fn event_times_are_read_from_a_field() {
@@ -302,7 +308,7 @@ mod tests {
             .iter()
             .enumerate()
         {
-            b.push_raw(None, v.as_bytes(), &[], 0, i as i64);
+            b.push_record(&RecordRef::new(None, Some(v.as_bytes()), &[], 0, i as i64));
         }
         let o = EventTimeOptions {
             field: Some("ts".into()),
@@ -314,20 +320,20 @@ mod tests {
         };
         assert_eq!((o.field_of(0), o.field_of(1)), (Some("ts"), Some("pay_ts")));
         let s = split(b.clone(), o.field_of(0), Some(4));
-        assert_eq!(s.on_time.offsets, vec![0, 3]);
-        assert_eq!(s.on_time.timestamps, vec![5, 9]);
-        assert_eq!(s.late.offsets, vec![1]);
-        assert_eq!(s.unreadable.offsets, vec![2]);
+        assert_eq!(s.on_time.offsets(), vec![0, 3]);
+        assert_eq!(s.on_time.timestamps(), vec![5, 9]);
+        assert_eq!(s.late.offsets(), vec![1]);
+        assert_eq!(s.unreadable.offsets(), vec![2]);
         assert_eq!((s.stats.min, s.stats.max, s.stats.count), (1, 9, 3));
         let s = split(b.clone(), None, None);
         assert_eq!(s.on_time, b);
         // A record without a timestamp is not given event time 0.
         let mut b = RecordBatch::new(0);
-        b.push_raw(None, b"x", &[], NO_TIMESTAMP, 5);
-        b.push_raw(None, b"y", &[], 7, 6);
+        b.push_record(&RecordRef::new(None, Some(b"x"), &[], NO_TIMESTAMP, 5));
+        b.push_record(&RecordRef::new(None, Some(b"y"), &[], 7, 6));
         let s = split(b, None, Some(1));
-        assert_eq!(s.on_time.offsets, vec![6]);
-        assert_eq!(s.unreadable.offsets, vec![5]);
+        assert_eq!(s.on_time.offsets(), vec![6]);
+        assert_eq!(s.unreadable.offsets(), vec![5]);
         assert!(s.unreadable_reasons[0].contains("record has no timestamp"));
     }
 }

@@ -23,7 +23,7 @@ pub use map::StateBackend;
 pub use run::{BatchTime, StatefulOptions, TaskStats};
 pub use watermark::{Watermark, WatermarkRule};
 
-use super::batch::RecordBatch;
+use super::batch::{RecordBatch, RecordRef};
 
 /// How a stateful query emits results (Spark's output modes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -74,7 +74,7 @@ impl FiredTimers {
     pub fn new(partition: u32, timers: &[Timer]) -> Self {
         let mut batch = RecordBatch::new(partition);
         for t in timers {
-            batch.push_raw(Some(&t.key), &[], &[], t.time, -1);
+            batch.push_record(&RecordRef::new(Some(&t.key), Some(&[]), &[], t.time, -1));
         }
         FiredTimers {
             batch,
@@ -84,7 +84,8 @@ impl FiredTimers {
 
     /// Add one fired timer.
     pub fn push(&mut self, domain: TimeDomain, time: i64, key: &[u8]) {
-        self.batch.push_raw(Some(key), &[], &[], time, -1);
+        self.batch
+            .push_record(&RecordRef::new(Some(key), Some(&[]), &[], time, -1));
         self.domains.push(domain);
     }
 
@@ -108,7 +109,7 @@ impl FiredTimers {
     /// Whether `batch` holds fired timers rather than source records
     /// (timers have offset -1; source offsets are never negative).
     pub fn is_fired(batch: &RecordBatch) -> bool {
-        batch.offsets.first() == Some(&-1)
+        batch.offsets().first() == Some(&-1)
     }
 
     pub fn is_empty(&self) -> bool {

@@ -224,7 +224,7 @@ impl TaskRun<'_> {
                         tracing::warn!(
                             partition = s.late.partition,
                             watermark = self.time.watermark.unwrap_or_default(),
-                            first_offset = s.late.offsets[0],
+                            first_offset = s.late.offsets()[0],
                             "dropped {} record(s) older than the watermark (event-time.late = \"drop\"; counted in numRowsDroppedByWatermark{})",
                             s.late.len(),
                             if a.suppressed_before > 0 {
@@ -239,7 +239,7 @@ impl TaskRun<'_> {
                     let wm = self.time.watermark.unwrap_or_default();
                     let reasons: Vec<String> = s
                         .late
-                        .timestamps
+                        .timestamps()
                         .iter()
                         .map(|t| format!("event time {t} is older than the watermark {wm}"))
                         .collect();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::LogError;
 use super::record::{FRAME_HEADER, MAX_BODY, decode, encode, frame_len};
 use segment::{INDEX_EVERY, Segment};
-use weir_engine::RecordBatch;
+use weir_engine::{RecordBatch, RecordRef};
 
 mod index_file;
 mod segment;
@@ -165,7 +165,13 @@ impl Partition {
                         path: seg.path.clone(),
                         problem: format!("record {cur} is malformed"),
                     })?;
-                    out.push_raw_value(d.key, d.value, d.headers, d.timestamp, cur as i64);
+                    out.push_record(&RecordRef::new(
+                        d.key,
+                        d.value,
+                        d.headers,
+                        d.timestamp,
+                        cur as i64,
+                    ));
                 }
                 p += len;
                 cur += 1;
@@ -268,7 +274,7 @@ impl Partition {
     /// Append `batch` after the current end, with `sync` durably; returns
     /// the new end.
     pub(crate) fn append(&mut self, batch: &RecordBatch, sync: bool) -> Result<u64, LogError> {
-        let mut buf = Vec::with_capacity(batch.values.len() + batch.len() * 32);
+        let mut buf = Vec::with_capacity(batch.columns().data_len() + batch.len() * 32);
         let mut i = 0;
         while i < batch.len() {
             let seg_len = self.segments.last().unwrap().len;

@@ -1,5 +1,6 @@
 use super::*;
 use std::path::Path;
+use weir_engine::RecordRef;
 
 fn batch(values: &[&str]) -> RecordBatch {
     let mut b = RecordBatch::new(0);
@@ -42,7 +43,7 @@ fn append_commit_and_read_back_across_segments() {
     assert_eq!(got[30], "late");
     let mut some = RecordBatch::new(0);
     t2.read(0, 5, 8, &mut some).unwrap();
-    assert_eq!(some.offsets, vec![5, 6, 7]);
+    assert_eq!(some.offsets(), vec![5, 6, 7]);
     assert_eq!(some.get(0).value, b"value-5");
     assert_eq!(some.get(1).key, Some(&b"k"[..]));
     assert_eq!(some.get(0).key, None);
@@ -131,7 +132,7 @@ fn a_record_without_a_value_reads_back_without_one() {
     let mut t = Topic::create(dir.path(), "t", 1).unwrap();
     let mut b = RecordBatch::new(0);
     b.push(Some(b"k"), b"v", 1, 0);
-    b.push_raw_value(Some(b"k"), None, &[], 2, 0);
+    b.push_record(&RecordRef::new(Some(b"k"), None, &[], 2, 0));
     b.push(Some(b"k"), b"", 3, 0);
     t.append(None, &[b], || {}).unwrap();
     let mut t = Topic::open(dir.path(), "t").unwrap();

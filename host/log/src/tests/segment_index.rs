@@ -44,7 +44,7 @@ fn read_tail(root: &std::path::Path) -> u64 {
         .map(|v| v.as_bytes())
         .collect();
     assert_eq!(got, want);
-    assert_eq!(out.offsets.last(), Some(&(n as i64 - 1)));
+    assert_eq!(out.offsets().last(), Some(&(n as i64 - 1)));
     t.partitions[0].read_bytes()
 }
 

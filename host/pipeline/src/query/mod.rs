@@ -120,14 +120,7 @@ pub(crate) fn build_sink(
 
 /// Records pass through unchanged when a pipeline has no transform.
 fn identity(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
-    out.values.extend_from_slice(&input.values);
-    out.value_ends.extend_from_slice(&input.value_ends);
-    out.keys.extend_from_slice(&input.keys);
-    out.key_ends.extend_from_slice(&input.key_ends);
-    out.has_key.extend_from_slice(&input.has_key);
-    out.has_value.extend_from_slice(&input.has_value);
-    out.headers.extend_from_slice(&input.headers);
-    out.header_ends.extend_from_slice(&input.header_ends);
+    out.pass_through(input);
     Ok(())
 }
 

@@ -310,7 +310,7 @@ impl WasmTransform {
                 let live = self.ensure_live()?;
                 let data = live.store.data_mut();
                 data.state_exceeded = false;
-                data.call_keys = input.has_state_keys().then(|| input.state_keys.clone());
+                data.call_keys = input.state_keys().cloned();
                 std::mem::swap(&mut data.ctx, ctx);
                 let r = self.call(input);
                 let live = self.live.as_mut().expect("retired only below");

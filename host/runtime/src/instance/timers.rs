@@ -24,9 +24,9 @@ impl WasmTransform {
         };
         let b = &fired.batch;
         let wit = WitFiredTimers {
-            keys: b.keys.clone(),
-            key_ends: b.key_ends.clone(),
-            times: b.timestamps.clone(),
+            keys: b.columns().slices().keys.to_vec(),
+            key_ends: b.columns().slices().key_ends.to_vec(),
+            times: b.timestamps().to_vec(),
             domains: fired
                 .domains
                 .iter()

@@ -13,7 +13,7 @@ use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 
 use super::{Consumer, create, kafka_err, with_retry};
 use weir_engine::encode_header;
-use weir_engine::{ConnectorError, RecordBatch};
+use weir_engine::{ConnectorError, RecordBatch, RecordRef};
 
 /// A record read past the end of a range (offset gaps from compaction or
 /// transaction markers), or while waiting, kept for the next read.
@@ -178,13 +178,13 @@ impl PartitionConsumer {
                 self.stash = Some(s);
                 return Ok(until);
             }
-            out.push_raw_value(
+            out.push_record(&RecordRef::new(
                 s.key.as_deref(),
                 s.value.as_deref(),
                 &s.headers,
                 s.timestamp,
                 s.offset,
-            );
+            ));
             pos = s.offset + 1;
             taken += 1;
         }
@@ -213,7 +213,7 @@ impl PartitionConsumer {
                         return Ok(until);
                     }
                     // A null payload (a tombstone) stays a record without a value.
-                    out.push_raw_value(m.key(), m.payload(), &self.headers, ts, o);
+                    out.push_record(&RecordRef::new(m.key(), m.payload(), &self.headers, ts, o));
                     pos = o + 1;
                     taken += 1;
                 }

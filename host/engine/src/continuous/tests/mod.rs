@@ -24,9 +24,8 @@ fn factory(slow: Duration, done: Arc<Mutex<[Option<Instant>; 2]>>) -> Box<dyn Tr
                     if p == 1 {
                         std::thread::sleep(slow);
                     }
-                    for r in input.iter() {
-                        out.values.extend_from_slice(r.value);
-                        out.value_ends.push(out.values.len() as u32);
+                    for (i, r) in input.iter().enumerate() {
+                        out.push(i as u32, None, None, Some(r.value), &[], r.timestamp);
                     }
                     done.lock().unwrap()[p as usize] = Some(Instant::now());
                     Ok(())
@@ -213,9 +212,8 @@ fn a_panicking_task_stops_the_query_with_its_message() {
                 if p == 1 {
                     panic!("partition one gave up");
                 }
-                for r in input.iter() {
-                    out.values.extend_from_slice(r.value);
-                    out.value_ends.push(out.values.len() as u32);
+                for (i, r) in input.iter().enumerate() {
+                    out.push(i as u32, None, None, Some(r.value), &[], r.timestamp);
                 }
                 Ok(())
             },

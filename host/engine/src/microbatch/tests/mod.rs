@@ -21,10 +21,9 @@ fn upper(delay: Duration) -> Box<dyn TransformFactory> {
             Ok(Box::new(FnTransform(
                 move |input: &RecordBatch, out: &mut crate::OutputBatch| {
                     std::thread::sleep(delay);
-                    for r in input.iter() {
-                        out.values
-                            .extend(r.value.iter().map(u8::to_ascii_uppercase));
-                        out.value_ends.push(out.values.len() as u32);
+                    for (i, r) in input.iter().enumerate() {
+                        let upper = r.value.to_ascii_uppercase();
+                        out.push(i as u32, None, None, Some(&upper), &[], r.timestamp);
                     }
                     Ok(())
                 },

@@ -28,7 +28,7 @@ use crate::kafka::{
     ConsumerGroup, KafkaSinkOptions, KafkaSourceOptions, KafkaStarting, KafkaTopics,
 };
 use weir_engine::group::{Assigned, CommitError, GroupMember, Polled, Position};
-use weir_engine::{ConnectorError, RecordBatch, TransformOutput};
+use weir_engine::{ConnectorError, RecordBatch, RecordRef, TransformOutput};
 
 /// Each transactional step waits at most this long.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -227,7 +227,13 @@ impl GroupMember for KafkaGroupMember {
                     batches
                         .entry(p)
                         .or_insert_with(|| RecordBatch::new(p as u32))
-                        .push_raw_value(m.key(), m.payload(), &self.headers, ts, m.offset());
+                        .push_record(&RecordRef::new(
+                            m.key(),
+                            m.payload(),
+                            &self.headers,
+                            ts,
+                            m.offset(),
+                        ));
                     taken += 1;
                     if taken >= max {
                         break;
