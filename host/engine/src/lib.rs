@@ -6,6 +6,7 @@
 pub(crate) mod backpressure;
 pub(crate) mod batch;
 pub(crate) mod checkpoint;
+pub(crate) mod clock;
 pub(crate) mod commit;
 pub(crate) mod connector;
 pub(crate) mod continuous;
@@ -34,6 +35,7 @@ pub use batch::{
     NO_TIMESTAMP, RecordBatch, RecordRef, StateKeys, TimeKind, encode_header,
 };
 pub use checkpoint::{CheckpointError, CheckpointLock, CheckpointStore, LocalCheckpointStore};
+pub use clock::Clock;
 pub use connector::{
     ConnectorError, ContinuousSource, EarlyWrites, Offset, PartitionReader, Sink, SinkBatch,
     Source, SourceCheckpoint,

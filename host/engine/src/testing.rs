@@ -1,8 +1,9 @@
 //! An in-memory harness for engine tests, in the manner of Kafka Streams'
 //! `TopologyTestDriver`: a [`MemoryTopic`] that a test appends to and a
 //! query reads from (as a micro-batch [`Source`] and as a
-//! [`ContinuousSource`]), and a [`MemorySink`] that keeps every committed
-//! batch. Readers wake on appends (a condition variable), and the source
+//! [`ContinuousSource`]), a [`MemorySink`] that keeps every committed
+//! batch, and a [`ManualClock`] a test moves to stand for processing time
+//! passing (timers, expiries, idle timeouts) without waiting. Readers wake on appends (a condition variable), and the source
 //! tells its end, so a test waits on events, never on a sleep; an idle
 //! continuous query knows when it has caught up. Offsets are per-partition
 //! record counts.
@@ -11,11 +12,13 @@
 //! other crates' (connectors, runtime) tests of the seams.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{
-    ConnectorError, ContinuousSource, Offset, PartitionReader, RecordBatch, Sink, SinkBatch, Source,
+    Clock, ConnectorError, ContinuousSource, Offset, PartitionReader, RecordBatch, Sink, SinkBatch,
+    Source,
 };
 
 /// Partitions of text records, shared by the test and the query's sources.
@@ -276,6 +279,37 @@ impl PartitionReader for TopicReader {
         let seen = [self.length_seen];
         self.topic.wait_past(Some(self.partition), &seen, timeout);
         true
+    }
+}
+
+/// Processing time that moves only when the test moves it; give its
+/// [`ManualClock::clock`] to a query's `StatefulOptions::clock`.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    ms: Arc<AtomicI64>,
+}
+
+impl ManualClock {
+    /// A clock reading `ms` milliseconds since the Unix epoch.
+    pub fn at(ms: i64) -> ManualClock {
+        ManualClock {
+            ms: Arc::new(AtomicI64::new(ms)),
+        }
+    }
+
+    /// The query's view of this clock.
+    pub fn clock(&self) -> Clock {
+        Clock::manual(self.ms.clone())
+    }
+
+    /// Move the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let by = i64::try_from(by.as_millis()).expect("an advance under 292 million years");
+        self.ms.fetch_add(by, Ordering::SeqCst);
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.ms.load(Ordering::SeqCst)
     }
 }
 

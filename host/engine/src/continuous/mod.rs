@@ -220,7 +220,7 @@ impl ContinuousQuery {
         if let Some(et) = &self.options.state.event_time {
             // Readers progress independently: one that has not read yet
             // must hold the watermark back.
-            let now = crate::progress::now_ms();
+            let now = self.options.state.clock.now_ms();
             for s in 0..self.inputs.len() {
                 let n = self.inputs.partitions(s);
                 self.watermark.expect_partitions(et.rule, s, n, now);

@@ -8,7 +8,6 @@ use super::task::{Parts, stateful_step};
 use super::{ContinuousQuery, source_err};
 use crate::batch::RecordBatch;
 use crate::options::EngineError;
-use crate::progress::now_ms;
 use crate::state::{BatchTime, TaskStats};
 use crate::tasks::{check_rejected, reject_unkeyed};
 use crate::wal::OffsetEntry;
@@ -130,7 +129,7 @@ impl ContinuousQuery {
         entry.task_times.get(&task).map_or(
             BatchTime {
                 watermark: None,
-                processing_time: now_ms(),
+                processing_time: self.options.state.clock.now_ms(),
             },
             |t| BatchTime {
                 watermark: t.watermark_ms,

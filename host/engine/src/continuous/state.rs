@@ -56,7 +56,7 @@ pub(super) fn advance_watermark(
     if let Some(et) = &options.event_time {
         // The commit's time; it is recorded with the watermark in
         // `commits/E`, so a restart continues from the same state.
-        watermark.after_batch(et, &total.event_max, crate::progress::now_ms());
+        watermark.after_batch(et, &total.event_max, options.clock.now_ms());
     }
     let partitions = if options.stateful {
         options.partitioning.partitions as u64

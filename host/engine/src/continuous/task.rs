@@ -13,7 +13,6 @@ use crate::checkpoint::CheckpointStore;
 use crate::connector::PartitionReader;
 use crate::options::{EngineError, ErrorPolicy};
 pub(crate) use crate::output::Parts;
-use crate::progress::now_ms;
 use crate::state::run::{StepError, TaskRun};
 use crate::state::{BatchTime, StatePartition, StatefulOptions, TaskStats};
 use crate::tasks::check_rejected;
@@ -38,7 +37,7 @@ impl TaskState {
         let w = self.watermark.load(Ordering::SeqCst);
         BatchTime {
             watermark: (w != NO_WATERMARK).then_some(w),
-            processing_time: now_ms(),
+            processing_time: self.options.clock.now_ms(),
         }
     }
 }

@@ -31,7 +31,7 @@ use partition::Owned;
 
 use super::checkpoint::CheckpointStore;
 use super::options::{EngineError, ErrorPolicy, RunSummary, TransformFactory};
-use super::progress::{Progress, now_ms};
+use super::progress::Progress;
 use super::state::StatefulOptions;
 use super::tasks::check_rejected;
 
@@ -218,7 +218,8 @@ impl GroupQuery {
         mut input: BTreeMap<u32, Vec<crate::RecordBatch>>,
         finish: bool,
     ) -> Result<usize, EngineError> {
-        let (options, store, now) = (&self.options.state, &*self.store, now_ms());
+        let options = &self.options.state;
+        let (store, now) = (&*self.store, options.clock.now_ms());
         let mut work: Vec<(&mut Owned, Vec<_>)> = Vec::new();
         for o in self.owned.values_mut() {
             let i = input.remove(&o.partition);

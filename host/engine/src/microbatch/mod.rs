@@ -14,7 +14,7 @@ use super::commit::{BatchReport, Durable, write_ahead};
 use super::connector::{Sink, Source, SourceCheckpoint};
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
-use super::progress::{Progress, SourceProgress, now_ms};
+use super::progress::{Progress, SourceProgress};
 use super::wal::{self, OffsetEntry, OffsetRange};
 
 use super::state::{StatePartition, Watermark};
@@ -182,7 +182,7 @@ impl MicroBatchQuery {
                 pending = Some(entry);
             }
             let trigger_start = Instant::now();
-            let timestamp = now_ms();
+            let timestamp = self.options.state.clock.now_ms();
             let latest_started = Instant::now();
             let rerun = pending.is_some();
             let limit = if rerun { None } else { self.apply_rate_limit() };

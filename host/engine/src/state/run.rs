@@ -34,6 +34,9 @@ pub struct StatefulOptions {
     /// Each source's name, by index, as the guest sees it
     /// (`context.source`); empty names when the pipeline gives none.
     pub source_names: Vec<String>,
+    /// Where processing time is read: batch and epoch times, so timers,
+    /// expiries and idle timeouts.
+    pub clock: crate::Clock,
 }
 
 impl StatefulOptions {

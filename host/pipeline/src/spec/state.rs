@@ -114,6 +114,7 @@ pub(super) fn options(
         output_mode,
         files,
         partitioning: partitioning.clone().unwrap_or_default(),
+        clock: weir_engine::Clock::system(),
     };
     Ok((options, partitioning))
 }

@@ -9,8 +9,9 @@ use crate::checkpoint::LocalCheckpointStore;
 use crate::exchange::{Partitioning, StateKey};
 use crate::state::{
     EventTimeOptions, FiredTimers, LatePolicy, StateContext, StatefulOptions, TimeDomain,
+    WatermarkRule,
 };
-use crate::testing::{MemorySink, MemoryTopic};
+use crate::testing::{ManualClock, MemorySink, MemoryTopic};
 use crate::{
     MicroBatchQuery, QueryOptions, RecordBatch, Transform, TransformError, TransformOutput, Trigger,
 };
@@ -175,4 +176,101 @@ fn windows_close_exactly_once_with_the_watermark_across_restarts() {
             .unwrap();
     }
     assert_eq!(output(&sink), expected());
+}
+
+/// `{"k":..,"ts":..}` records for event times `times`, keys a/b as in
+/// [`events`].
+fn events_at(times: std::ops::Range<i64>) -> Vec<String> {
+    times
+        .map(|i| {
+            let k = if i % 3 == 0 { "a" } else { "b" };
+            format!(r#"{{"k":"{k}","ts":{i}}}"#)
+        })
+        .collect()
+}
+
+/// The window count over `topic` with the slowest partition holding the
+/// watermark back unless it has been silent for an hour of `clock`.
+fn idle_query(
+    dir: &std::path::Path,
+    topic: &MemoryTopic,
+    sink: &MemorySink,
+    clock: &ManualClock,
+) -> MicroBatchQuery {
+    let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
+    let factory = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+        Ok(Box::new(WindowCount))
+    };
+    let state = StatefulOptions {
+        stateful: true,
+        event_time: Some(EventTimeOptions {
+            field: Some("ts".into()),
+            source_fields: Default::default(),
+            delay: Duration::from_millis(5),
+            late: LatePolicy::Drop,
+            idle_timeout: Some(Duration::from_secs(3600)),
+            rule: WatermarkRule::SlowestPartition,
+        }),
+        partitioning: Partitioning {
+            key: StateKey::Field(vec!["k".into()]),
+            partitions: 3,
+            ..Partitioning::default()
+        },
+        clock: clock.clock(),
+        ..Default::default()
+    };
+    MicroBatchQuery::new(
+        store,
+        vec![Box::new(topic.source("events"))],
+        Box::new(factory),
+        vec![(None, Box::new(sink.clone()))],
+        QueryOptions {
+            trigger: Trigger::AvailableNow,
+            state,
+            ..QueryOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_partition_silent_past_the_idle_timeout_stops_holding_the_watermark_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let sink = MemorySink::default();
+    let clock = ManualClock::at(1_000_000);
+    // Partition 1 says one thing at event time 0 and falls silent.
+    let topic = MemoryTopic::with(vec![events_at(0..30), vec![r#"{"k":"a","ts":0}"#.into()]]);
+    let run = || {
+        idle_query(dir.path(), &topic, &sink, &clock)
+            .run(&mut |_| {})
+            .unwrap()
+    };
+    run();
+    assert_eq!(
+        output(&sink),
+        Vec::<String>::new(),
+        "partition 1 holds it at 0 - 5"
+    );
+
+    // 59 minutes of silence are not an hour: still held back.
+    topic.extend(0, events_at(30..40));
+    clock.advance(Duration::from_secs(59 * 60));
+    run();
+    assert_eq!(output(&sink), Vec::<String>::new(), "{:?}", sink.batches());
+
+    // Past the hour partition 1 no longer counts: the watermark is
+    // partition 0's 49 - 5, closing the windows that end by 40, with
+    // partition 1's record in its window.
+    topic.extend(0, events_at(40..50));
+    clock.advance(Duration::from_secs(2 * 60));
+    run();
+    let mut counts: BTreeMap<String, u8> = BTreeMap::new();
+    for i in (0..40).chain([0]) {
+        let k = if i % 3 == 0 { "a" } else { "b" };
+        *counts
+            .entry(format!("{:08}:{k}", (i / SIZE + 1) * SIZE))
+            .or_default() += 1;
+    }
+    let expected: Vec<String> = counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    assert_eq!(output(&sink), expected);
 }
