@@ -131,7 +131,54 @@ fn transform_prints_json_records_and_reports_bad_lines() {
     assert_eq!(lines[0]["offset"], 0);
     assert_eq!(lines[1]["output"], serde_json::Value::Null);
     assert_eq!(lines[1]["offset"], 2);
-    assert!(text(&out.stderr).contains("line 2: bad record: value is not JSON"));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("line 2: bad-record: value is not JSON"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("3 in, 2 out, 1 rejected (bad-record 1)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn transform_isolates_a_trapping_and_a_looping_record_and_keeps_the_rest() {
+    let m = guest("misbehave");
+    for extra in [None, Some("--per-record")] {
+        let mut args = vec![
+            "transform",
+            m.to_str().unwrap(),
+            "--limit",
+            "call-timeout=300ms",
+        ];
+        args.extend(extra);
+        let out = run_with_stdin(&args, "a\npanic\nb\nloop\nc\n");
+        let stderr = text(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {stderr}");
+        assert_eq!(text(&out.stdout), "a\nb\nc\n", "{extra:?}");
+        assert!(stderr.contains("line 2: trap: "), "{stderr}");
+        assert!(stderr.contains("line 4: deadline: "), "{stderr}");
+        assert!(
+            stderr.contains("5 in, 3 out, 2 rejected (deadline 1, trap 1)"),
+            "{stderr}"
+        );
+    }
+    let out = run_with_stdin(
+        &[
+            "transform",
+            m.to_str().unwrap(),
+            "--limit",
+            "call-timeout=0s",
+        ],
+        "a\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("call-timeout must be longer than zero"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]

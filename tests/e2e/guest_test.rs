@@ -205,6 +205,7 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     assert!(o.status.success(), "{}", stderr(&o));
     let project = dir.path().join("shout");
     for f in [
+        ".gitignore",
         "README.md",
         "src/lib.rs",
         "sample/input.txt",
@@ -246,4 +247,18 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
         .output()
         .unwrap();
     assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    // A syntax error fails the build with the compiler's message, no
+    // missing-target hint (the target is installed), and no component
+    // left from the build before.
+    let lib = project.join("src/lib.rs");
+    let mut code = std::fs::read_to_string(&lib).unwrap();
+    code.push_str("\nfn broken( {\n");
+    std::fs::write(&lib, code).unwrap();
+    let o = in_dir(&["build"], &project);
+    assert!(!o.status.success());
+    assert!(!stderr(&o).contains("rustup target add"), "{}", stderr(&o));
+    assert!(
+        !project.join("shout.wasm").exists(),
+        "a failed build leaves no old component"
+    );
 }

@@ -23,6 +23,7 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     assert!(o.status.success(), "{}", stderr(&o));
     let project = dir.path().join("up");
     for f in [
+        ".gitignore",
         "README.md",
         own_file,
         "sample/input.txt",
@@ -108,6 +109,18 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
         stderr(&o).contains(broken.0.rsplit('/').next().unwrap()),
         "{}",
         stderr(&o)
+    );
+    // The component of the build before is gone, so nothing runs old code.
+    assert!(!project.join("up.wasm").exists(), "{lang}: a stale up.wasm");
+    let o = weir()
+        .args(["test", "up.wasm", "--input", "sample/input.txt"])
+        .args(&grant)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "{lang}: weir test ran a stale component"
     );
 }
 

@@ -23,6 +23,7 @@ impl Clock {
     }
 
     /// A clock that reads `ms` until a test moves it.
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn manual(ms: Arc<AtomicI64>) -> Clock {
         Clock { manual: Some(ms) }
     }

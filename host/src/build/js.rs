@@ -85,9 +85,18 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// componentize-js: `$WEIR_COMPONENTIZE_JS`, else the one on PATH.
-fn componentize_js() -> String {
-    std::env::var("WEIR_COMPONENTIZE_JS").unwrap_or_else(|_| "componentize-js".into())
+/// componentize-js: `$WEIR_COMPONENTIZE_JS`, else the project's own (its
+/// `package.json` declares it; `npm install` puts it in `node_modules`),
+/// else the one on PATH.
+fn componentize_js(dir: &Path) -> String {
+    if let Ok(tool) = std::env::var("WEIR_COMPONENTIZE_JS") {
+        return tool;
+    }
+    let local = dir.join("node_modules/.bin/componentize-js");
+    if local.exists() {
+        return local.display().to_string();
+    }
+    "componentize-js".into()
 }
 
 /// Whether an app uses keyed state: it imports `./weir/state.js`,
@@ -108,16 +117,17 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let app = dir.join("app.js");
     let text =
         std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
+    super::syntax_check(dir, "node", &["--check", "app.js"], &[])?;
     let (world, entry) = if stateful(&text) {
         (STATEFUL_WORLD, "weir/entry_stateful.js")
     } else {
         (WORLD, "weir/entry.js")
     };
-    let tool = componentize_js();
+    let tool = componentize_js(dir);
     super::run_packager(
         &tool,
         &format!(
-            "install it with `npm install @bytecodealliance/componentize-js@{COMPONENTIZE_JS}` (or set WEIR_COMPONENTIZE_JS)"
+            "run `npm install` in the project (its package.json declares @bytecodealliance/componentize-js {COMPONENTIZE_JS}), or set WEIR_COMPONENTIZE_JS"
         ),
         |c, wit| {
             // No wasi:http: pipelines do not grant it.

@@ -68,6 +68,42 @@ pub(crate) fn run_packager(
     Ok(())
 }
 
+/// Check `file` with the language's own fast checker (`node --check`,
+/// Python's `py_compile`) before the componentizer, which takes many
+/// seconds to report the same syntax error. It runs in the project `dir`,
+/// so its message names the file as the user knows it. A checker that is
+/// not installed is skipped: the componentizer still reports the error.
+pub(crate) fn syntax_check(
+    dir: &std::path::Path,
+    checker: &str,
+    args: &[&str],
+    envs: &[(&str, &std::path::Path)],
+) -> Result<(), GuestBuildError> {
+    let mut command = std::process::Command::new(checker);
+    command.args(args).current_dir(dir);
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let Ok(output) = command.output() else {
+        return Ok(());
+    };
+    if output.status.success() {
+        return Ok(());
+    }
+    // The checker's own frames and banner say nothing about the user's code.
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.contains("node:internal") && !l.starts_with("Node.js v"))
+        .collect();
+    Err(GuestBuildError::Toolchain(lines.join("\n")))
+}
+
 /// The contract parsed, and the id of `world` in it.
 #[cfg(feature = "component-tools")]
 pub fn contract(world: &str) -> Result<(Resolve, WorldId), GuestBuildError> {

@@ -105,6 +105,17 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     let app = dir.join("app.py");
     let text =
         std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
+    // Compiled bytecode goes to a scratch directory, not the project.
+    let cache = tempfile::tempdir().map_err(|err| GuestBuildError::Io {
+        path: std::env::temp_dir(),
+        err,
+    })?;
+    super::syntax_check(
+        dir,
+        "python3",
+        &["-m", "py_compile", "app.py"],
+        &[("PYTHONPYCACHEPREFIX", cache.path())],
+    )?;
     let (world, entry) = if stateful(&text) {
         (STATEFUL_WORLD, "weir._entry_stateful")
     } else {

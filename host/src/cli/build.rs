@@ -34,32 +34,66 @@ fn crate_name(manifest: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("{}: no [package] name", manifest.display()))
 }
 
-pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
-    let manifest = a.dir.join("Cargo.toml");
-    // What the guest's language runtime imports beyond the defaults.
-    let mut grants = Vec::new();
-    let out = if manifest.exists() {
-        rust(&a.dir, &manifest)?
-    } else if a
-        .dir
-        .join(format!("weir/{}.h", weir::build::c::STEM))
-        .exists()
-    {
-        c(&a.dir)?
-    } else if a.dir.join("go.mod").exists() {
-        go(&a.dir)?
-    } else if a.dir.join("app.py").exists() {
-        grants.push(weir::build::python::GRANT.to_string());
-        python(&a.dir)?
-    } else if a.dir.join("app.js").exists() {
-        js(&a.dir)?
+/// The languages `weir build` knows, by the file that marks a project.
+enum Language {
+    Rust,
+    C,
+    Go,
+    Python,
+    Js,
+}
+
+fn language(dir: &Path) -> anyhow::Result<Language> {
+    let c_header = dir.join(format!("weir/{}.h", weir::build::c::STEM));
+    Ok(if dir.join("Cargo.toml").exists() {
+        Language::Rust
+    } else if c_header.exists() {
+        Language::C
+    } else if dir.join("go.mod").exists() {
+        Language::Go
+    } else if dir.join("app.py").exists() {
+        Language::Python
+    } else if dir.join("app.js").exists() {
+        Language::Js
     } else {
         bail!(
             "{}: not a Rust (Cargo.toml), C (weir/{}.h), Go (go.mod), Python (app.py) or JavaScript (app.js) project; start one with `weir new`",
-            a.dir.display(),
+            dir.display(),
             weir::build::c::STEM
         );
+    })
+}
+
+pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
+    let manifest = a.dir.join("Cargo.toml");
+    let language = language(&a.dir)?;
+    let name = match language {
+        Language::Rust => crate_name(&manifest)?,
+        _ => dir_name(&a.dir)?,
     };
+    // A build that fails must not leave the previous component behind for
+    // `weir test` and `weir run` to pick up as if it were this code's.
+    let out = a.dir.join(format!("{name}.wasm"));
+    match std::fs::remove_file(&out) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| format!("removing the old {}", out.display()));
+        }
+        _ => {}
+    }
+    // What the guest's language runtime imports beyond the defaults.
+    let mut grants = Vec::new();
+    match language {
+        Language::Rust => rust(&a.dir, &name, &out)?,
+        Language::C => c(&a.dir, &name, &out)?,
+        Language::Go => go(&a.dir, &name, &out)?,
+        Language::Python => {
+            grants.push(weir::build::python::GRANT.to_string());
+            weir::build::python::compile(&std::fs::canonicalize(&a.dir)?, &absolute(&out)?)?;
+        }
+        Language::Js => {
+            weir::build::js::compile(&std::fs::canonicalize(&a.dir)?, &absolute(&out)?)?;
+        }
+    }
     let component = runtime
         .load(&out, &grants)
         .with_context(|| format!("{} is not a weir transform", out.display()))?;
@@ -87,8 +121,15 @@ fn dir_name(dir: &Path) -> anyhow::Result<String> {
         .context("the project directory has no name")
 }
 
-fn c(dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = dir_name(dir)?;
+/// `out` in the project's canonical directory (componentize-py and -js
+/// run elsewhere).
+fn absolute(out: &Path) -> anyhow::Result<PathBuf> {
+    let dir = out.parent().context("an output path has a directory")?;
+    let file = out.file_name().context("an output path has a file name")?;
+    Ok(std::fs::canonicalize(dir)?.join(file))
+}
+
+fn c(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
     let mut sources = vec![
         dir.join(format!("weir/{}.c", weir::build::c::STEM)),
         dir.join(format!("weir/{}_component_type.c", weir::build::c::STEM)),
@@ -118,13 +159,10 @@ fn c(dir: &Path) -> anyhow::Result<PathBuf> {
     let module = std::fs::read(&core)?;
     let component =
         weir::build::componentize(&module, &core.display().to_string(), weir::build::c::WORLD)?;
-    let out = dir.join(format!("{name}.wasm"));
-    std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
-    Ok(out)
+    std::fs::write(out, component).with_context(|| format!("{}", out.display()))
 }
 
-fn go(dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = dir_name(dir)?;
+fn go(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
     let target = dir.join("target");
     std::fs::create_dir_all(&target)?;
     // Absolute: go build runs in the project directory.
@@ -133,50 +171,44 @@ fn go(dir: &Path) -> anyhow::Result<PathBuf> {
     let module = weir::build::go::adapter_realloc(&std::fs::read(&core)?)?;
     let component =
         weir::build::componentize(&module, &core.display().to_string(), weir::build::go::WORLD)?;
-    let out = dir.join(format!("{name}.wasm"));
-    std::fs::write(&out, component).with_context(|| format!("{}", out.display()))?;
-    Ok(out)
+    std::fs::write(out, component).with_context(|| format!("{}", out.display()))
 }
 
-fn python(dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = dir_name(dir)?;
-    let out = dir.join(format!("{name}.wasm"));
-    let abs = std::fs::canonicalize(dir)?;
-    weir::build::python::compile(&abs, &abs.join(format!("{name}.wasm")))?;
-    Ok(out)
-}
-
-fn js(dir: &Path) -> anyhow::Result<PathBuf> {
-    let name = dir_name(dir)?;
-    let out = dir.join(format!("{name}.wasm"));
-    let abs = std::fs::canonicalize(dir)?;
-    weir::build::js::compile(&abs, &abs.join(format!("{name}.wasm")))?;
-    Ok(out)
-}
-
-fn rust(dir: &Path, manifest: &Path) -> anyhow::Result<PathBuf> {
-    let a = Args {
-        dir: dir.to_path_buf(),
-    };
-    let name = crate_name(manifest)?;
+fn rust(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(&cargo)
         .args(["build", "--release", "--target", "wasm32-wasip2"])
-        .current_dir(&a.dir)
+        .current_dir(dir)
         .status()
         .with_context(|| format!("running {cargo} (is Rust installed?)"))?;
     if !status.success() {
-        bail!(
-            "cargo build failed (see above); is the target installed? `rustup target add wasm32-wasip2`"
-        );
+        if !wasm_target_installed() {
+            bail!(
+                "cargo build failed: the wasm32-wasip2 target is not installed; `rustup target add wasm32-wasip2`"
+            );
+        }
+        bail!("cargo build failed (see above)");
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| a.dir.join("target"));
+        .unwrap_or_else(|| dir.join("target"));
     let built = target
         .join("wasm32-wasip2/release")
         .join(format!("{}.wasm", name.replace('-', "_")));
-    let out = a.dir.join(format!("{name}.wasm"));
-    std::fs::copy(&built, &out).with_context(|| format!("copying {}", built.display()))?;
-    Ok(out)
+    std::fs::copy(&built, out).with_context(|| format!("copying {}", built.display()))?;
+    Ok(())
+}
+
+/// Whether rustc has the standard library for wasm32-wasip2 (its target
+/// library directory exists), so a failed build names the missing target
+/// only when that is the cause.
+fn wasm_target_installed() -> bool {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+        .is_some_and(|libdir| libdir.is_dir())
 }

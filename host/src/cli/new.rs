@@ -58,6 +58,15 @@ fn filled(templates: &[(&str, &str)], fill: impl Fn(&str) -> String) -> Vec<(Str
         .collect()
 }
 
+/// A `.gitignore` that keeps build output out of the repository: the
+/// component and the build directory, plus `extra` (the language's own
+/// caches).
+fn gitignore(extra: &str) -> (String, Vec<u8>) {
+    let text =
+        format!("# Build output: `weir build` makes these again.\n/target/\n/*.wasm\n{extra}");
+    (".gitignore".to_string(), text.into_bytes())
+}
+
 /// The SDK weir was built from, next to its host crate in the repository.
 pub fn default_sdk() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk")
@@ -104,7 +113,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             include_str!("scaffold/rust/expected.txt.tmpl"),
         ),
     ];
-    write_all(&dir, filled(&files, fill))?;
+    let mut files = filled(&files, fill);
+    files.push(gitignore(""));
+    write_all(&dir, files)?;
     Ok(created(&a.name, "Rust"))
 }
 
@@ -142,6 +153,7 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     for (file, text) in weir::build::c::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
+    files.push(gitignore(""));
     write_all(dir, files)?;
     Ok(created(name, "C"))
 }
@@ -174,6 +186,7 @@ fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     for (file, text) in weir::build::go::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
+    files.push(gitignore(""));
     write_all(dir, files)?;
     Ok(created(name, "Go"))
 }
@@ -204,6 +217,7 @@ fn python(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     for (file, text) in weir::build::python::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
+    files.push(gitignore("__pycache__/\n.pytest_cache/\n"));
     write_all(dir, files)?;
     println!(
         "created {name}/ (Python): cd {name} && weir build && weir test {name}.wasm --grant wasi:sockets --input sample/input.txt --expect sample/expected.txt"
@@ -214,7 +228,10 @@ fn python(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
 /// A JavaScript project: `app.js` with the transform, its unit test, the
 /// SDK in `weir/`, a sample and a README.
 fn js(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
-    let fill = |t: &str| t.replace("{{name}}", name);
+    let fill = |t: &str| {
+        t.replace("{{name}}", name)
+            .replace("{{componentize_js}}", weir::build::js::COMPONENTIZE_JS)
+    };
     let mut files = filled(
         &[
             ("app.js", include_str!("scaffold/js/app.js.tmpl")),
@@ -238,6 +255,7 @@ fn js(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     for (file, text) in weir::build::js::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
+    files.push(gitignore("node_modules/\n"));
     write_all(dir, files)?;
     Ok(created(name, "JavaScript"))
 }

@@ -95,17 +95,7 @@ fn spec(a: &Args, dir: &Path) -> anyhow::Result<String> {
     transform.insert("config".into(), T::Table(config));
     let grants = a.grants.iter().map(|g| T::String(g.clone())).collect();
     transform.insert("grants".into(), T::Array(grants));
-    // Numbers as numbers (fuel, counts), the rest as text (sizes, durations).
-    let limits: toml::Table = a
-        .limits
-        .iter()
-        .map(|(k, v)| {
-            let v = v
-                .parse::<i64>()
-                .map_or_else(|_| T::String(v.clone()), T::Integer);
-            (k.clone(), v)
-        })
-        .collect();
+    let limits = weir_pipeline::spec::limits_table(&a.limits);
     transform.insert("limits".into(), T::Table(limits));
     t.insert("transform".into(), T::Table(transform));
     let files = |dir_name: &str, format: &str| {

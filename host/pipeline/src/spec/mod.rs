@@ -19,7 +19,7 @@ use weir_connectors::checkpoints::CheckpointLocation;
 
 pub use host::{HostSpec, TenantSpec};
 use raw::{RawBackpressure, RawPipeline, RawSource};
-pub use transform::GuestEnv;
+pub use transform::{GuestEnv, GuestLimits, limits_from_pairs, limits_table};
 use units::key_location;
 pub use units::{parse_duration, parse_size};
 use weir_connectors::file_sink::FileFormat;

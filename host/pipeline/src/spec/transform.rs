@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::raw::{RawSandbox, RawTransform};
+use super::raw::{RawLimits, RawSandbox, RawTransform};
 use super::units::{flatten_config, parse_duration, parse_size};
 use super::{OnError, TransformSpec};
 use weir_engine::RecordLimits;
@@ -24,57 +24,10 @@ pub(super) fn transform(
     base: &Path,
     env: GuestEnv<'_>,
 ) -> Result<TransformSpec, String> {
-    let l = &t.limits;
-    let size = |key: &str, v: &Option<String>, default: usize| -> Result<usize, String> {
-        match v {
-            None => Ok(default),
-            Some(v) => parse_size(v).map_err(|e| format!("transform.limits.{key}: {e}")),
-        }
-    };
-    let duration = |key: &str, v: &Option<String>, default| -> Result<_, String> {
-        match v {
-            None => Ok(default),
-            Some(v) => parse_duration(v).map_err(|e| format!("transform.limits.{key}: {e}")),
-        }
-    };
-    let d = Limits::default();
-    let limits = Limits {
-        max_memory: size("memory", &l.memory, d.max_memory)?,
-        call_deadline: duration("call-timeout", &l.call_timeout, d.call_deadline)?,
-        max_state: size("state", &l.state, d.max_state)?,
-        fuel: l.fuel,
-    };
-    let r = RecordLimits::default();
-    let record_limits = RecordLimits {
-        max_record_bytes: size("max-record-size", &l.max_record_size, r.max_record_bytes)?,
-        max_outputs_per_record: l.max_outputs_per_record.unwrap_or(r.max_outputs_per_record),
-        max_output_bytes: size("max-output-bytes", &l.max_output_bytes, r.max_output_bytes)?,
-        crash_loop_traps: l.crash_loop_traps.unwrap_or(r.crash_loop_traps),
-        crash_window: duration("crash-window", &l.crash_window, r.crash_window)?,
-    };
-    for (key, v) in [
-        ("memory", limits.max_memory),
-        ("state", limits.max_state),
-        ("max-record-size", record_limits.max_record_bytes),
-        (
-            "max-outputs-per-record",
-            record_limits.max_outputs_per_record,
-        ),
-        ("max-output-bytes", record_limits.max_output_bytes),
-        ("crash-loop-traps", record_limits.crash_loop_traps),
-    ] {
-        if v == 0 {
-            return Err(format!("transform.limits.{key} must be at least 1"));
-        }
-    }
-    if limits.fuel == Some(0) {
-        return Err(
-            "transform.limits.fuel must be at least 1 (leave it out for no fuel metering)".into(),
-        );
-    }
-    if limits.call_deadline.is_zero() {
-        return Err("transform.limits.call-timeout must be longer than zero".into());
-    }
+    let GuestLimits {
+        limits,
+        record_limits,
+    } = guest_limits(&t.limits)?;
     let mut config = Vec::new();
     for (k, v) in t.config {
         flatten_config(k, v, &mut config)?;
@@ -143,5 +96,92 @@ fn sandbox(raw: RawSandbox, base: &Path, source: GuestEnv<'_>) -> Result<Sandbox
         dirs,
         env,
         wall_clock: raw.wall_clock,
+    })
+}
+
+/// A guest's sandbox limits and the host's per-record limits around it.
+#[derive(Debug, Clone, Copy)]
+pub struct GuestLimits {
+    pub limits: Limits,
+    pub record_limits: RecordLimits,
+}
+
+/// `--limit KEY=VALUE` pairs as a `[transform.limits]` table: numbers as
+/// numbers (fuel, counts), the rest as text (sizes, durations).
+pub fn limits_table(pairs: &[(String, String)]) -> toml::Table {
+    pairs
+        .iter()
+        .map(|(k, v)| {
+            let v = v
+                .parse::<i64>()
+                .map_or_else(|_| toml::Value::String(v.clone()), toml::Value::Integer);
+            (k.clone(), v)
+        })
+        .collect()
+}
+
+/// The limits of `--limit KEY=VALUE` pairs, checked as a pipeline file's
+/// `[transform.limits]` is (`weir transform`, which runs no pipeline).
+pub fn limits_from_pairs(pairs: &[(String, String)]) -> Result<GuestLimits, String> {
+    let raw: RawLimits = limits_table(pairs)
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("--limit: {}", e.message()))?;
+    guest_limits(&raw)
+}
+
+fn guest_limits(l: &RawLimits) -> Result<GuestLimits, String> {
+    let size = |key: &str, v: &Option<String>, default: usize| -> Result<usize, String> {
+        match v {
+            None => Ok(default),
+            Some(v) => parse_size(v).map_err(|e| format!("transform.limits.{key}: {e}")),
+        }
+    };
+    let duration = |key: &str, v: &Option<String>, default| -> Result<_, String> {
+        match v {
+            None => Ok(default),
+            Some(v) => parse_duration(v).map_err(|e| format!("transform.limits.{key}: {e}")),
+        }
+    };
+    let d = Limits::default();
+    let limits = Limits {
+        max_memory: size("memory", &l.memory, d.max_memory)?,
+        call_deadline: duration("call-timeout", &l.call_timeout, d.call_deadline)?,
+        max_state: size("state", &l.state, d.max_state)?,
+        fuel: l.fuel,
+    };
+    let r = RecordLimits::default();
+    let record_limits = RecordLimits {
+        max_record_bytes: size("max-record-size", &l.max_record_size, r.max_record_bytes)?,
+        max_outputs_per_record: l.max_outputs_per_record.unwrap_or(r.max_outputs_per_record),
+        max_output_bytes: size("max-output-bytes", &l.max_output_bytes, r.max_output_bytes)?,
+        crash_loop_traps: l.crash_loop_traps.unwrap_or(r.crash_loop_traps),
+        crash_window: duration("crash-window", &l.crash_window, r.crash_window)?,
+    };
+    for (key, v) in [
+        ("memory", limits.max_memory),
+        ("state", limits.max_state),
+        ("max-record-size", record_limits.max_record_bytes),
+        (
+            "max-outputs-per-record",
+            record_limits.max_outputs_per_record,
+        ),
+        ("max-output-bytes", record_limits.max_output_bytes),
+        ("crash-loop-traps", record_limits.crash_loop_traps),
+    ] {
+        if v == 0 {
+            return Err(format!("transform.limits.{key} must be at least 1"));
+        }
+    }
+    if limits.fuel == Some(0) {
+        return Err(
+            "transform.limits.fuel must be at least 1 (leave it out for no fuel metering)".into(),
+        );
+    }
+    if limits.call_deadline.is_zero() {
+        return Err("transform.limits.call-timeout must be longer than zero".into());
+    }
+    Ok(GuestLimits {
+        limits,
+        record_limits,
     })
 }

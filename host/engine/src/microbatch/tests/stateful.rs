@@ -11,9 +11,10 @@ use crate::state::{
     EventTimeOptions, FiredTimers, LatePolicy, StateContext, StatefulOptions, TimeDomain,
     WatermarkRule,
 };
-use crate::testing::{ManualClock, MemorySink, MemoryTopic};
+use crate::testing::{ManualClock, MemorySink, MemoryTopic, TopicSource};
 use crate::{
-    MicroBatchQuery, QueryOptions, RecordBatch, Transform, TransformError, TransformOutput, Trigger,
+    Clock, MicroBatchQuery, QueryOptions, RecordBatch, Transform, TransformError, TransformOutput,
+    Trigger,
 };
 
 const SIZE: i64 = 10;
@@ -92,28 +93,42 @@ fn expected() -> Vec<String> {
 }
 
 fn query(dir: &std::path::Path, sink: &MemorySink, trigger: Trigger) -> MicroBatchQuery {
-    let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
     let source = MemoryTopic::with(vec![events()])
         .source("events")
         .max_records_per_trigger(7);
+    let event_time = EventTimeOptions {
+        field: Some("ts".into()),
+        source_fields: Default::default(),
+        delay: Duration::from_millis(5),
+        late: LatePolicy::Drop,
+        idle_timeout: None,
+        rule: Default::default(),
+    };
+    window_query(dir, source, sink, trigger, event_time, Clock::system())
+}
+
+/// The window count of `source`'s `k` per 10 ms of event time `ts`.
+fn window_query(
+    dir: &std::path::Path,
+    source: TopicSource,
+    sink: &MemorySink,
+    trigger: Trigger,
+    event_time: EventTimeOptions,
+    clock: Clock,
+) -> MicroBatchQuery {
+    let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
     let factory = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
         Ok(Box::new(WindowCount))
     };
     let state = StatefulOptions {
         stateful: true,
-        event_time: Some(EventTimeOptions {
-            field: Some("ts".into()),
-            source_fields: Default::default(),
-            delay: Duration::from_millis(5),
-            late: LatePolicy::Drop,
-            idle_timeout: None,
-            rule: Default::default(),
-        }),
+        event_time: Some(event_time),
         partitioning: Partitioning {
             key: StateKey::Field(vec!["k".into()]),
             partitions: 3,
             ..Partitioning::default()
         },
+        clock,
         ..Default::default()
     };
     MicroBatchQuery::new(
@@ -197,40 +212,23 @@ fn idle_query(
     sink: &MemorySink,
     clock: &ManualClock,
 ) -> MicroBatchQuery {
-    let store = Arc::new(LocalCheckpointStore::open(dir).unwrap());
-    let factory = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
-        Ok(Box::new(WindowCount))
+    let event_time = EventTimeOptions {
+        field: Some("ts".into()),
+        source_fields: Default::default(),
+        delay: Duration::from_millis(5),
+        late: LatePolicy::Drop,
+        idle_timeout: Some(Duration::from_secs(3600)),
+        rule: WatermarkRule::SlowestPartition,
     };
-    let state = StatefulOptions {
-        stateful: true,
-        event_time: Some(EventTimeOptions {
-            field: Some("ts".into()),
-            source_fields: Default::default(),
-            delay: Duration::from_millis(5),
-            late: LatePolicy::Drop,
-            idle_timeout: Some(Duration::from_secs(3600)),
-            rule: WatermarkRule::SlowestPartition,
-        }),
-        partitioning: Partitioning {
-            key: StateKey::Field(vec!["k".into()]),
-            partitions: 3,
-            ..Partitioning::default()
-        },
-        clock: clock.clock(),
-        ..Default::default()
-    };
-    MicroBatchQuery::new(
-        store,
-        vec![Box::new(topic.source("events"))],
-        Box::new(factory),
-        vec![(None, Box::new(sink.clone()))],
-        QueryOptions {
-            trigger: Trigger::AvailableNow,
-            state,
-            ..QueryOptions::default()
-        },
+    let source = topic.source("events");
+    window_query(
+        dir,
+        source,
+        sink,
+        Trigger::AvailableNow,
+        event_time,
+        clock.clock(),
     )
-    .unwrap()
 }
 
 #[test]
