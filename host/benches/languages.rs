@@ -66,18 +66,6 @@ fn rate(t: &mut dyn Transform, batches: &[RecordBatch], expected: usize) -> f64 
     best
 }
 
-fn native_upper(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
-    out.reserve(input.len(), input.columns().data_len());
-    for r in input.iter() {
-        out.push_mapped(|values| {
-            let start = values.len();
-            values.extend_from_slice(r.value);
-            values[start..].make_ascii_uppercase();
-        });
-    }
-    Ok(())
-}
-
 fn native_filter(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
     for (i, r) in input.iter().enumerate() {
         let doc: serde_json::Value = serde_json::from_slice(r.value).expect("json");
@@ -188,7 +176,7 @@ fn main() {
         only.as_deref()
             .is_none_or(|o| o.split(',').any(|p| name.starts_with(p.trim())))
     };
-    let native_upper = rate(&mut FnTransform(native_upper), &upper, records);
+    let native_upper = rate(&mut FnTransform(testkit::native_uppercase), &upper, records);
     let native_filter = rate(&mut FnTransform(native_filter), &json, kept);
     println!(
         "languages: batch path, batches of {BATCH}, best of 3; uppercase of {VALUE_LEN}-byte values, JSON filter (amount > 100) of ~100-byte records\n"

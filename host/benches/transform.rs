@@ -15,7 +15,7 @@ use weir_testkit as testkit;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use weir_engine::{FnTransform, OutputBatch, RecordBatch, Transform, TransformError};
+use weir_engine::{FnTransform, RecordBatch, Transform};
 use weir_runtime::{CallMode, Limits, Runtime, RuntimeOptions, WasmTransform};
 
 const RECORDS: usize = 1_000_000;
@@ -46,19 +46,6 @@ fn through(t: &mut dyn Transform, b: &RecordBatch) -> usize {
     let out = t.process_batch(b).expect("transform");
     std::hint::black_box(&out);
     out.batch.len()
-}
-
-/// (a): the same per-record loop the guest SDK runs, natively.
-fn native_columnar(input: &RecordBatch, out: &mut OutputBatch) -> Result<(), TransformError> {
-    out.reserve(input.len(), input.columns().data_len());
-    for r in input.iter() {
-        out.push_mapped(|values| {
-            let start = values.len();
-            values.extend_from_slice(r.value);
-            values[start..].make_ascii_uppercase();
-        });
-    }
-    Ok(())
 }
 
 /// (d): one owned record per input, the way a row-at-a-time engine works.
@@ -188,7 +175,9 @@ fn main() {
     );
     for batch_size in [1_000, 10_000] {
         let batches = make_batches(batch_size);
-        let a = measure(&batches, |b| through(&mut FnTransform(native_columnar), b));
+        let a = measure(&batches, |b| {
+            through(&mut FnTransform(testkit::native_uppercase), b)
+        });
         let rows = [
             ("(a) native closure, columnar batches", a),
             (

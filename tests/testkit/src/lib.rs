@@ -335,3 +335,21 @@ pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
         seed
     }
 }
+
+/// The benchmarks' native baseline: the per-record loop the guest SDK runs
+/// (copy the value into the output buffer in place, uppercase it), as a
+/// native transform over the engine's columnar batches.
+pub fn native_uppercase(
+    input: &RecordBatch,
+    out: &mut weir_engine::OutputBatch,
+) -> Result<(), weir_engine::TransformError> {
+    out.reserve(input.len(), input.columns().data_len());
+    for r in input.iter() {
+        out.push_mapped(|values| {
+            let start = values.len();
+            values.extend_from_slice(r.value);
+            values[start..].make_ascii_uppercase();
+        });
+    }
+    Ok(())
+}
