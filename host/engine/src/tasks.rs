@@ -130,7 +130,9 @@ pub(crate) fn sinks_description(sinks: &[(Option<String>, Box<dyn Sink>)]) -> St
 }
 
 /// Hand one batch's (or epoch's) output to every sink. Records routed to an
-/// output without a sink stop the query rather than vanish.
+/// output without a sink stop the query rather than vanish. Returns the
+/// rows written as output: dead letters are counted where they are
+/// rejected, not a second time as output.
 pub(crate) fn write_sinks(
     sinks: &mut [(Option<String>, Box<dyn Sink>)],
     batch_id: u64,
@@ -153,12 +155,15 @@ pub(crate) fn write_sinks(
             parts,
             route: route.as_deref(),
         };
-        rows += sink
+        let written = sink
             .add_batch(batch_id, &batch)
             .map_err(|err| EngineError::Sink {
                 name: sink.description(),
                 err,
             })?;
+        if route.as_deref() != Some(super::options::DEAD_LETTER) {
+            rows += written;
+        }
     }
     Ok(rows)
 }

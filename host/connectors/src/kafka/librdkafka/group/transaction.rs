@@ -48,7 +48,10 @@ impl KafkaGroupMember {
                     ));
                 };
                 send(producer, topic, &o).map_err(TxnError::Record)?;
-                rows += 1;
+                // Dead letters are counted as rejected, not as output.
+                if o.output != Some(weir_engine::DEAD_LETTER) {
+                    rows += 1;
+                }
             }
         }
         weir_engine::faults::point("group-mid-transaction", 0);
