@@ -31,6 +31,16 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     ] {
         assert!(project.join(f).exists(), "{lang}: {f}");
     }
+    // Each language's own project file pins its componentizer.
+    let pins = match lang {
+        "python" => Some(("pyproject.toml", "componentize-py==")),
+        "js" => Some(("package.json", "@bytecodealliance/componentize-js")),
+        _ => None,
+    };
+    if let Some((file, pin)) = pins {
+        let text = std::fs::read_to_string(project.join(file)).unwrap();
+        assert!(text.contains(pin), "{lang}: {file} does not pin {pin}");
+    }
     // The scaffold's unit test, natively.
     let unit = match lang {
         "python" => Some(("python3", ["-m", "pytest", "-q"].as_slice())),

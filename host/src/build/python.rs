@@ -81,9 +81,18 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// componentize-py: `$WEIR_COMPONENTIZE_PY`, else the one on PATH.
-fn componentize_py() -> String {
-    std::env::var("WEIR_COMPONENTIZE_PY").unwrap_or_else(|_| "componentize-py".into())
+/// componentize-py: `$WEIR_COMPONENTIZE_PY`, else the project's own
+/// virtual environment's (`.venv`, where its pyproject.toml's `dev` extra
+/// installs it), else the one on PATH.
+fn componentize_py(dir: &Path) -> String {
+    if let Ok(tool) = std::env::var("WEIR_COMPONENTIZE_PY") {
+        return tool;
+    }
+    let local = dir.join(".venv/bin/componentize-py");
+    if local.exists() {
+        return local.display().to_string();
+    }
+    "componentize-py".into()
 }
 
 /// Whether an app uses keyed state: it imports `weir.state` or
@@ -122,9 +131,9 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
         (WORLD, "weir._entry")
     };
     super::run_packager(
-        &componentize_py(),
+        &componentize_py(dir),
         &format!(
-            "install it with `pip install componentize-py=={COMPONENTIZE_PY}` (or set WEIR_COMPONENTIZE_PY)"
+            "in the project: `python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'` (its pyproject.toml pins componentize-py {COMPONENTIZE_PY}), or set WEIR_COMPONENTIZE_PY"
         ),
         |c, wit| {
             c.arg("-d")

@@ -194,13 +194,20 @@ fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
 /// A Python project: `app.py` with the transform, its unit test, the SDK
 /// in `weir/`, a sample and a README.
 fn python(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
-    let fill = |t: &str| t.replace("{{name}}", name);
+    let fill = |t: &str| {
+        t.replace("{{name}}", name)
+            .replace("{{componentize_py}}", weir::build::python::COMPONENTIZE_PY)
+    };
     let mut files = filled(
         &[
             ("app.py", include_str!("scaffold/python/app.py.tmpl")),
             (
                 "test_app.py",
                 include_str!("scaffold/python/test_app.py.tmpl"),
+            ),
+            (
+                "pyproject.toml",
+                include_str!("scaffold/python/pyproject.toml.tmpl"),
             ),
             ("README.md", include_str!("scaffold/python/README.md.tmpl")),
             (
