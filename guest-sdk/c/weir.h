@@ -164,6 +164,38 @@ typedef struct {
 // Rust, Go and Python SDKs' Count does.
 extern const weir_aggregate weir_count;
 
+// Reading a JSON object record. weir_json_get finds the top-level field
+// `name` of doc in one pass without allocating, checking the syntax of all
+// of doc: WEIR_JSON_INVALID for anything but one well-formed JSON object
+// (nesting deeper than 64 included), WEIR_JSON_MISSING when the field is
+// absent, else WEIR_JSON_FOUND with v holding its kind and raw bytes (a
+// string's quotes and escapes included). Of repeated names, the first.
+typedef enum {
+  WEIR_JSON_NULL,
+  WEIR_JSON_BOOL,
+  WEIR_JSON_NUMBER,
+  WEIR_JSON_STRING,
+  WEIR_JSON_ARRAY,
+  WEIR_JSON_OBJECT,
+} weir_json_kind;
+
+typedef struct {
+  weir_json_kind kind;
+  weir_bytes raw;
+} weir_json_value;
+
+typedef enum { WEIR_JSON_FOUND, WEIR_JSON_MISSING, WEIR_JSON_INVALID } weir_json_result;
+
+weir_json_result weir_json_get(weir_bytes doc, const char *name, weir_json_value *v);
+// A number field's value; false for another kind (or, for int64, a
+// fraction, an exponent or a value out of range).
+bool weir_json_double(weir_json_value v, double *out);
+bool weir_json_int64(weir_json_value v, int64_t *out);
+bool weir_json_bool(weir_json_value v, bool *out);
+// A string field's text, escapes decoded (UTF-8), into dst; returns its
+// length, which may exceed cap (then only cap bytes were written).
+size_t weir_json_unescape(weir_bytes raw, uint8_t *dst, size_t cap);
+
 // Writes s (lossy UTF-8) as a JSON string literal to dst, escaped as the
 // Rust SDK escapes it (quotes, backslashes, control characters), and
 // returns its length; dst NULL only measures it.
