@@ -85,20 +85,6 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// componentize-js: `$WEIR_COMPONENTIZE_JS`, else the project's own (its
-/// `package.json` declares it; `npm install` puts it in `node_modules`),
-/// else the one on PATH.
-fn componentize_js(dir: &Path) -> String {
-    if let Ok(tool) = std::env::var("WEIR_COMPONENTIZE_JS") {
-        return tool;
-    }
-    let local = dir.join("node_modules/.bin/componentize-js");
-    if local.exists() {
-        return local.display().to_string();
-    }
-    "componentize-js".into()
-}
-
 /// Whether an app uses keyed state: it imports `./weir/state.js`,
 /// `./weir/windows.js` or `./weir/joins.js` (which keep windows and rows
 /// in state).
@@ -123,7 +109,14 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
     } else {
         (WORLD, "weir/entry.js")
     };
-    let tool = componentize_js(dir);
+    // The project's `node_modules`, where `npm install` puts the
+    // componentize-js its package.json pins.
+    let tool = super::packager(
+        "WEIR_COMPONENTIZE_JS",
+        dir,
+        "node_modules/.bin/componentize-js",
+        "componentize-js",
+    );
     super::run_packager(
         &tool,
         &format!(

@@ -36,6 +36,20 @@ pub enum GuestBuildError {
     },
 }
 
+/// Which packaging tool to run: `$env` when set, else the project's own
+/// install at `dir/local` (where the project file that pins it installs
+/// it), else `name` on PATH.
+pub(crate) fn packager(env: &str, dir: &std::path::Path, local: &str, name: &str) -> String {
+    if let Ok(tool) = std::env::var(env) {
+        return tool;
+    }
+    let local = dir.join(local);
+    if local.exists() {
+        return local.display().to_string();
+    }
+    name.into()
+}
+
 /// Run a language's own packaging tool (componentize-py, componentize-js)
 /// with the contract's WIT in a temporary directory: `args` adds the
 /// arguments, given that directory. `install` says how to get the tool.

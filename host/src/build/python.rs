@@ -81,20 +81,6 @@ pub const SDK: &[(&str, &str)] = &[
     ),
 ];
 
-/// componentize-py: `$WEIR_COMPONENTIZE_PY`, else the project's own
-/// virtual environment's (`.venv`, where its pyproject.toml's `dev` extra
-/// installs it), else the one on PATH.
-fn componentize_py(dir: &Path) -> String {
-    if let Ok(tool) = std::env::var("WEIR_COMPONENTIZE_PY") {
-        return tool;
-    }
-    let local = dir.join(".venv/bin/componentize-py");
-    if local.exists() {
-        return local.display().to_string();
-    }
-    "componentize-py".into()
-}
-
 /// Whether an app uses keyed state: it imports `weir.state` or
 /// `weir.windows` or `weir.joins` (which keep windows and rows in state).
 pub fn stateful(app: &str) -> bool {
@@ -131,7 +117,14 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
         (WORLD, "weir._entry")
     };
     super::run_packager(
-        &componentize_py(dir),
+        // The project's `.venv`, where its pyproject.toml's `dev` extra
+        // installs componentize-py.
+        &super::packager(
+            "WEIR_COMPONENTIZE_PY",
+            dir,
+            ".venv/bin/componentize-py",
+            "componentize-py",
+        ),
         &format!(
             "in the project: `python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'` (its pyproject.toml pins componentize-py {COMPONENTIZE_PY}), or set WEIR_COMPONENTIZE_PY"
         ),

@@ -135,6 +135,25 @@ impl Columns {
 
     /// Append a record; the optional columns materialise on first use.
     pub fn push(&mut self, key: Option<&[u8]>, value: Option<&[u8]>, headers: Headers<'_>) {
+        self.push_fields(key, value.is_some(), headers);
+        self.values.extend_from_slice(value.unwrap_or_default());
+        self.value_ends.push(weir_wire::end(self.values.len()));
+    }
+
+    /// Append a record without key or headers whose value `write` appends
+    /// to the value buffer in place: a native transform's output without
+    /// a copy through a scratch buffer.
+    #[inline]
+    pub fn push_value_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.push_fields(None, true, Headers::Encoded(&[]));
+        write(&mut self.values);
+        self.value_ends.push(weir_wire::end(self.values.len()));
+    }
+
+    /// The next record's key, headers and `has-value` entries: the columns
+    /// other than the value, each materialising on its first non-default.
+    #[inline]
+    fn push_fields(&mut self, key: Option<&[u8]>, has_value: bool, headers: Headers<'_>) {
         let n = self.len();
         push_key(
             &mut self.keys,
@@ -160,88 +179,13 @@ impl Columns {
             }
             self.header_ends.push(weir_wire::end(self.headers.len()));
         }
-        weir_wire::push_optional(&mut self.has_value, n, true, value.is_some());
-        self.values.extend_from_slice(value.unwrap_or_default());
-        self.value_ends.push(weir_wire::end(self.values.len()));
-    }
-
-    /// Append a record without key or headers whose value `write` appends
-    /// to the value buffer in place: a native transform's output without
-    /// a copy through a scratch buffer.
-    #[inline]
-    pub fn push_value_with(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
-        let n = self.len();
-        push_key(
-            &mut self.keys,
-            &mut self.key_ends,
-            &mut self.has_key,
-            n,
-            None,
-        );
-        if !self.header_ends.is_empty() {
-            self.header_ends.push(weir_wire::end(self.headers.len()));
-        }
-        if !self.has_value.is_empty() {
-            self.has_value.push(true);
-        }
-        write(&mut self.values);
-        self.value_ends.push(weir_wire::end(self.values.len()));
+        weir_wire::push_optional(&mut self.has_value, n, true, has_value);
     }
 
     /// Room for `records` more records of `bytes` more value bytes.
     pub fn reserve(&mut self, records: usize, bytes: usize) {
         self.values.reserve(bytes);
         self.value_ends.reserve(records);
-    }
-
-    /// Append every record of `other`, in order.
-    pub fn extend_from(&mut self, other: &Columns) {
-        let n = self.len();
-        let base = |data: &Vec<u8>| data.len() as u32;
-        let shift = |ends: &mut Vec<u32>, from: &[u32], by: u32| {
-            ends.extend(
-                from.iter()
-                    .map(|e| weir_wire::end(*e as usize + by as usize)),
-            );
-        };
-        // Optional columns of either side materialise for both.
-        if !other.key_ends.is_empty() || !self.key_ends.is_empty() {
-            self.key_ends.resize(n, base(&self.keys));
-            self.has_key.resize(n, false);
-            if other.key_ends.is_empty() {
-                let end = base(&self.keys);
-                self.key_ends.extend(std::iter::repeat_n(end, other.len()));
-                self.has_key.extend(std::iter::repeat_n(false, other.len()));
-            } else {
-                let by = base(&self.keys);
-                shift(&mut self.key_ends, &other.key_ends, by);
-                self.has_key.extend_from_slice(&other.has_key);
-                self.keys.extend_from_slice(&other.keys);
-            }
-        }
-        if !other.header_ends.is_empty() || !self.header_ends.is_empty() {
-            self.header_ends.resize(n, base(&self.headers));
-            let by = base(&self.headers);
-            if other.header_ends.is_empty() {
-                self.header_ends
-                    .extend(std::iter::repeat_n(by, other.len()));
-            } else {
-                shift(&mut self.header_ends, &other.header_ends, by);
-                self.headers.extend_from_slice(&other.headers);
-            }
-        }
-        if !other.has_value.is_empty() || !self.has_value.is_empty() {
-            self.has_value.resize(n, true);
-            if other.has_value.is_empty() {
-                self.has_value
-                    .extend(std::iter::repeat_n(true, other.len()));
-            } else {
-                self.has_value.extend_from_slice(&other.has_value);
-            }
-        }
-        let by = base(&self.values);
-        shift(&mut self.value_ends, &other.value_ends, by);
-        self.values.extend_from_slice(&other.values);
     }
 
     #[inline]
@@ -341,20 +285,13 @@ mod tests {
     }
 
     #[test]
-    fn extend_from_keeps_every_field_of_both_sides() {
-        let mut plain = Columns::default();
-        plain.push(None, Some(b"x"), Headers::Encoded(&[]));
-        for (mut left, right) in [(plain.clone(), sample()), (sample(), plain.clone())] {
-            let mut expected = left.clone();
-            for i in 0..right.len() {
-                let value = right.has_value(i).then(|| right.value(i));
-                let headers = Headers::Encoded(right.encoded_headers(i));
-                expected.push(right.key(i), value, headers);
-            }
-            left.extend_from(&right);
-            left.validate().unwrap();
-            assert_eq!(left, expected);
-        }
+    fn a_value_written_in_place_keeps_the_optional_columns_whole() {
+        let mut direct = sample();
+        let mut in_place = sample();
+        direct.push(None, Some(b"xy"), Headers::Encoded(&[]));
+        in_place.push_value_with(|values| values.extend_from_slice(b"xy"));
+        in_place.validate().unwrap();
+        assert_eq!(in_place, direct);
     }
 
     #[test]

@@ -23,9 +23,10 @@ impl WasmTransform {
             ));
         };
         let b = &fired.batch;
+        let columns = b.columns().slices();
         let wit = WitFiredTimers {
-            keys: b.columns().slices().keys.to_vec(),
-            key_ends: b.columns().slices().key_ends.to_vec(),
+            keys: columns.keys.to_vec(),
+            key_ends: columns.key_ends.to_vec(),
             times: b.timestamps().to_vec(),
             domains: fired
                 .domains

@@ -12,14 +12,15 @@
 //! other crates' (connectors, runtime) tests of the seams.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::{
-    Clock, ConnectorError, ContinuousSource, Offset, PartitionReader, RecordBatch, Sink, SinkBatch,
-    Source,
+    ConnectorError, ContinuousSource, Offset, PartitionReader, RecordBatch, Sink, SinkBatch, Source,
 };
+
+mod clock;
+pub use clock::ManualClock;
 
 /// Partitions of text records, shared by the test and the query's sources.
 #[derive(Clone, Default)]
@@ -279,37 +280,6 @@ impl PartitionReader for TopicReader {
         let seen = [self.length_seen];
         self.topic.wait_past(Some(self.partition), &seen, timeout);
         true
-    }
-}
-
-/// Processing time that moves only when the test moves it; give its
-/// [`ManualClock::clock`] to a query's `StatefulOptions::clock`.
-#[derive(Debug, Clone)]
-pub struct ManualClock {
-    ms: Arc<AtomicI64>,
-}
-
-impl ManualClock {
-    /// A clock reading `ms` milliseconds since the Unix epoch.
-    pub fn at(ms: i64) -> ManualClock {
-        ManualClock {
-            ms: Arc::new(AtomicI64::new(ms)),
-        }
-    }
-
-    /// The query's view of this clock.
-    pub fn clock(&self) -> Clock {
-        Clock::manual(self.ms.clone())
-    }
-
-    /// Move the clock forward by `by`.
-    pub fn advance(&self, by: Duration) {
-        let by = i64::try_from(by.as_millis()).expect("an advance under 292 million years");
-        self.ms.fetch_add(by, Ordering::SeqCst);
-    }
-
-    pub fn now_ms(&self) -> i64 {
-        self.ms.load(Ordering::SeqCst)
     }
 }
 

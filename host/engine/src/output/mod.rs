@@ -6,6 +6,9 @@ use super::batch::{
     check_optional_column, malformed,
 };
 
+mod rejection;
+pub use rejection::{RejectKind, Rejected, Rejections};
+
 /// Input batches, each with what the transform made of it: a batch's (or
 /// epoch's) output as the sinks take it.
 pub type Parts = Vec<(RecordBatch, TransformOutput)>;
@@ -31,107 +34,6 @@ pub struct OutputParts {
     pub origins: Vec<u32>,
     pub outputs: Vec<String>,
     pub routes: Vec<u32>,
-}
-
-/// An input record the transform refused, with its reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejected {
-    pub index: u32,
-    pub kind: RejectKind,
-    pub reason: String,
-}
-
-/// Why a record was refused: by the guest's own verdict, or because
-/// processing it broke the sandbox's rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RejectKind {
-    /// The guest returned a bad-record error for it.
-    BadRecord,
-    /// The guest trapped on it (panic, unreachable, stack overflow...).
-    Trap,
-    /// The guest ran past its CPU deadline on it.
-    Deadline,
-    /// The guest ran out of its memory limit on it.
-    OutOfMemory,
-    /// Its output broke the amplification or output-size limit.
-    OutputLimit,
-    /// It is larger than the pipeline's record size limit.
-    TooLarge,
-    /// Its event time is older than the watermark (`late = "reject"`).
-    Late,
-    /// The guest burned its fuel budget on it.
-    Fuel,
-}
-
-impl RejectKind {
-    pub const ALL: [RejectKind; 8] = [
-        RejectKind::BadRecord,
-        RejectKind::Trap,
-        RejectKind::Deadline,
-        RejectKind::OutOfMemory,
-        RejectKind::OutputLimit,
-        RejectKind::TooLarge,
-        RejectKind::Late,
-        RejectKind::Fuel,
-    ];
-
-    pub fn of(e: &super::transform::TransformError) -> RejectKind {
-        use super::transform::TransformError as E;
-        match e {
-            E::Deadline { .. } => RejectKind::Deadline,
-            E::OutOfFuel { .. } => RejectKind::Fuel,
-            E::OutOfMemory { .. } | E::StateLimit { .. } | E::TenantMemory { .. } => {
-                RejectKind::OutOfMemory
-            }
-            E::BadRecord { .. } => RejectKind::BadRecord,
-            _ => RejectKind::Trap,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RejectKind::BadRecord => "bad-record",
-            RejectKind::Trap => "trap",
-            RejectKind::Deadline => "deadline",
-            RejectKind::OutOfMemory => "out-of-memory",
-            RejectKind::OutputLimit => "output-limit",
-            RejectKind::TooLarge => "too-large",
-            RejectKind::Late => "late",
-            RejectKind::Fuel => "fuel",
-        }
-    }
-}
-
-/// How many records a batch refused, by why: what progress and `/metrics`
-/// report, so a user can tell a buggy guest (traps) from bad data.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Rejections([u64; RejectKind::ALL.len()]);
-
-impl Rejections {
-    pub fn count(&mut self, kind: RejectKind) {
-        self.0[kind as usize] += 1;
-    }
-
-    pub fn total(&self) -> u64 {
-        self.0.iter().sum()
-    }
-
-    /// The non-zero counts, by [`RejectKind::as_str`].
-    pub fn by_kind(&self) -> std::collections::BTreeMap<String, u64> {
-        RejectKind::ALL
-            .iter()
-            .filter(|k| self.0[**k as usize] > 0)
-            .map(|k| (k.as_str().to_string(), self.0[*k as usize]))
-            .collect()
-    }
-}
-
-impl std::ops::AddAssign for Rejections {
-    fn add_assign(&mut self, o: Rejections) {
-        for (a, b) in self.0.iter_mut().zip(o.0) {
-            *a += b;
-        }
-    }
 }
 
 /// The result of processing one batch.
@@ -208,11 +110,15 @@ impl OutputBatch {
         (self.routes.is_empty() && !self.is_empty()) || self.routes.contains(&0)
     }
 
-    /// Each record of `input` as its own output, unchanged (a pipeline
-    /// without a transform); only on an empty batch.
+    /// Make this batch each record of `input` as its own output, unchanged
+    /// (a pipeline without a transform): the input's columns, with
+    /// timestamps and origins inherited.
     pub fn pass_through(&mut self, input: &RecordBatch) {
-        assert!(self.is_empty(), "pass_through starts from an empty batch");
-        self.columns.extend_from(input.columns());
+        self.columns.clone_from(input.columns());
+        self.timestamps.clear();
+        self.origins.clear();
+        self.outputs.clear();
+        self.routes.clear();
     }
 
     /// Append the output of the next input record, one per input in order
@@ -352,21 +258,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rejections_add_up_by_kind() {
-        let mut a = Rejections::default();
-        a.count(RejectKind::Trap);
-        a.count(RejectKind::BadRecord);
-        let mut b = Rejections::default();
-        b.count(RejectKind::Trap);
-        a += b;
-        assert_eq!(a.total(), 3);
-        let by = a.by_kind();
-        assert_eq!(by.get("trap"), Some(&2));
-        assert_eq!(by.get("bad-record"), Some(&1));
-        assert_eq!(by.len(), 2, "zero kinds are left out: {by:?}");
-    }
-
-    #[test]
     fn push_and_get_resolve_routes_keys_and_origins() {
         let mut input = RecordBatch::new(0);
         input.push(None, b"a", 5, 0);
@@ -383,6 +274,27 @@ mod tests {
         assert_eq!(got[1].headers().collect::<Vec<_>>(), vec![("h", &b"1"[..])]);
         assert_eq!(got[1].origin, 1);
         assert_eq!(got[1].timestamp, 60);
+    }
+
+    #[test]
+    fn pass_through_gives_each_input_record_unchanged() {
+        let mut input = RecordBatch::new(0);
+        input.push(None, b"a", 5, 0);
+        input.push_with_headers(Some(b"k"), b"b", &[("h", b"v")], 6, 1);
+        input.push_record(&crate::RecordRef::new(Some(b"t"), None, &[], 7, 2));
+        let mut out = OutputBatch::default();
+        out.push(0, Some("stale"), None, Some(b"x"), &[], 1);
+        out.pass_through(&input);
+        out.validate(3).unwrap();
+        for (o, r) in out.iter(&input).zip(input.iter()) {
+            assert_eq!(o.output, None);
+            assert_eq!(
+                (o.key, o.value_opt(), o.headers),
+                (r.key, r.value_opt(), r.headers)
+            );
+            assert_eq!(o.timestamp, r.timestamp);
+        }
+        assert_eq!(out.len(), 3);
     }
 
     #[test]
