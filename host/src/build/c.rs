@@ -98,7 +98,7 @@ pub fn bindings() -> Result<Vec<(String, Vec<u8>)>, GuestBuildError> {
 
 /// The clang that targets WebAssembly: `$CC` if set, else the first of
 /// `clang-19`, `clang` found on PATH.
-fn clang() -> Result<String, GuestBuildError> {
+pub(crate) fn clang() -> Result<String, GuestBuildError> {
     if let Ok(cc) = std::env::var("CC") {
         return Ok(cc);
     }
@@ -111,9 +111,10 @@ fn clang() -> Result<String, GuestBuildError> {
             return Ok(c.to_string());
         }
     }
-    Err(GuestBuildError::Toolchain(
-        "no clang found: install clang-19, lld-19, wasi-libc and libclang-rt-19-dev-wasm32 (Debian), or set CC".into(),
-    ))
+    Err(GuestBuildError::Toolchain(format!(
+        "no clang found: C guests need clang, wasm-ld, wasi-libc and compiler-rt for wasm32; on Debian or Ubuntu: {} (or set CC)",
+        super::toolchain::C_APT_LINE
+    )))
 }
 
 /// Compile `sources` (with `include` on the include path) into a reactor
@@ -136,6 +137,9 @@ pub fn compile(sources: &[PathBuf], include: &Path, out: &Path) -> Result<(), Gu
         .output()
         .map_err(|e| GuestBuildError::Toolchain(format!("running {cc}: {e}")))?;
     if !output.status.success() {
+        // The user's code, or a missing part of the toolchain (wasi-libc's
+        // headers, wasm-ld, compiler-rt), which the probe tells apart.
+        super::toolchain::check_c(&cc)?;
         return Err(GuestBuildError::Toolchain(format!(
             "{cc} failed:\n{}",
             String::from_utf8_lossy(&output.stderr).trim_end()

@@ -81,9 +81,15 @@ pub const ARENA_MAGIC: &[u8] = b"weir-adapter-arena-v1\xff";
 /// Its size: the adapter's two 64 KiB blocks, and room to spare.
 pub const ARENA_SIZE: u32 = 192 << 10;
 
-/// `go build` the package in `dir` into a core module at `out`.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
-    let output = Command::new("go")
+/// `go build` the package in `dir` into a core module at `out`, with the
+/// `go` that `tools` finds or installs.
+pub fn compile(
+    dir: &Path,
+    out: &Path,
+    tools: &super::toolchain::Toolchains,
+) -> Result<(), GuestBuildError> {
+    let go = tools.go()?;
+    let output = Command::new(&go)
         .args(["build", "-buildmode=c-shared", "-ldflags=-s -w", "-o"])
         .arg(out)
         .arg(".")
@@ -91,9 +97,7 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
         .env("GOOS", "wasip1")
         .env("GOARCH", "wasm")
         .output()
-        .map_err(|e| {
-            GuestBuildError::Toolchain(format!("running go (is Go 1.24+ installed?): {e}"))
-        })?;
+        .map_err(|e| GuestBuildError::Toolchain(format!("running {}: {e}", go.display())))?;
     if !output.status.success() {
         return Err(GuestBuildError::Toolchain(format!(
             "go build failed:\n{}",

@@ -99,7 +99,11 @@ pub fn stateful(app: &str) -> bool {
 
 /// Build the project in `dir` (its `app.js` and `weir/`) into a component
 /// at `out`: stateful when `app.js` imports the state, windows or joins module.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
+pub fn compile(
+    dir: &Path,
+    out: &Path,
+    tools: &super::toolchain::Toolchains,
+) -> Result<(), GuestBuildError> {
     let app = dir.join("app.js");
     let text =
         std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
@@ -115,13 +119,11 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
         "WEIR_COMPONENTIZE_JS",
         dir,
         "node_modules/.bin/componentize-js",
-        "componentize-js",
-    );
+        || tools.componentize_js(),
+    )?;
     super::run_packager(
         &tool,
-        &format!(
-            "run `npm install` in the project (its package.json declares @bytecodealliance/componentize-js {COMPONENTIZE_JS}), or set WEIR_COMPONENTIZE_JS"
-        ),
+        &format!("componentize-js {COMPONENTIZE_JS}: `weir doctor js` says what is missing"),
         |c, wit| {
             // No wasi:http: pipelines do not grant it.
             c.arg(dir.join(entry))

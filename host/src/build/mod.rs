@@ -9,6 +9,7 @@ pub mod c;
 pub mod go;
 pub mod js;
 pub mod python;
+pub mod toolchain;
 
 #[cfg(feature = "component-tools")]
 use wit_parser::{Resolve, WorldId};
@@ -38,16 +39,22 @@ pub enum GuestBuildError {
 
 /// Which packaging tool to run: `$env` when set, else the project's own
 /// install at `dir/local` (where the project file that pins it installs
-/// it), else `name` on PATH.
-pub(crate) fn packager(env: &str, dir: &std::path::Path, local: &str, name: &str) -> String {
+/// it), else the pinned one from weir's tools cache, installed there by
+/// `cached` when missing.
+pub(crate) fn packager(
+    env: &str,
+    dir: &std::path::Path,
+    local: &str,
+    cached: impl FnOnce() -> Result<std::path::PathBuf, GuestBuildError>,
+) -> Result<String, GuestBuildError> {
     if let Ok(tool) = std::env::var(env) {
-        return tool;
+        return Ok(tool);
     }
     let local = dir.join(local);
     if local.exists() {
-        return local.display().to_string();
+        return Ok(local.display().to_string());
     }
-    name.into()
+    Ok(cached()?.display().to_string())
 }
 
 /// Run a language's own packaging tool (componentize-py, componentize-js)

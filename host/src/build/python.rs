@@ -95,8 +95,12 @@ pub fn stateful(app: &str) -> bool {
 
 /// Build the project in `dir` (its `app.py` and `weir/` package) into a
 /// component at `out`: stateful when `app.py` imports `weir.state` or
-/// `weir.windows`.
-pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
+/// `weir.windows`. componentize-py: see [`super::packager`].
+pub fn compile(
+    dir: &Path,
+    out: &Path,
+    tools: &super::toolchain::Toolchains,
+) -> Result<(), GuestBuildError> {
     let app = dir.join("app.py");
     let text =
         std::fs::read_to_string(&app).map_err(|err| GuestBuildError::Io { path: app, err })?;
@@ -123,11 +127,9 @@ pub fn compile(dir: &Path, out: &Path) -> Result<(), GuestBuildError> {
             "WEIR_COMPONENTIZE_PY",
             dir,
             ".venv/bin/componentize-py",
-            "componentize-py",
-        ),
-        &format!(
-            "in the project: `python3 -m venv .venv && .venv/bin/pip install -e '.[dev]'` (its pyproject.toml pins componentize-py {COMPONENTIZE_PY}), or set WEIR_COMPONENTIZE_PY"
-        ),
+            || tools.componentize_py(),
+        )?,
+        &format!("componentize-py {COMPONENTIZE_PY}: `weir doctor python` says what is missing"),
         |c, wit| {
             c.arg("-d")
                 .arg(wit)

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
+use weir::build::toolchain::Toolchains;
 use weir_runtime::Runtime;
 
 #[derive(clap::Args)]
@@ -80,18 +81,21 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    let tools = toolchains()?;
     // What the guest's language runtime imports beyond the defaults.
     let mut grants = Vec::new();
     match language {
-        Language::Rust => rust(&a.dir, &name, &out)?,
+        Language::Rust => rust(&a.dir, &name, &out, &tools)?,
         Language::C => c(&a.dir, &name, &out)?,
-        Language::Go => go(&a.dir, &name, &out)?,
+        Language::Go => go(&a.dir, &name, &out, &tools)?,
         Language::Python => {
             grants.push(weir::build::python::GRANT.to_string());
-            weir::build::python::compile(&std::fs::canonicalize(&a.dir)?, &absolute(&out)?)?;
+            let dir = std::fs::canonicalize(&a.dir)?;
+            weir::build::python::compile(&dir, &absolute(&out)?, &tools)?;
         }
         Language::Js => {
-            weir::build::js::compile(&std::fs::canonicalize(&a.dir)?, &absolute(&out)?)?;
+            let dir = std::fs::canonicalize(&a.dir)?;
+            weir::build::js::compile(&dir, &absolute(&out)?, &tools)?;
         }
     }
     let component = runtime
@@ -110,6 +114,14 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// weir's tools cache (`weir doctor` shows where), announcing installs on
+/// stderr.
+pub(crate) fn toolchains() -> anyhow::Result<Toolchains> {
+    let root = Toolchains::default_root()
+        .context("no HOME, XDG_CACHE_HOME or WEIR_TOOLCHAINS_DIR for weir's tools cache")?;
+    Ok(Toolchains::new(root, |line| eprintln!("weir: {line}")))
 }
 
 /// The project's name: its directory's.
@@ -162,19 +174,20 @@ fn c(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
     std::fs::write(out, component).with_context(|| format!("{}", out.display()))
 }
 
-fn go(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
+fn go(dir: &Path, name: &str, out: &Path, tools: &Toolchains) -> anyhow::Result<()> {
     let target = dir.join("target");
     std::fs::create_dir_all(&target)?;
     // Absolute: go build runs in the project directory.
     let core = std::fs::canonicalize(&target)?.join(format!("{name}.core.wasm"));
-    weir::build::go::compile(dir, &core)?;
+    weir::build::go::compile(dir, &core, tools)?;
     let module = weir::build::go::adapter_realloc(&std::fs::read(&core)?)?;
     let component =
         weir::build::componentize(&module, &core.display().to_string(), weir::build::go::WORLD)?;
     std::fs::write(out, component).with_context(|| format!("{}", out.display()))
 }
 
-fn rust(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
+fn rust(dir: &Path, name: &str, out: &Path, tools: &Toolchains) -> anyhow::Result<()> {
+    tools.rust_target(dir)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(&cargo)
         .args(["build", "--release", "--target", "wasm32-wasip2"])
@@ -182,11 +195,6 @@ fn rust(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
         .status()
         .with_context(|| format!("running {cargo} (is Rust installed?)"))?;
     if !status.success() {
-        if !wasm_target_installed() {
-            bail!(
-                "cargo build failed: the wasm32-wasip2 target is not installed; `rustup target add wasm32-wasip2`"
-            );
-        }
         bail!("cargo build failed (see above)");
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -197,18 +205,4 @@ fn rust(dir: &Path, name: &str, out: &Path) -> anyhow::Result<()> {
         .join(format!("{}.wasm", name.replace('-', "_")));
     std::fs::copy(&built, out).with_context(|| format!("copying {}", built.display()))?;
     Ok(())
-}
-
-/// Whether rustc has the standard library for wasm32-wasip2 (its target
-/// library directory exists), so a failed build names the missing target
-/// only when that is the cause.
-fn wasm_target_installed() -> bool {
-    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    Command::new(rustc)
-        .args(["--print", "target-libdir", "--target", "wasm32-wasip2"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
-        .is_some_and(|libdir| libdir.is_dir())
 }

@@ -3,6 +3,7 @@
 
 mod build;
 mod client;
+mod doctor;
 mod host;
 mod log;
 mod new;
@@ -54,6 +55,8 @@ enum Command {
     New(new::Args),
     /// Build a guest project into a component.
     Build(build::Args),
+    /// Check (and with --install, install) each guest language's build tools.
+    Doctor(doctor::Args),
     /// Run several tenants' pipelines in one process (quotas, CPU shares).
     Host(host::Args),
     /// Run weir as a service: an HTTP API for tenants and components.
@@ -141,6 +144,7 @@ pub fn run() -> anyhow::Result<ExitCode> {
         Command::Test(args) => test::run(&runtime()?, args),
         Command::New(args) => new::run(args),
         Command::Build(args) => build::run(&runtime()?, args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Host(args) => host::run(&runtime()?, args),
         Command::Serve(args) => serve::run(runtime()?, args),
         Command::Deploy(a) => client::commands::deploy(a),
