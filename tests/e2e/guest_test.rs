@@ -231,7 +231,6 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("ok: 3 output record(s) as expected"));
-    crate::scaffolds::deploy_to_serve("rust", &project, "shout.wasm");
     // The scaffold's own unit test passes natively.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let t = std::process::Command::new(cargo)
@@ -247,6 +246,12 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
         .output()
         .unwrap();
     assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    crate::scaffolds::filter_and_flag::edit_build_test_run_deploy(
+        "rust",
+        &project,
+        "shout.wasm",
+        || in_dir(&["build"], &project),
+    );
     // A syntax error fails the build with the compiler's message, no
     // missing-target hint (the target is installed), and no component
     // left from the build before.

@@ -15,6 +15,8 @@ pub const WORLD: &str = "record-transformer";
 pub const STATEFUL_WORLD: &str = "full-transformer";
 /// The componentize-js release the SDK is tested with.
 pub const COMPONENTIZE_JS: &str = "0.23.0";
+/// The WASI shim componentize-js imports at run time without declaring it.
+pub const PREVIEW2_SHIM: &str = "0.17.9";
 
 /// The SDK's files, as written into a project's `weir/` directory.
 pub const SDK: &[(&str, &str)] = &[

@@ -238,6 +238,7 @@ fn js(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
     let fill = |t: &str| {
         t.replace("{{name}}", name)
             .replace("{{componentize_js}}", weir::build::js::COMPONENTIZE_JS)
+            .replace("{{preview2_shim}}", weir::build::js::PREVIEW2_SHIM)
     };
     let mut files = filled(
         &[

@@ -228,6 +228,8 @@ pub fn window_events(
 pub fn weir() -> Command {
     let mut c = Command::new(weir_bin());
     c.env("WEIR_CACHE_DIR", target_tmpdir().join("component-cache"));
+    // Anything weir installs for a build stays out of the user's home.
+    c.env("WEIR_TOOLCHAINS_DIR", target_tmpdir().join("toolchains"));
     let tools = tools_dir();
     c.env(
         "WEIR_COMPONENTIZE_PY",

@@ -68,6 +68,8 @@ mod tests {
         let lock: serde_json::Value = serde_json::from_str(super::PACKAGE_LOCK).unwrap();
         let pinned = &lock["packages"]["node_modules/@bytecodealliance/componentize-js"]["version"];
         assert_eq!(pinned, super::COMPONENTIZE_JS);
+        let shim = &lock["packages"]["node_modules/@bytecodealliance/preview2-shim"]["version"];
+        assert_eq!(shim, crate::build::js::PREVIEW2_SHIM);
         assert!(super::PACKAGE_JSON.contains(super::COMPONENTIZE_JS));
     }
 }

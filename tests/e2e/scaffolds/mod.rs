@@ -1,7 +1,13 @@
-//! `weir new` -> native unit test -> `weir build` -> `weir validate` ->
-//! `weir test` from an empty directory, for each language whose project
-//! weir scaffolds beside Rust's (which `guest_test` covers).
+//! The life cycle of a guest project from an empty directory, for each
+//! language weir scaffolds beside Rust's (which `guest_test` covers):
+//! `weir new` -> native unit test -> `weir build` (Python and JavaScript
+//! with an empty tools cache, so weir installs their componentizers) ->
+//! `weir validate` -> `weir test` -> edit to a JSON filter -> build, test,
+//! `weir run`, deploy to a spawned `weir serve`.
 
+pub(crate) mod filter_and_flag;
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use crate::testkit::{self, weir};
@@ -61,10 +67,40 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
             String::from_utf8_lossy(&o.stdout)
         );
     }
-    // The language's compiler to a core module, then weir's component step.
-    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    // The language's compiler to a core module, then weir's component
+    // step. Python's and JavaScript's componentizers are not installed yet
+    // (an empty tools cache, no WEIR_COMPONENTIZE_*), and Go's builds see
+    // no `go` on PATH, so weir installs them.
+    let tools = tempfile::tempdir().unwrap();
+    let build = || {
+        let mut c = weir();
+        c.arg("build")
+            .current_dir(&project)
+            .env_remove("WEIR_COMPONENTIZE_PY")
+            .env_remove("WEIR_COMPONENTIZE_JS")
+            .env("WEIR_TOOLCHAINS_DIR", tools.path());
+        if lang == "go" {
+            c.env("PATH", path_without("go"));
+        }
+        c.output().unwrap()
+    };
+    let o = build();
     assert!(o.status.success(), "{lang}: {}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./up.wasm"));
+    let installed = match lang {
+        "python" => Some("weir: installing componentize-py"),
+        "js" => Some("weir: installing componentize-js"),
+        "go" => Some("weir: installing Go"),
+        _ => None,
+    };
+    if let Some(line) = installed {
+        assert_eq!(
+            stderr(&o).matches(line).count(),
+            1,
+            "{lang}: {}",
+            stderr(&o)
+        );
+    }
     // CPython's runtime imports wasi:sockets.
     let grant: Vec<&str> = testkit::grants(lang)
         .iter()
@@ -110,10 +146,10 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
             stderr(&o)
         );
     }
-    deploy_to_serve(lang, &project, "up.wasm");
+    filter_and_flag::edit_build_test_run_deploy(lang, &project, "up.wasm", build);
     // A compile error comes back as the compiler's own message.
     std::fs::write(project.join(broken.0), broken.1).unwrap();
-    let o = weir().arg("build").current_dir(&project).output().unwrap();
+    let o = build();
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains(broken.0.rsplit('/').next().unwrap()),
@@ -134,11 +170,24 @@ fn new_build_test(lang: &str, own_file: &str, broken: (&str, &str)) {
     );
 }
 
+/// `$PATH` without the directories that hold `program`.
+fn path_without(program: &str) -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::env::split_paths(&path).filter(|d| !d.join(program).exists()))
+        .unwrap()
+}
+
 /// The built component deployed to a spawned `weir serve` with `weir
 /// deploy`, as a user would: the tenant is allowed what the language's
 /// runtime imports (CPython: wasi:sockets), the pipeline grants it, and
-/// records go through.
-pub(crate) fn deploy_to_serve(lang: &str, project: &std::path::Path, component: &str) {
+/// `input` comes out as `expected` (in any order).
+pub(crate) fn deploy_to_serve(
+    lang: &str,
+    project: &Path,
+    component: &str,
+    input: &[&str],
+    expected: &[&str],
+) {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let s = crate::serve::Server::start(&data, &[]);
@@ -154,7 +203,7 @@ pub(crate) fn deploy_to_serve(lang: &str, project: &std::path::Path, component: 
     assert_eq!(st, 201, "{v}");
     let token = v["token"].as_str().unwrap().to_string();
     let log = data.join("tenants/dev/log");
-    crate::serve::pipelines::append_values(&log, &["hello", "weir"]);
+    crate::serve::pipelines::append_values(&log, input);
     let file = project.join("deploy.toml");
     std::fs::write(
         &file,
@@ -174,7 +223,9 @@ pub(crate) fn deploy_to_serve(lang: &str, project: &std::path::Path, component: 
     s.wait_committed(&token, "deploy", 0);
     let mut out = testkit::topic_values(&log, "out").unwrap();
     out.sort();
-    assert_eq!(out, ["HELLO", "WEIR"], "{lang}");
+    let mut want = expected.to_vec();
+    want.sort();
+    assert_eq!(out, want, "{lang}");
 }
 
 #[test]
@@ -209,5 +260,50 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_go() {
         "go",
         "main.go",
         ("broken.go", "package main\nfunc broken( {"),
+    );
+}
+
+#[test]
+fn weir_doctor_reports_every_language_and_names_the_fix() {
+    let tools = tempfile::tempdir().unwrap();
+    let doctor = |args: &[&str], envs: &[(&str, &str)]| {
+        let mut c = weir();
+        c.arg("doctor")
+            .args(args)
+            .env("WEIR_TOOLCHAINS_DIR", tools.path());
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let o = doctor(&[], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let status = |lang: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(lang))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no {lang} line in {out}"))
+            .to_string()
+    };
+    // The suite's machine has Rust with the target, C and Go (installed by
+    // scripts/test); the componentizers are not in an empty cache.
+    for lang in ["rust", "c", "go"] {
+        assert_eq!(status(lang), "ready", "{out}");
+    }
+    for lang in ["python", "js"] {
+        assert_eq!(status(lang), "install", "{out}");
+    }
+    // Named languages that are not ready fail the command, for scripts.
+    assert!(!doctor(&["python"], &[]).status.success());
+    assert!(doctor(&["rust", "go"], &[]).status.success());
+    // C cannot be installed by weir: the line says what to run.
+    let o = doctor(&["c"], &[("CC", "/nonexistent/clang")]);
+    assert!(!o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("missing"), "{out}");
+    assert!(
+        out.contains("apt-get install clang-19 lld-19 wasi-libc libclang-rt-19-dev-wasm32"),
+        "{out}"
     );
 }
