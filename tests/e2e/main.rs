@@ -9,6 +9,7 @@ mod cli;
 mod continuous;
 mod examples;
 mod golden_languages;
+mod guest_errors;
 mod guest_test;
 #[cfg(feature = "kafka")]
 mod kafka;

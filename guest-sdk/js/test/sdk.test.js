@@ -1,5 +1,6 @@
 // The SDK natively: each kind of function over the real column rules.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { beforeEach, test } from "node:test";
 
 import * as weir from "../weir/index.js";
@@ -124,4 +125,18 @@ test("record.ascii: every record of an ASCII batch, each record of a mixed one",
   testing.run([{ value: "ab" }, { value: "cd" }]);
   testing.run([{ value: "ab" }, { value: "wörld" }, { value: undefined }]);
   assert.deepEqual(seen, [true, true, true, false]);
+});
+
+function lookup(doc) {
+  return doc.missing.field; // the line a refusal names
+}
+
+test("an unexpected exception names the user's file, line and function", () => {
+  weir.map((r) => (r.text === "boom" ? lookup({}) : r.text));
+  const { rejected } = testing.run(["a", "boom"]);
+  assert.equal(rejected.length, 1);
+  assert.match(rejected[0].reason, /^TypeError: .* at test\/sdk\.test\.js:\d+:\d+ in lookup$/);
+  const line = Number(/sdk\.test\.js:(\d+)/.exec(rejected[0].reason)[1]);
+  const source = readFileSync(new URL(import.meta.url), "utf8").split("\n");
+  assert.match(source[line - 1], /the line a refusal names/);
 });

@@ -18,7 +18,7 @@
 // having `key` (bytes), `left` and `right` ({value, timestamp} each, or
 // undefined). Rows are stored in the Rust SDK's layout.
 
-import { BadRecord, Broken } from "./errors.js";
+import { BadRecord, Broken, reason } from "./errors.js";
 import { concat, timeBytes, untime } from "./keys.js";
 import { Record } from "./record.js";
 import * as state from "./state.js";
@@ -109,8 +109,7 @@ export class Join {
       } catch (e) {
         if (e instanceof Broken) throw e;
         cols.rollback(mark);
-        const reason = e instanceof BadRecord ? e.message : e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-        cols.rejected.push({ index: i, reason: reason || "bad record" });
+        cols.rejected.push({ index: i, reason: reason(e) });
       }
     }
   }

@@ -2,7 +2,7 @@
 // exports (entry.js) and weir/testing.js.
 
 import { Columns } from "./columns.js";
-import { BadRecord, Broken } from "./errors.js";
+import { Broken, reason } from "./errors.js";
 import { KEEP, Output, Record, asBytes } from "./record.js";
 
 const encoder = new TextEncoder();
@@ -23,12 +23,6 @@ export function runInit(config) {
   const init = registeredInit();
   if (init) init(new Config(config));
   else if (config.length) throw new Error(`unknown config key \`${config[0][0]}\`: this transform takes no config`);
-}
-
-function reason(e) {
-  if (e instanceof BadRecord) return e.message || "bad record";
-  if (e instanceof Error) return `${e.name}: ${e.message}`;
-  return String(e);
 }
 
 /** The output Columns of batch `b` (the contract's batch fields, camelCase);

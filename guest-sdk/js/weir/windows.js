@@ -16,7 +16,7 @@
 // An app that imports weir/windows.js is built stateful. Accumulators are
 // kept as JSON, so an aggregate's accumulator must be JSON-serializable.
 
-import { BadRecord, Broken } from "./errors.js";
+import { BadRecord, Broken, reason } from "./errors.js";
 import { concat, timeBytes, untime } from "./keys.js";
 import { Record } from "./record.js";
 import * as state from "./state.js";
@@ -91,8 +91,7 @@ export class Windowed {
         this.add(new Record(value, i, b), mode, touched, cache);
       } catch (e) {
         if (e instanceof Broken) throw e;
-        const reason = e instanceof BadRecord ? e.message : e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-        cols.rejected.push({ index: i, reason: reason || "bad record" });
+        cols.rejected.push({ index: i, reason: reason(e) });
       }
     }
     for (const [, [k, acc, dirty]] of cache) if (dirty) state.put(k, JSON.stringify(acc));

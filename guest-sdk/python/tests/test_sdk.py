@@ -74,7 +74,7 @@ def test_any_exception_refuses_the_record_but_broken_stops():
 
     outs, rejected = testing.run(["1", "x"])
     assert [o.value for o in outs] == [b"2"]
-    assert rejected == [(1, "ValueError: invalid literal for int() with base 10: 'x'")]
+    assert rejected == [(1, "ValueError: invalid literal for int() with base 10: 'x' at tests/test_sdk.py:73 in parse")]
     with pytest.raises(weir.Broken, match="out of patience"):
         testing.run(["stop"])
 
@@ -128,3 +128,27 @@ def test_metrics_natively():
 
     testing.run(["a", "b"])
     assert testing.metrics()["counters"]["seen"] >= 2
+
+
+def _lookup(doc):
+    return doc["missing"]  # the line a refusal names
+
+
+def test_an_unexpected_exception_names_the_users_file_and_line():
+    @weir.map
+    def shout(r):
+        if r.text == "boom":
+            return _lookup({})
+        return r.text.upper()
+
+    _, rejected = testing.run(["a", "boom"])
+    line = _lookup.__code__.co_firstlineno + 1
+    assert rejected == [(1, f"KeyError: 'missing' at tests/test_sdk.py:{line} in _lookup")]
+    _register.reset()
+
+    # A BadRecord is the user's own reason, as written.
+    @weir.map
+    def refuse(r):
+        raise weir.BadRecord("no")
+
+    assert testing.run(["a"])[1] == [(0, "no")]

@@ -58,5 +58,5 @@ def test_timers_fire_once_when_the_watermark_passes_them():
 
 def test_a_bad_record_is_refused():
     outs, rejected = testing.run([In("{}", timestamp=1)])
-    assert rejected == [(0, "KeyError: 'key'")]
+    assert rejected == [(0, "KeyError: 'key' at tests/test_state.py:26 in count")]
     assert state.native["state"] == {} and state.native["timers"] == set()

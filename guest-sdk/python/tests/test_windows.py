@@ -119,7 +119,7 @@ def test_a_record_without_the_key_is_refused():
         return windows.tumbling(100, windows.Count(), key_by=by_key)
 
     _, rejected = testing.run([In("{}", timestamp=1)])
-    assert rejected == [(0, "KeyError: 'key'")]
+    assert rejected == [(0, "KeyError: 'key' at tests/test_windows.py:38 in by_key")]
 
 
 def test_keys_are_escaped_as_the_rust_sdk_does():

@@ -4,13 +4,8 @@ the component's exports (``weir._entry``) and ``weir.testing``."""
 from . import _register
 from ._batch import KEEP, Columns, Output, Record, _as_bytes
 from ._columns import run_filter_batch
-from ._errors import BadRecord, Broken
-
-
-def _reason(e):
-    if isinstance(e, BadRecord):
-        return str(e) or "bad record"
-    return f"{type(e).__name__}: {e}"
+from ._errors import Broken
+from ._errors import reason as _reason
 
 
 # The windowed aggregation (or join) a @weir.windowed (@weir.joined)

@@ -25,7 +25,7 @@ layout as the Rust SDK's, so a pipeline can move between the two.
 
 import json
 
-from . import state
+from . import _errors, state
 from ._batch import Record
 from ._errors import BadRecord, Broken
 from .windows import _time, _untime  # the same time encoding in keys
@@ -135,7 +135,7 @@ class Join:
                 raise
             except Exception as e:  # noqa: BLE001 - refuses the record
                 cols.rollback(mark)
-                reason = str(e) if isinstance(e, BadRecord) else f"{type(e).__name__}: {e}"
+                reason = _errors.reason(e)
                 cols.rejected.append((i, reason or "bad record"))
 
     def _key(self, side, r):

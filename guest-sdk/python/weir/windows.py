@@ -23,7 +23,7 @@ kept as JSON, so an aggregate's accumulator must be JSON-serializable.
 
 import json
 
-from . import state
+from . import _errors, state
 from ._batch import Record
 from ._errors import BadRecord, Broken
 
@@ -116,7 +116,7 @@ class Windowed:
             except Broken:
                 raise
             except Exception as e:  # noqa: BLE001 - refuses the record
-                reason = str(e) if isinstance(e, BadRecord) else f"{type(e).__name__}: {e}"
+                reason = _errors.reason(e)
                 cols.rejected.append((i, reason or "bad record"))
         for k, (acc, dirty) in cache.items():
             if dirty:

@@ -15,6 +15,7 @@ mod inspect;
 mod instance;
 mod json_import;
 mod output_pipe;
+mod panic_report;
 mod sandbox;
 mod state_imports;
 mod store_data;

@@ -90,7 +90,16 @@ pub fn compile(
 ) -> Result<(), GuestBuildError> {
     let go = tools.go()?;
     let output = Command::new(&go)
-        .args(["build", "-buildmode=c-shared", "-ldflags=-s -w", "-o"])
+        // -trimpath: panics name files by module path (`example.com/up/
+        // main.go:12`), and no build machine's directories are kept in the
+        // component.
+        .args([
+            "build",
+            "-buildmode=c-shared",
+            "-trimpath",
+            "-ldflags=-s -w",
+            "-o",
+        ])
         .arg(out)
         .arg(".")
         .current_dir(dir)

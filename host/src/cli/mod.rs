@@ -110,6 +110,8 @@ pub fn init_logging(quiet_engine: bool) {
         .with(
             fmt::layer()
                 .with_writer(std::io::stderr)
+                // Colour codes only for a person at a terminal, not a pipe or file.
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
                 .with_filter(filter),
         )
         // Tenants' own logs (`weir host`) keep their guests' lines from info up.

@@ -2,6 +2,7 @@
 
 use wasmtime::{Store, Trap};
 
+use crate::output_pipe::LastWords;
 use crate::store_data::StoreData;
 use crate::{Limits, one_line};
 use weir_engine::TransformError;
@@ -9,6 +10,7 @@ use weir_engine::TransformError;
 /// Arm a store for one call: its CPU deadline (counted down a tick at a
 /// time by the epoch callback) and, when metered, its fuel.
 pub(super) fn arm(store: &mut Store<StoreData>, ticks: u64, fuel: Option<u64>) {
+    store.data().stderr.begin_call();
     store.data_mut().ticks_left = ticks;
     store.data_mut().ticks_armed = ticks;
     store.set_epoch_deadline(1);
@@ -64,11 +66,13 @@ pub(super) fn classify(
             limit: limits.max_memory,
         };
     }
-    let mut message = trap_message(e);
-    let stderr = state.stderr.take_tail();
-    if !stderr.is_empty() {
-        message = format!("{message} (guest stderr: {stderr})");
-    }
+    // A panic's own report (message, the user's file and line) says more
+    // than the trap it ended in; otherwise the trap with what was printed.
+    let message = match state.stderr.take_failure() {
+        LastWords::Report(summary) => summary,
+        LastWords::Printed(text) => format!("{} (guest stderr: {text})", trap_message(e)),
+        LastWords::Nothing => trap_message(e),
+    };
     TransformError::Trap { message }
 }
 

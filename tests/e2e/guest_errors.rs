@@ -1,0 +1,240 @@
+//! A transform that fails on one record, in Rust, Go, Python and
+//! JavaScript: the failure names the user's own file and line (a Rust
+//! panic's location, a Go panic's first user frame, a Python traceback's
+//! last user frame, a JS stack's first user frame) in the dead letter, in
+//! `weir test` and in `weir run`'s log, once, and without colour codes
+//! when stderr is not a terminal.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::testkit::{self, weir};
+
+/// The failing transform in `lang`: records other than `boom` are
+/// uppercased; `boom` fails inside `helper`, on the line marked `HERE`.
+fn source(lang: &str, name: &str) -> (&'static str, String) {
+    match lang {
+        "rust" => (
+            "src/lib.rs",
+            r#"use weir_guest::{Output, Record, RecordError};
+
+fn helper(text: &str) -> String {
+    panic!("cannot handle {text}"); // HERE
+}
+
+fn transform(record: &Record<'_>, out: &mut Output<'_, '_>) -> Result<(), RecordError> {
+    let text = record.value_str()?;
+    out.emit(if text == "boom" { helper(text) } else { text.to_uppercase() });
+    Ok(())
+}
+
+weir_guest::flat_map!(transform);
+"#
+            .to_string(),
+        ),
+        "go" => (
+            "main.go",
+            r#"package main
+
+import (
+	"bytes"
+
+	"example.com/NAME/weir"
+)
+
+func helper() []byte {
+	var counts map[string]int
+	counts["boom"]++ // HERE
+	return nil
+}
+
+func shout(r *weir.Record) ([]byte, error) {
+	if string(r.Value) == "boom" {
+		return helper(), nil
+	}
+	return bytes.ToUpper(r.Value), nil
+}
+
+func init() { weir.Map(shout) }
+
+func main() {}
+"#
+            .replace("NAME", name),
+        ),
+        "python" => (
+            "app.py",
+            r#"import weir
+
+
+def helper(doc):
+    return doc["missing"]  # HERE
+
+
+@weir.map
+def shout(record):
+    if record.value == b"boom":
+        return helper({})
+    return record.value.upper()
+"#
+            .to_string(),
+        ),
+        "js" => (
+            "app.js",
+            r#"import * as weir from "./weir/index.js";
+
+function helper(doc) {
+  return doc.missing.field; // HERE
+}
+
+weir.map((record) => (record.text === "boom" ? helper({}) : record.text.toUpperCase()));
+"#
+            .to_string(),
+        ),
+        _ => panic!("{lang}"),
+    }
+}
+
+/// `weir new` + the failing source + `weir build`; the project, and
+/// `file:line` of the `HERE` line.
+fn project(dir: &Path, lang: &str) -> (PathBuf, String) {
+    testkit::polyglot_tools(lang);
+    let name = format!("fails_{lang}");
+    // Rust guests build with the host build's flags removed (as
+    // guest_test does) into a target directory the tests share.
+    let cmd = |args: &[&str], cwd: &Path| {
+        let mut c = weir();
+        c.args(args)
+            .current_dir(cwd)
+            .env_remove("RUSTFLAGS")
+            .env_remove("CARGO_ENCODED_RUSTFLAGS")
+            .env_remove("CARGO_BUILD_TARGET")
+            .env(
+                "CARGO_TARGET_DIR",
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
+            );
+        c.output().unwrap()
+    };
+    let o = cmd(&["new", "--lang", lang, &name], dir);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let project = dir.join(&name);
+    let (file, text) = source(lang, &name);
+    let line = text.lines().position(|l| l.contains("HERE")).unwrap() + 1;
+    std::fs::write(project.join(file), &text).unwrap();
+    let o = cmd(&["build"], &project);
+    assert!(
+        o.status.success(),
+        "{lang}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Go names files by module path (weir builds with -trimpath).
+    let shown = match lang {
+        "go" => format!("example.com/{name}/{file}:{line}"),
+        _ => format!("{file}:{line}"),
+    };
+    (project, shown)
+}
+
+fn check(lang: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, at) = project(dir.path(), lang);
+    let component = project.join(format!("fails_{lang}.wasm"));
+    std::fs::write(project.join("in.txt"), "hello\nboom\nweir\n").unwrap();
+    let grant: Vec<&str> = testkit::grants(lang)
+        .iter()
+        .flat_map(|g| ["--grant", g])
+        .collect();
+
+    // weir test: the refusal names the place, once; no colour codes.
+    let o = weir()
+        .arg("test")
+        .arg(&component)
+        .args(["--input", "in.txt"])
+        .args(&grant)
+        .current_dir(&project)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "HELLO\nWEIR\n",
+        "{lang}"
+    );
+    let refusal = err
+        .lines()
+        .find(|l| l.starts_with("line 2: "))
+        .unwrap_or_else(|| panic!("{lang}: no refusal of line 2 in {err}"));
+    assert!(
+        refusal.contains(&at),
+        "{lang}: {refusal} does not name {at}"
+    );
+    assert_eq!(
+        err.matches(&at).count(),
+        1,
+        "{lang}: named more than once: {err}"
+    );
+    assert!(
+        !err.contains('\u{1b}'),
+        "{lang}: colour codes into a pipe: {err}"
+    );
+
+    // weir run with a dead-letter sink: the dead letter carries it too, and
+    // the log names it once (the batch's failed call and the isolating
+    // retry do not both print the guest's report).
+    let run = project.join("run");
+    std::fs::create_dir_all(run.join("in")).unwrap();
+    std::fs::copy(project.join("in.txt"), run.join("in/in.txt")).unwrap();
+    std::fs::write(
+        run.join("p.toml"),
+        format!(
+            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nformat = \"raw\"\n[transform]\ncomponent = \"{}\"\non-error = \"dead-letter\"\n{}[sink.default]\ntype = \"files\"\npath = \"out\"\n[sink.dead-letter]\ntype = \"files\"\npath = \"dead\"\nformat = \"values\"\n[trigger]\ntype = \"available-now\"\n",
+            component.display(),
+            testkit::grants_line(lang)
+        ),
+    )
+    .unwrap();
+    let o = weir()
+        .args(["run", "p.toml", "--progress", "none"])
+        .current_dir(&run)
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{lang}: {log}");
+    assert!(
+        !log.contains('\u{1b}'),
+        "{lang}: colour codes into a pipe: {log}"
+    );
+    assert!(
+        log.matches(&at).count() <= 1,
+        "{lang}: named more than once: {log}"
+    );
+    let dead = Command::new(testkit::weir_bin())
+        .args(["files", "dead"])
+        .current_dir(&run)
+        .output()
+        .unwrap();
+    let dead = String::from_utf8_lossy(&dead.stdout).into_owned();
+    assert_eq!(dead.lines().count(), 1, "{lang}: {dead}");
+    let letter: serde_json::Value = serde_json::from_str(dead.trim()).unwrap();
+    let message = letter["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&at), "{lang}: dead letter {letter}");
+}
+
+#[test]
+fn a_rust_panic_names_the_users_file_and_line() {
+    check("rust");
+}
+
+#[test]
+fn a_go_panic_names_the_users_file_and_line() {
+    check("go");
+}
+
+#[test]
+fn a_python_exception_names_the_users_file_and_line() {
+    check("python");
+}
+
+#[test]
+fn a_js_exception_names_the_users_file_and_line() {
+    check("js");
+}
