@@ -215,6 +215,18 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     }
     let o = in_dir(&["new", "--lang", "rust", "shout"], dir.path());
     assert!(stderr(&o).contains("exists already"), "{}", stderr(&o));
+    // Portable: the SDK is vendored into the project, not named by a path
+    // on this machine, so the directory can be committed and cloned.
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(r#"weir-guest = { path = "weir/guest-sdk""#),
+        "{manifest}"
+    );
+    assert!(!manifest.contains(env!("CARGO_MANIFEST_DIR")), "{manifest}");
+    let moved = dir.path().join("elsewhere/shout");
+    std::fs::create_dir_all(moved.parent().unwrap()).unwrap();
+    std::fs::rename(&project, &moved).unwrap();
+    let project = moved;
     let o = in_dir(&["build"], &project);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).starts_with("built ./shout.wasm"));

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+mod rust_sdk;
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Lang {
     Rust,
@@ -23,7 +25,8 @@ pub struct Args {
     lang: Lang,
     /// The project's name, and its directory (created; must not exist).
     name: String,
-    /// Where the Rust SDK (`guest-sdk`) is (default: the copy this weir was built from).
+    /// Depend on the Rust SDK (`guest-sdk`) at DIR instead of a copy in the
+    /// project's `weir/` (for working on the SDK itself).
     #[arg(long, value_name = "DIR")]
     sdk: Option<PathBuf>,
 }
@@ -67,11 +70,6 @@ fn gitignore(extra: &str) -> (String, Vec<u8>) {
     (".gitignore".to_string(), text.into_bytes())
 }
 
-/// The SDK weir was built from, next to its host crate in the repository.
-pub fn default_sdk() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk")
-}
-
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if !valid(&a.name) {
         bail!(
@@ -90,12 +88,14 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Lang::Python => return python(&a.name, &dir),
         Lang::Js => return js(&a.name, &dir),
     }
-    let sdk = std::fs::canonicalize(a.sdk.unwrap_or_else(default_sdk))
-        .context("finding the Rust guest SDK (give --sdk DIR)")?;
-    let fill = |t: &str| {
-        t.replace("{{name}}", &a.name)
-            .replace("{{sdk}}", &sdk.display().to_string())
+    let sdk = match &a.sdk {
+        Some(dir) => std::fs::canonicalize(dir)
+            .with_context(|| format!("the Rust guest SDK at {}", dir.display()))?
+            .display()
+            .to_string(),
+        None => rust_sdk::PATH.to_string(),
     };
+    let fill = |t: &str| t.replace("{{name}}", &a.name).replace("{{sdk}}", &sdk);
     let files: [(&str, &str); 6] = [
         ("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.tmpl")),
         ("src/lib.rs", include_str!("scaffold/rust/lib.rs.tmpl")),
@@ -114,6 +114,9 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         ),
     ];
     let mut files = filled(&files, fill);
+    if a.sdk.is_none() {
+        files.extend(rust_sdk::files()?);
+    }
     files.push(gitignore(""));
     write_all(&dir, files)?;
     Ok(created(&a.name, "Rust"))
