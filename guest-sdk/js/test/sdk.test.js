@@ -140,3 +140,29 @@ test("an unexpected exception names the user's file, line and function", () => {
   const source = readFileSync(new URL(import.meta.url), "utf8").split("\n");
   assert.match(source[line - 1], /the line a refusal names/);
 });
+
+test("jsonField reads one member, refusing what is not a JSON object", () => {
+  assert.equal(weir.jsonField('{"id":1,"amount":12.5}', "amount"), 12.5);
+  assert.equal(weir.jsonField(new TextEncoder().encode('{"a":"x"}'), "a"), "x");
+  assert.equal(weir.jsonField('{"a":1}', "b", null), null);
+  assert.throws(() => weir.jsonField('{"a":1}', "b"), (e) => e instanceof weir.BadRecord && /missing field `b`/.test(e.message));
+  for (const bad of ["[1]", "7", "null", "{", ""]) {
+    assert.throws(() => weir.jsonField(bad, "a"), weir.BadRecord, bad);
+  }
+  weir.flatMap((r, out) => {
+    if (weir.jsonField(r, "amount") >= 10) out.emit(r.value);
+  });
+  const { outputs, rejected } = testing.run(['{"amount":5}', '{"amount":50}', "no"]);
+  assert.deepEqual(outputs.map((o) => text(o.value)), ['{"amount":50}']);
+  assert.equal(rejected.length, 1);
+});
+
+test("jsonNumber reads a number member per record, NaN where there is none", () => {
+  weir.flatMap((r, out) => {
+    const n = weir.jsonNumber(r, "amount");
+    out.emit(Number.isNaN(n) ? "none" : String(n * 2));
+  });
+  const { outputs, rejected } = testing.run(['{"amount":5}', '{"amount":"x"}', '{"id":1}', "[1]", "nope", '{"amount":2.5}']);
+  assert.deepEqual(outputs.map((o) => text(o.value)), ["10", "none", "none", "5"]);
+  assert.deepEqual(rejected.map((r) => [r.index, r.reason]), [[3, "not a JSON object"], [4, "not a JSON object"]]);
+});

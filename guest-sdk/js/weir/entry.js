@@ -3,6 +3,7 @@
 // register the transform, and converts between the contract's types and
 // the SDK's.
 
+import { numbers } from "weir:transform/json@0.2.0";
 import { log } from "weir:transform/log@0.2.0";
 import { counterAdd, gaugeSet } from "weir:transform/metrics@0.2.0";
 
@@ -10,7 +11,7 @@ import "../app.js";
 import { setHost } from "./host.js";
 import { runBatch, runInit } from "./run.js";
 
-setHost({ log, counterAdd, gaugeSet });
+setHost({ log, counterAdd, gaugeSet, jsonNumbers: numbers });
 
 export function outputBatch(cols, inputTimestamps) {
   return {

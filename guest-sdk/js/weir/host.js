@@ -18,6 +18,10 @@ export function setHost(h) {
   host = h;
 }
 
+/** The host's reader of one JSON number member of every record of a batch
+ * (`weir:transform/json`), or undefined natively. */
+export const hostJsonNumbers = () => host.jsonNumbers;
+
 /** The pipeline's `[transform.config]`; values are strings. */
 export class Config {
   constructor(pairs) {

@@ -73,6 +73,16 @@ export interface Timer {
 }
 export function onTimer(f: (timer: Timer, out: Output) => void): typeof f;
 
+/** The top-level member `name` of the JSON object in `source`; a value
+ * that is not a JSON object refuses the record, and so does a missing
+ * member unless `fallback` is given. */
+export function jsonField(source: Record | Uint8Array | string, name: string, fallback?: unknown): unknown;
+
+/** The number in member `name` of the record's JSON object, NaN where it is
+ * absent or not a number; a value that is not a JSON object refuses the
+ * record. The host reads the member for the whole batch in one call. */
+export function jsonNumber(record: Record, name: string): number;
+
 export function logDebug(message: string): void;
 export function logInfo(message: string): void;
 export function logWarn(message: string): void;

@@ -10,5 +10,6 @@
 
 export { BadRecord, Broken } from "./errors.js";
 export { Config, counterAdd, gaugeSet, logDebug, logError, logInfo, logWarn } from "./host.js";
+export { jsonField, jsonNumber } from "./json.js";
 export { Output, Record } from "./record.js";
 export { filter, flatMap, init, joined, map, onTimer, route, windowed } from "./register.js";

@@ -65,6 +65,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/js/weir/joins.js"),
     ),
     (
+        "json.js",
+        include_str!("../../../guest-sdk/js/weir/json.js"),
+    ),
+    (
         "keys.js",
         include_str!("../../../guest-sdk/js/weir/keys.js"),
     ),
