@@ -6,7 +6,6 @@
 //! when stderr is not a terminal.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::testkit::{self, weir};
 
@@ -99,20 +98,10 @@ weir.map((record) => (record.text === "boom" ? helper({}) : record.text.toUpperC
 fn project(dir: &Path, lang: &str) -> (PathBuf, String) {
     testkit::polyglot_tools(lang);
     let name = format!("fails_{lang}");
-    // Rust guests build with the host build's flags removed (as
-    // guest_test does) into a target directory the tests share.
     let cmd = |args: &[&str], cwd: &Path| {
-        let mut c = weir();
-        c.args(args)
-            .current_dir(cwd)
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_TARGET")
-            .env(
-                "CARGO_TARGET_DIR",
-                Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
-            );
-        c.output().unwrap()
+        testkit::rust_guest_build(weir().args(args).current_dir(cwd))
+            .output()
+            .unwrap()
     };
     let o = cmd(&["new", "--lang", lang, &name], dir);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -180,41 +169,29 @@ fn check(lang: &str) {
     // weir run with a dead-letter sink: the dead letter carries it too, and
     // the log names it once (the batch's failed call and the isolating
     // retry do not both print the guest's report).
-    let run = project.join("run");
-    std::fs::create_dir_all(run.join("in")).unwrap();
-    std::fs::copy(project.join("in.txt"), run.join("in/in.txt")).unwrap();
-    std::fs::write(
-        run.join("p.toml"),
-        format!(
-            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nformat = \"raw\"\n[transform]\ncomponent = \"{}\"\non-error = \"dead-letter\"\n{}[sink.default]\ntype = \"files\"\npath = \"out\"\n[sink.dead-letter]\ntype = \"files\"\npath = \"dead\"\nformat = \"values\"\n[trigger]\ntype = \"available-now\"\n",
-            component.display(),
-            testkit::grants_line(lang)
-        ),
-    )
-    .unwrap();
-    let o = weir()
-        .args(["run", "p.toml", "--progress", "none"])
-        .current_dir(&run)
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{lang}: {log}");
-    assert!(
-        !log.contains('\u{1b}'),
-        "{lang}: colour codes into a pipe: {log}"
+    let run = testkit::run_files_to_files(
+        &project.join("run"),
+        lang,
+        &component,
+        "hello\nboom\nweir\n",
     );
     assert!(
-        log.matches(&at).count() <= 1,
-        "{lang}: named more than once: {log}"
+        !run.log.contains('\u{1b}'),
+        "{lang}: colour codes into a pipe: {}",
+        run.log
     );
-    let dead = Command::new(testkit::weir_bin())
-        .args(["files", "dead"])
-        .current_dir(&run)
-        .output()
-        .unwrap();
-    let dead = String::from_utf8_lossy(&dead.stdout).into_owned();
-    assert_eq!(dead.lines().count(), 1, "{lang}: {dead}");
-    let letter: serde_json::Value = serde_json::from_str(dead.trim()).unwrap();
+    assert!(
+        run.log.matches(&at).count() <= 1,
+        "{lang}: named more than once: {}",
+        run.log
+    );
+    assert_eq!(
+        run.dead_letters.lines().count(),
+        1,
+        "{lang}: {}",
+        run.dead_letters
+    );
+    let letter: serde_json::Value = serde_json::from_str(run.dead_letters.trim()).unwrap();
     let message = letter["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains(&at), "{lang}: dead letter {letter}");
 }

@@ -4,7 +4,7 @@
 
 use std::process::Output;
 
-use crate::testkit::{guest, weir};
+use crate::testkit::{self, guest, weir};
 
 fn weir_test(args: &[&str]) -> Output {
     weir().arg("test").args(args).output().unwrap()
@@ -187,17 +187,7 @@ fn windows_fire_at_the_final_watermark_and_match_a_reference() {
 fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     let dir = tempfile::tempdir().unwrap();
     let in_dir = |args: &[&str], cwd: &std::path::Path| {
-        weir()
-            .args(args)
-            .current_dir(cwd)
-            // Flags meant for the host build must not leak into the guest's.
-            .env_remove("RUSTFLAGS")
-            .env_remove("CARGO_ENCODED_RUSTFLAGS")
-            .env_remove("CARGO_BUILD_TARGET")
-            .env(
-                "CARGO_TARGET_DIR",
-                std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
-            )
+        testkit::rust_guest_build(weir().args(args).current_dir(cwd))
             .output()
             .unwrap()
     };
@@ -245,18 +235,13 @@ fn weir_new_build_and_test_work_from_an_empty_directory_in_rust() {
     assert!(stderr(&o).contains("ok: 3 output record(s) as expected"));
     // The scaffold's own unit test passes natively.
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let t = std::process::Command::new(cargo)
-        .args(["test", "--release", "--quiet"])
-        .current_dir(&project)
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET")
-        .env(
-            "CARGO_TARGET_DIR",
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target"),
-        )
-        .output()
-        .unwrap();
+    let t = testkit::rust_guest_build(
+        std::process::Command::new(cargo)
+            .args(["test", "--release", "--quiet"])
+            .current_dir(&project),
+    )
+    .output()
+    .unwrap();
     assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
     crate::scaffolds::filter_and_flag::edit_build_test_run_deploy(
         "rust",

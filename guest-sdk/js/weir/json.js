@@ -7,9 +7,8 @@
 
 import { BadRecord } from "./errors.js";
 import { hostJsonNumbers } from "./host.js";
-import { Record } from "./record.js";
+import { Record, decodeText } from "./record.js";
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 const NONE = Symbol("none");
 
 /** The top-level member `name` of the JSON object in `source` (a Record,
@@ -20,13 +19,8 @@ export function jsonField(source, name, fallback = NONE) {
   let text;
   if (source instanceof Record) text = source.text;
   else if (typeof source === "string") text = source;
-  else if (ArrayBuffer.isView(source)) {
-    try {
-      text = utf8.decode(source);
-    } catch (e) {
-      throw new BadRecord(`value is not UTF-8: ${e.message}`);
-    }
-  } else throw new BadRecord("record has no value");
+  else if (ArrayBuffer.isView(source)) text = decodeText(source);
+  else throw new BadRecord("record has no value");
   let doc;
   try {
     doc = JSON.parse(text);
@@ -72,13 +66,14 @@ function numbers(batch, name) {
     const end = batch.valueEnds[i];
     let doc;
     try {
-      doc = JSON.parse(utf8.decode(batch.values.subarray(start, end)));
+      doc = JSON.parse(decodeText(batch.values.subarray(start, end)));
     } catch {
       doc = undefined;
     }
-    if (doc === null || typeof doc !== "object" || Array.isArray(doc)) notObjects.add(i);
-    else values[i] = typeof doc[name] === "number" ? doc[name] : NaN;
-    if (notObjects.has(i)) values[i] = NaN;
+    if (doc === null || typeof doc !== "object" || Array.isArray(doc)) {
+      notObjects.add(i);
+      values[i] = NaN;
+    } else values[i] = typeof doc[name] === "number" ? doc[name] : NaN;
     start = end;
   }
   return { values, notObjects };

@@ -22,11 +22,7 @@ export class Record {
       const start = this.value.byteOffset - this.batch.values.byteOffset;
       return ascii.substring(start, start + this.value.length);
     }
-    try {
-      return utf8.decode(this.value);
-    } catch (e) {
-      throw new BadRecord(`value is not UTF-8: ${e.message}`);
-    }
+    return decodeText(this.value);
   }
 
   /** True when the value is ASCII (so `text.toUpperCase()` and friends
@@ -112,6 +108,15 @@ function allAscii(batch) {
     batch.allAscii = ascii;
   }
   return batch.allAscii;
+}
+
+/** `bytes` as UTF-8 text; bytes that are not refuse the record. */
+export function decodeText(bytes) {
+  try {
+    return utf8.decode(bytes);
+  } catch (e) {
+    throw new BadRecord(`value is not UTF-8: ${e.message}`);
+  }
 }
 
 /** `v` as bytes: Uint8Array as is, strings as UTF-8. */

@@ -6,9 +6,11 @@
 
 use weir_wire::{check_ends, check_optional, end, span};
 
-use super::bindings::{Header, OutputBatch, Record};
+use super::bindings::{BatchError, Header, OutputBatch, Record};
 use weir_engine::OutputBatch as EngineOutput;
-use weir_engine::{ColumnParts, OutputParts, RejectKind, Rejected, TransformOutput};
+use weir_engine::{
+    ColumnParts, OutputParts, RejectKind, Rejected, TransformError, TransformOutput,
+};
 use weir_engine::{EncodingError, RecordBatch, RecordRef, encode_header};
 
 /// One header lowered from the engine's encoded bytes, without copying.
@@ -143,6 +145,22 @@ fn refill(slot: &mut Option<Vec<u8>>, src: Option<&[u8]>) {
         }
         (Some(v), slot) => *slot = Some(v.to_vec()),
         (None, slot) => *slot = None,
+    }
+}
+
+/// The engine's form of a `process-batch` or `on-timers` result; `what`
+/// prefixes a broken transform's message.
+pub(crate) fn from_call(
+    r: Result<OutputBatch, BatchError>,
+    what: &str,
+) -> Result<TransformOutput, TransformError> {
+    match r {
+        Ok(out) => from_wit(out).map_err(|e| TransformError::Malformed(e.to_string())),
+        Err(BatchError::BadRecord(b)) => Err(TransformError::BadRecord {
+            index: b.index,
+            reason: b.reason,
+        }),
+        Err(BatchError::Broken(msg)) => Err(TransformError::Fatal(format!("{what}{msg}"))),
     }
 }
 

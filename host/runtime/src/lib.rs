@@ -9,6 +9,7 @@
 mod abort;
 mod bindings;
 mod cache;
+mod component;
 mod convert;
 mod guest_event;
 mod inspect;
@@ -26,11 +27,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{HasSelf, InstancePre, Linker};
+use wasmtime::component::{HasSelf, Linker};
 use wasmtime::{Config, Engine};
 
+pub use abort::Abort;
 pub use bindings::{EXPORT_INTERFACE, PACKAGE, RECORD_INTERFACE, WORLD};
 pub use cache::{CacheOutcome, default_cache_dir, sha256_hex};
+use component::ComponentInner;
+pub use component::{ComponentInfo, TransformComponent};
 pub use guest_event::{GUEST_LOG_TARGET, GuestEvent};
 pub use inspect::{Interfaces, LoadError};
 pub use instance::{CallMode, WasmTransform};
@@ -288,108 +292,6 @@ impl Runtime {
             tenant: None,
             abort: None,
         })
-    }
-}
-
-/// Facts about a loaded component, for `weir validate` and dead letters.
-#[derive(Debug, Clone)]
-pub struct ComponentInfo {
-    pub path: PathBuf,
-    pub sha256: String,
-    pub size: usize,
-    pub interfaces: Interfaces,
-    pub cache: CacheOutcome,
-    /// Time to compile or to load from the cache.
-    pub load_time: Duration,
-    /// Bytes of linear memory an instance needs before it runs (the
-    /// largest declared initial memory).
-    pub min_memory: u64,
-    /// It imports keyed state, timers or the batch context.
-    pub stateful: bool,
-}
-
-/// A validated, compiled component, cheap to clone and share across
-/// partition tasks.
-#[derive(Clone)]
-pub struct TransformComponent {
-    inner: Arc<ComponentInner>,
-    sandbox: Arc<Sandbox>,
-    tenant: Option<Arc<tenant::Tenant>>,
-    abort: Option<Abort>,
-}
-
-pub use abort::Abort;
-
-struct ComponentInner {
-    pre: InstancePre<StoreData>,
-    indices: GuestIndices,
-    /// Present when the component exports `timer-handler`.
-    timer_indices: Option<TimerIndices>,
-    /// Present when the component exports `record-transform`.
-    record_indices: Option<RecordIndices>,
-    engine: Engine,
-    /// Keeps deadlines enforced for as long as any instance may run, even
-    /// after the `Runtime` that loaded the component is dropped; each guest
-    /// call marks itself busy on it.
-    ticker: Arc<ticker::Ticker>,
-    epoch_tick: Duration,
-    /// Compiled with fuel metering (see [`Runtime::load_metered`]).
-    metered: bool,
-    info: ComponentInfo,
-}
-
-impl TransformComponent {
-    pub fn info(&self) -> &ComponentInfo {
-        &self.inner.info
-    }
-
-    /// Refuse limits the component cannot run within, before any instance
-    /// is made (a memory limit below what it declares it needs).
-    pub fn check_limits(&self, limits: &Limits) -> Result<(), LoadError> {
-        let info = &self.inner.info;
-        if limits.fuel.is_some() && !self.inner.metered {
-            return Err(LoadError::Invalid {
-                path: info.path.clone(),
-                message: "a fuel limit needs the component loaded with fuel metering (Runtime::load_metered)".into(),
-            });
-        }
-        if info.min_memory > limits.max_memory as u64 {
-            return Err(LoadError::MemoryTooLarge {
-                path: info.path.clone(),
-                declared: info.min_memory,
-                limit: limits.max_memory,
-            });
-        }
-        Ok(())
-    }
-
-    /// The same component with these capabilities granted to its instances.
-    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
-        self.sandbox = Arc::new(sandbox);
-        self
-    }
-
-    pub(crate) fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
-    }
-
-    /// The same component, its instances charged to `tenant` (memory quota,
-    /// CPU share).
-    pub fn for_tenant(mut self, tenant: Arc<tenant::Tenant>) -> Self {
-        self.tenant = Some(tenant);
-        self
-    }
-
-    /// The same component, its guests stopped mid-call when `abort` is
-    /// raised.
-    pub fn with_abort(mut self, abort: Abort) -> Self {
-        self.abort = Some(abort);
-        self
-    }
-
-    /// The epoch tick of the runtime that loaded it (the CPU time slice).
-    pub fn epoch_tick(&self) -> Duration {
-        self.inner.epoch_tick
     }
 }
 

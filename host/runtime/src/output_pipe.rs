@@ -39,6 +39,8 @@ pub(crate) struct GuestOutput {
 
 struct Inner {
     stream: &'static str,
+    /// stderr: keeps the tail and holds reports, for a trap's reason.
+    for_failures: bool,
     label: Arc<str>,
     tail: VecDeque<u8>,
     line: Vec<u8>,
@@ -56,6 +58,7 @@ impl GuestOutput {
         GuestOutput {
             inner: Arc::new(Mutex::new(Inner {
                 stream,
+                for_failures: stream == "stderr",
                 label,
                 tail: VecDeque::with_capacity(TAIL_BYTES),
                 line: Vec::new(),
@@ -108,11 +111,11 @@ impl GuestOutput {
 
 impl Inner {
     fn write(&mut self, buf: &[u8]) {
-        for &b in buf {
-            if self.tail.len() == TAIL_BYTES {
-                self.tail.pop_front();
-            }
-            self.tail.push_back(b);
+        if self.for_failures {
+            let keep = &buf[buf.len().saturating_sub(TAIL_BYTES)..];
+            let overflow = (self.tail.len() + keep.len()).saturating_sub(TAIL_BYTES);
+            self.tail.drain(..overflow);
+            self.tail.extend(keep);
         }
         for &b in buf {
             if b == b'\n' {
@@ -126,7 +129,7 @@ impl Inner {
     fn emit_line(&mut self) {
         let line = String::from_utf8_lossy(&self.line).into_owned();
         self.line.clear();
-        if self.stream != "stderr" {
+        if !self.for_failures {
             self.log(&line);
         } else if !self.report.is_empty() {
             self.push_report(line);

@@ -81,12 +81,26 @@ pub(crate) fn run_packager(
         .map_err(|e| GuestBuildError::Toolchain(format!("running {tool}: {e}; {install}")))?;
     if !output.status.success() {
         return Err(GuestBuildError::Toolchain(format!(
-            "{tool} failed:\n{}{}",
-            String::from_utf8_lossy(&output.stdout).trim_end(),
-            String::from_utf8_lossy(&output.stderr).trim_end()
+            "{tool} failed:\n{}",
+            output_text(&output)
         )));
     }
     Ok(())
+}
+
+/// The text a command printed, stdout then stderr, trimmed; for errors.
+pub(crate) fn output_text(output: &std::process::Output) -> String {
+    let mut text = String::from_utf8_lossy(&output.stdout)
+        .trim_end()
+        .to_string();
+    let err = String::from_utf8_lossy(&output.stderr);
+    if !err.trim().is_empty() {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(err.trim_end());
+    }
+    text
 }
 
 /// Check `file` with the language's own fast checker (`node --check`,
@@ -112,11 +126,7 @@ pub(crate) fn syntax_check(
         return Ok(());
     }
     // The checker's own frames and banner say nothing about the user's code.
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let text = output_text(&output);
     let lines: Vec<&str> = text
         .lines()
         .filter(|l| !l.trim().is_empty())

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
+use super::Lang;
 use anyhow::{Context, bail};
 use weir::build::toolchain::Toolchains;
 use weir_runtime::Runtime;
@@ -35,27 +36,19 @@ fn crate_name(manifest: &Path) -> anyhow::Result<String> {
         .with_context(|| format!("{}: no [package] name", manifest.display()))
 }
 
-/// The languages `weir build` knows, by the file that marks a project.
-enum Language {
-    Rust,
-    C,
-    Go,
-    Python,
-    Js,
-}
-
-fn language(dir: &Path) -> anyhow::Result<Language> {
+/// A project's language, by the file that marks it.
+fn language(dir: &Path) -> anyhow::Result<Lang> {
     let c_header = dir.join(format!("weir/{}.h", weir::build::c::STEM));
     Ok(if dir.join("Cargo.toml").exists() {
-        Language::Rust
+        Lang::Rust
     } else if c_header.exists() {
-        Language::C
+        Lang::C
     } else if dir.join("go.mod").exists() {
-        Language::Go
+        Lang::Go
     } else if dir.join("app.py").exists() {
-        Language::Python
+        Lang::Python
     } else if dir.join("app.js").exists() {
-        Language::Js
+        Lang::Js
     } else {
         bail!(
             "{}: not a Rust (Cargo.toml), C (weir/{}.h), Go (go.mod), Python (app.py) or JavaScript (app.js) project; start one with `weir new`",
@@ -69,7 +62,7 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let manifest = a.dir.join("Cargo.toml");
     let language = language(&a.dir)?;
     let name = match language {
-        Language::Rust => crate_name(&manifest)?,
+        Lang::Rust => crate_name(&manifest)?,
         _ => dir_name(&a.dir)?,
     };
     // A build that fails must not leave the previous component behind for
@@ -85,15 +78,15 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     // What the guest's language runtime imports beyond the defaults.
     let mut grants = Vec::new();
     match language {
-        Language::Rust => rust(&a.dir, &name, &out, &tools)?,
-        Language::C => c(&a.dir, &name, &out)?,
-        Language::Go => go(&a.dir, &name, &out, &tools)?,
-        Language::Python => {
+        Lang::Rust => rust(&a.dir, &name, &out, &tools)?,
+        Lang::C => c(&a.dir, &name, &out)?,
+        Lang::Go => go(&a.dir, &name, &out, &tools)?,
+        Lang::Python => {
             grants.push(weir::build::python::GRANT.to_string());
             let dir = std::fs::canonicalize(&a.dir)?;
             weir::build::python::compile(&dir, &absolute(&out)?, &tools)?;
         }
-        Language::Js => {
+        Lang::Js => {
             let dir = std::fs::canonicalize(&a.dir)?;
             weir::build::js::compile(&dir, &absolute(&out)?, &tools)?;
         }

@@ -6,26 +6,7 @@ use std::process::ExitCode;
 
 use weir::build::toolchain::Readiness;
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    Rust,
-    C,
-    Go,
-    Python,
-    Js,
-}
-
-impl Lang {
-    fn name(self) -> &'static str {
-        match self {
-            Lang::Rust => "rust",
-            Lang::C => "c",
-            Lang::Go => "go",
-            Lang::Python => "python",
-            Lang::Js => "js",
-        }
-    }
-}
+use super::Lang;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -43,21 +24,24 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let tools = super::build::toolchains()?;
     let wanted = |name: &str| a.langs.is_empty() || a.langs.iter().any(|l| l.name() == name);
     if a.install {
-        for lang in a.langs.iter().copied() {
-            install(&tools, lang)?;
-        }
-        if a.langs.is_empty() {
-            for lang in [Lang::Rust, Lang::Go, Lang::Python, Lang::Js] {
-                // Every language a user might not have: report, go on.
-                if let Err(e) = install(&tools, lang) {
-                    eprintln!("weir: {}: {e:#}", lang.name());
-                }
+        let named = !a.langs.is_empty();
+        let langs = if named {
+            a.langs.clone()
+        } else {
+            <Lang as clap::ValueEnum>::value_variants().to_vec()
+        };
+        for lang in langs {
+            match install(&tools, lang) {
+                Err(e) if named => return Err(e),
+                // All languages: each one a user may not have; say, go on.
+                Err(e) => eprintln!("weir: {}: {e:#}", lang.name()),
+                Ok(()) => {}
             }
         }
     }
     println!("tools cache: {}", tools.root().display());
     let mut all_ready = true;
-    for report in tools.report().into_iter().filter(|r| wanted(r.language)) {
+    for report in tools.report(wanted) {
         let (status, detail) = match report.readiness {
             Readiness::Ready(d) => ("ready", d),
             Readiness::Installable(d) => {

@@ -90,6 +90,29 @@ enum Command {
     },
 }
 
+/// The languages guests are written in, as `--lang` and `weir doctor` name
+/// them.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Lang {
+    Rust,
+    Python,
+    Js,
+    Go,
+    C,
+}
+
+impl Lang {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Lang::Rust => "rust",
+            Lang::Python => "python",
+            Lang::Js => "js",
+            Lang::Go => "go",
+            Lang::C => "c",
+        }
+    }
+}
+
 /// Install the log subscriber. `quiet_engine`: the command reports what
 /// matters itself (`weir test` prints rejections), so the engine's warnings
 /// would only repeat it; errors and guest lines still show.

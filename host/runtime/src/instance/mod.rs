@@ -7,7 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::Func;
 
 use super::bindings::{BatchError, EXPORT_INTERFACE, OutputBatch, Record, RecordGuest, TimerGuest};
-use super::convert::{BatchRef, from_wit};
+use super::convert::{BatchRef, from_call};
 use super::store_data::{GuestMetrics, StoreData};
 use super::{Limits, TransformComponent};
 use weir_engine::RecordBatch;
@@ -277,22 +277,6 @@ impl WasmTransform {
             Ok(r) => from_call(r, ""),
             Err(e) => Err(classify(&e, &live.store, &limits)),
         }
-    }
-}
-
-/// The engine's form of a `process-batch` or `on-timers` result; `what`
-/// prefixes a broken transform's message.
-pub(super) fn from_call(
-    r: Result<OutputBatch, BatchError>,
-    what: &str,
-) -> Result<TransformOutput, TransformError> {
-    match r {
-        Ok(out) => from_wit(out).map_err(|e| TransformError::Malformed(e.to_string())),
-        Err(BatchError::BadRecord(b)) => Err(TransformError::BadRecord {
-            index: b.index,
-            reason: b.reason,
-        }),
-        Err(BatchError::Broken(msg)) => Err(TransformError::Fatal(format!("{what}{msg}"))),
     }
 }
 

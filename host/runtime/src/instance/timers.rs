@@ -48,7 +48,7 @@ impl WasmTransform {
             Ok(Ok(_)) if data.state_exceeded => Err(TransformError::StateLimit {
                 limit: data.max_state,
             }),
-            Ok(r) => super::from_call(r, "on-timers: "),
+            Ok(r) => crate::convert::from_call(r, "on-timers: "),
             Err(e) => Err(classify(&e, &live.store, &limits)),
         }
     }

@@ -38,7 +38,7 @@ pub fn check(cc: &str) -> Result<(), GuestBuildError> {
         .output()
         .map_err(|e| missing(format!("running {cc}: {e}")))?;
     if !output.status.success() {
-        let text = super::output_text(&output);
+        let text = crate::build::output_text(&output);
         let first = text.lines().find(|l| l.contains("error")).unwrap_or("");
         return Err(missing(format!(
             "{cc} cannot build for wasm32-wasi ({first})"

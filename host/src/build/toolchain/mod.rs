@@ -19,7 +19,7 @@ use std::process::Command;
 
 pub use go::GO_VERSION;
 
-use super::GuestBuildError;
+use super::{GuestBuildError, output_text};
 
 /// The tools cache: one directory per pinned tool, each complete once its
 /// stamp file exists. Installs take a lock file, so parallel builds
@@ -127,30 +127,24 @@ impl Toolchains {
         rust::ensure_target(self, dir)
     }
 
-    /// Each language's readiness, as `weir doctor` prints it.
-    pub fn report(&self) -> Vec<LanguageReport> {
-        vec![
-            LanguageReport {
-                language: "rust",
-                readiness: rust::readiness(),
-            },
-            LanguageReport {
-                language: "c",
-                readiness: c::readiness(),
-            },
-            LanguageReport {
-                language: "go",
-                readiness: go::readiness(self),
-            },
-            LanguageReport {
-                language: "python",
-                readiness: python::readiness(self),
-            },
-            LanguageReport {
-                language: "js",
-                readiness: js::readiness(self),
-            },
-        ]
+    /// The readiness of each language `wanted` accepts, as `weir doctor`
+    /// prints it; the others are not checked (C's check compiles a program).
+    pub fn report(&self, wanted: impl Fn(&str) -> bool) -> Vec<LanguageReport> {
+        let checks: [(&'static str, &dyn Fn() -> Readiness); 5] = [
+            ("rust", &rust::readiness),
+            ("c", &c::readiness),
+            ("go", &|| go::readiness(self)),
+            ("python", &|| python::readiness(self)),
+            ("js", &|| js::readiness(self)),
+        ];
+        checks
+            .into_iter()
+            .filter(|(language, _)| wanted(language))
+            .map(|(language, check)| LanguageReport {
+                language,
+                readiness: check(),
+            })
+            .collect()
     }
 }
 
@@ -172,21 +166,6 @@ pub enum Readiness {
 
 /// Whether a C guest can be built, and the one line that fixes it if not.
 pub use c::{APT_LINE as C_APT_LINE, check as check_c};
-
-/// The text a command printed, stdout then stderr, trimmed; for errors.
-fn output_text(output: &std::process::Output) -> String {
-    let mut text = String::from_utf8_lossy(&output.stdout)
-        .trim_end()
-        .to_string();
-    let err = String::from_utf8_lossy(&output.stderr);
-    if !err.trim().is_empty() {
-        if !text.is_empty() {
-            text.push('\n');
-        }
-        text.push_str(err.trim_end());
-    }
-    text
-}
 
 /// Run an install step; its output is shown only when it fails.
 fn run_step(command: &mut Command, what: &str) -> Result<(), GuestBuildError> {

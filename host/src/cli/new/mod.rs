@@ -7,16 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-mod rust_sdk;
+use super::Lang;
 
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Lang {
-    Rust,
-    Python,
-    Js,
-    Go,
-    C,
-}
+mod rust_sdk;
 
 #[derive(clap::Args)]
 pub struct Args {
