@@ -53,10 +53,15 @@ fn go(lines: &[String]) -> Option<String> {
         .position(|l| l.starts_with("goroutine "))
         .map(|i| &lines[i + 1..])
         .unwrap_or(&[]);
-    let user = frames.chunks(2).find_map(|pair| {
+    // A frame is a function line followed by its tab-indented place; other
+    // lines (`...additional frames elided...`) stand alone.
+    let user = frames.windows(2).find_map(|pair| {
         let [function, place] = pair else {
             return None;
         };
+        if function.starts_with('\t') || !place.starts_with('\t') {
+            return None;
+        }
         let function = function.trim();
         let sdk = function.starts_with("runtime.")
             || function.starts_with("panic(")
@@ -103,6 +108,17 @@ mod tests {
         assert_eq!(
             summarize(&report).unwrap(),
             "panic: runtime error: index out of range [5] with length 2 at example.com/up/pick.go:7 in main.pick"
+        );
+    }
+
+    #[test]
+    fn a_line_between_go_frames_does_not_shift_them() {
+        let report = lines(
+            "panic: boom\n\ngoroutine 1 [running]:\nruntime.gopanic(0x1)\n\truntime/panic.go:1 +0x1\n...additional frames elided...\nmain.deep(...)\n\texample.com/up/main.go:40 +0x2",
+        );
+        assert_eq!(
+            summarize(&report).unwrap(),
+            "panic: boom at example.com/up/main.go:40 in main.deep"
         );
     }
 
