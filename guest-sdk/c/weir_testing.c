@@ -6,6 +6,7 @@
 
 #include "weir_testing.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,5 +251,23 @@ void weir_test_free(weir_test_result *r) {
   free(r->out), free(r->rejected), free((void *)r->broken);
   *r = (weir_test_result){0};
 }
+
+static int check_failures;
+
+void weir_test_check_failed(const char *file, int line, const char *cond) {
+  check_failures++;
+  fprintf(stderr, "%s:%d: failed: %s\n", file, line, cond);
+}
+
+int weir_test_report(void) {
+  if (check_failures) {
+    fprintf(stderr, "%d check(s) failed\n", check_failures);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
+
+bool weir_test_same(weir_bytes b, const char *s) { return b.len == strlen(s) && memcmp(b.ptr, s, b.len) == 0; }
 
 #endif

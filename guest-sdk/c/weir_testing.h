@@ -94,4 +94,17 @@ int64_t weir_test_first_offset(void);
 bool weir_test_state_at(size_t i, weir_bytes *key, weir_bytes *value);
 bool weir_test_timer_at(size_t i, weir_timer *t);
 
+// Checks: a failed WEIR_CHECK prints its file, line and condition to stderr
+// and is counted, and the test goes on; main ends with `return
+// weir_test_report();` (prints "ok", or how many checks failed; 0 only
+// when every check held).
+#define WEIR_CHECK(cond)                                          \
+  do {                                                            \
+    if (!(cond)) weir_test_check_failed(__FILE__, __LINE__, #cond); \
+  } while (0)
+void weir_test_check_failed(const char *file, int line, const char *cond);
+int weir_test_report(void);
+// Whether b holds exactly the text s (an output's value, key ...).
+bool weir_test_same(weir_bytes b, const char *s);
+
 #endif

@@ -7,8 +7,8 @@
 // The Rust `orders-payments` example does the same (the golden suite
 // checks they agree) on flat JSON records. The pipeline needs
 // [event-time] (with the payments' own event-time-field) and each
-// source's key-field = "order_id". Build: copy over src/transform.c of a
-// `weir new --lang c` project, then `weir build`.
+// source's key-field = "order_id". `weir new --lang c --template join
+// NAME` starts a project from this file.
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,8 +5,8 @@
 // {"key":"user-1","start":0,"end":10000,"count":42} keyed by the key. The
 // Rust `window-count` example does the same (the golden suite checks they
 // agree) on flat JSON records with a string key. The pipeline needs
-// [event-time] and [state] key-field = "key". Build: copy over
-// src/transform.c of a `weir new --lang c` project, then `weir build`.
+// [event-time] and [state] key-field = "key". `weir new --lang c
+// --template window NAME` starts a project from this file.
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,9 +6,9 @@
 // "amount"}, null for the side an outer row lacks, keyed by the order id.
 // The Rust `orders-payments` example does the same (the golden suite
 // checks they agree). The pipeline needs [event-time] (with the payments'
-// own event-time-field) and each source's key-field = "order_id". Build:
-// copy over the main.go of a `weir new --lang go` project named golden,
-// then `weir build`.
+// own event-time-field) and each source's key-field = "order_id". `weir
+// new --lang go --template join NAME` starts a project from this file
+// (with NAME's module path).
 package main
 
 import (

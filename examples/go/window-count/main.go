@@ -4,8 +4,8 @@
 // watermark passes its end, as {"key":"user-1","start":0,"end":10000,"count":42}
 // keyed by the key. The Rust `window-count` example does the same (the
 // golden suite checks they agree). The pipeline needs [event-time] and
-// [state] key-field = "key". Build: copy over the main.go of a `weir new
-// --lang go` project named golden, then `weir build`.
+// [state] key-field = "key". `weir new --lang go --template window
+// NAME` starts a project from this file (with NAME's module path).
 package main
 
 import (

@@ -6,9 +6,9 @@
 // "amount"}, null for the side an outer row lacks, keyed by the order id.
 // The Rust `orders-payments` example does the same (the golden suite
 // checks they agree). The pipeline needs [event-time] (with the payments'
-// own event-time-field) and each source's key-field = "order_id". Build:
-// copy into a `weir new --lang js` project, then `weir build` (it builds
-// stateful, since this imports weir/joins.js).
+// own event-time-field) and each source's key-field = "order_id". `weir
+// new --lang js --template join NAME` starts a project from this file
+// (`weir build` builds it stateful, since it imports weir/joins.js).
 
 import * as weir from "./weir/index.js";
 import * as joins from "./weir/joins.js";

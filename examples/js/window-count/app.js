@@ -4,8 +4,9 @@
 // mode), as {"key":"user-1","start":0,"end":10000,"count":42} keyed by the
 // key. The Rust `window-count` example does the same (the golden suite
 // checks they agree). The pipeline needs [event-time] and [state]
-// key-field = "key". Build: copy into a `weir new --lang js` project, then
-// `weir build` (it builds stateful, since this imports weir/windows.js).
+// key-field = "key". `weir new --lang js --template window
+// NAME` starts a project from this file (`weir build` builds it stateful,
+// since it imports weir/windows.js).
 
 import * as weir from "./weir/index.js";
 import * as windows from "./weir/windows.js";

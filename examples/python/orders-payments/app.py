@@ -6,9 +6,9 @@ right-outer or full-outer. Output: {"order_id","user","amount"}, null for
 the side an outer row lacks, keyed by the order id. The Rust
 `orders-payments` example does the same (the golden suite checks they
 agree). The pipeline needs `[event-time]` (with the payments' own
-`event-time-field`) and each source's `key-field = "order_id"`. Build:
-copy into a `weir new --lang python` project, then `weir build` (it builds
-stateful, since this imports weir.joins)."""
+`event-time-field`) and each source's `key-field = "order_id"`. `weir new
+--lang python --template join NAME` starts a project from this file
+(`weir build` builds it stateful, since it imports weir.joins)."""
 
 import json
 

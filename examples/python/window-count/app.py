@@ -4,8 +4,8 @@ each window's count is emitted when the watermark passes its end (append
 mode), as `{"key":"user-1","start":0,"end":10000,"count":42}` keyed by the
 key. The Rust `window-count` example does the same (the golden suite checks
 they agree). The pipeline needs `[event-time]` and `[state] key-field =
-"key"`. Build: copy into a `weir new --lang python` project, then `weir
-build` (it builds stateful, since this imports weir.windows)."""
+"key"`. `weir new --lang python --template window NAME` starts a project from
+this file (`weir build` builds it stateful, since it imports weir.windows)."""
 
 import json
 

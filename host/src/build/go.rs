@@ -70,7 +70,15 @@ pub const SDK: &[(&str, &str)] = &[
         "windows.go",
         include_str!("../../../guest-sdk/go/weir/windows.go"),
     ),
+    (
+        "weirtest/weirtest.go",
+        include_str!("../../../guest-sdk/go/weir/weirtest/weirtest.go"),
+    ),
 ];
+
+/// How the SDK's own files import its package; `weir new` writes the
+/// project's module path there instead.
+pub const SDK_IMPORT: &str = "\"weir.dev/guest/weir\"";
 
 /// The world Go guests are built for: every import and export. Go's linker
 /// keeps an import only when the guest calls it, so a guest that uses no

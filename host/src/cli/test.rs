@@ -1,4 +1,4 @@
-//! `weir test GUEST.wasm --input FILE [--expect FILE]`: run a guest over
+//! `weir test GUEST.wasm --input [NAME=]FILE... [--expect FILE]`: run a guest over
 //! sample records as a real pipeline would (files source, the guard and its
 //! limits, keyed state, event time and the final watermark of an
 //! `available-now` run, so windows fire), print what came out and what was
@@ -19,9 +19,10 @@ use weir_runtime::Runtime;
 pub struct Args {
     /// The guest component.
     guest: PathBuf,
-    /// Sample records, one per line.
-    #[arg(long, value_name = "FILE")]
-    input: PathBuf,
+    /// Sample records, one per line; `NAME=FILE` (repeatable) makes a
+    /// source named NAME, as a join reads two.
+    #[arg(long, value_name = "[NAME=]FILE", required = true, value_parser = parse_input)]
+    input: Vec<Input>,
     /// Expected output lines, as this command prints them; exits 1 when the
     /// output differs.
     #[arg(long, value_name = "FILE")]
@@ -68,17 +69,56 @@ pub struct Args {
     json: bool,
 }
 
+/// One `--input`: a sample file, and the name of the source it feeds.
+#[derive(Clone)]
+struct Input {
+    source: Option<String>,
+    file: PathBuf,
+}
+
+fn parse_input(s: &str) -> Result<Input, String> {
+    match s.split_once('=') {
+        Some((name, file)) if !name.is_empty() && !file.is_empty() => Ok(Input {
+            source: Some(name.to_string()),
+            file: file.into(),
+        }),
+        Some(_) => Err(format!("expected FILE or NAME=FILE, got `{s}`")),
+        None => Ok(Input {
+            source: None,
+            file: s.into(),
+        }),
+    }
+}
+
+/// The directory under `in/` holding an input's records.
+fn input_dir(input: &Input) -> String {
+    match &input.source {
+        Some(name) => format!("in/{name}"),
+        None => "in/default".to_string(),
+    }
+}
+
 fn spec(a: &Args, dir: &Path) -> anyhow::Result<String> {
     use toml::Value as T;
     let path = |p: &str| T::String(dir.join(p).display().to_string());
     let mut t = toml::Table::new();
     t.insert("name".into(), "weir-test".into());
     t.insert("checkpoint".into(), path("checkpoint"));
-    let mut source = toml::Table::new();
-    source.insert("type".into(), "files".into());
-    source.insert("path".into(), path("in"));
-    source.insert("format".into(), a.format.clone().into());
-    t.insert("source".into(), T::Array(vec![T::Table(source)]));
+    let sources = a
+        .input
+        .iter()
+        .map(|input| {
+            let mut source = toml::Table::new();
+            if let Some(name) = &input.source {
+                source.insert("name".into(), name.clone().into());
+            }
+            source.insert("type".into(), "files".into());
+            source.insert("path".into(), path(&input_dir(input)));
+            source.insert("format".into(), a.format.clone().into());
+            T::Table(source)
+        })
+        .collect();
+    t.insert("source".into(), T::Array(sources));
     let mut transform = toml::Table::new();
     let guest =
         std::fs::canonicalize(&a.guest).with_context(|| format!("{}", a.guest.display()))?;
@@ -165,10 +205,16 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
             a.guest.display()
         );
     }
+    if a.input.len() > 1 && a.input.iter().any(|i| i.source.is_none()) {
+        bail!("with more than one --input, name each one's source: --input NAME=FILE");
+    }
     let dir = tempfile::tempdir()?;
-    std::fs::create_dir_all(dir.path().join("in"))?;
-    std::fs::copy(&a.input, dir.path().join("in").join("input"))
-        .with_context(|| format!("{}", a.input.display()))?;
+    for input in &a.input {
+        let to = dir.path().join(input_dir(input));
+        std::fs::create_dir_all(&to)?;
+        std::fs::copy(&input.file, to.join("input"))
+            .with_context(|| format!("{}", input.file.display()))?;
+    }
     let text = spec(&a, dir.path())?;
     let spec = Pipeline::parse(&text, "weir test", dir.path())
         .map_err(|e| anyhow::anyhow!("{} (from the options given to weir test)", e.message))?;
@@ -186,8 +232,15 @@ pub fn run(runtime: &Runtime, a: Args) -> anyhow::Result<ExitCode> {
     let dead = weir_connectors::file_sink::read_committed(&dir.path().join("dead"))?;
     for d in &dead {
         let v: Value = serde_json::from_slice(d).unwrap_or_default();
+        // Named inputs say which file the line is in.
+        let input = match v["source"]["name"].as_str() {
+            Some(name) if a.input.iter().any(|i| i.source.as_deref() == Some(name)) => {
+                format!("{name} ")
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "line {}: {}: {}",
+            "{input}line {}: {}: {}",
             v["source"]["offset"],
             v["error"]["kind"].as_str().unwrap_or("?"),
             v["error"]["message"].as_str().unwrap_or("?")

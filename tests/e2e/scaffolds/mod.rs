@@ -6,6 +6,7 @@
 //! `weir run`, deploy to a spawned `weir serve`.
 
 pub(crate) mod filter_and_flag;
+mod templates;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -20,6 +20,9 @@
 //! Orders are `{"order_id","user","ts"}`, payments `{"order_id","amount",
 //! "pay_ts"}`; output is `{"order_id","user","amount"}` (with `"country"`
 //! when `users` is set), `null` for the side an outer row lacks.
+//!
+//! `weir new --lang rust --template join NAME` starts a project from this
+//! file.
 
 use std::time::Duration;
 

@@ -5,6 +5,9 @@
 //! Config: `key-field` (default "key"), `size` (default "10s"), `slide`
 //! (sliding windows when set; tumbling otherwise).
 //! Output: `{"key":"user-1","start":0,"end":10000,"count":42}` keyed by key.
+//!
+//! `weir new --lang rust --template window NAME` starts a project from
+//! this file.
 
 use std::time::Duration;
 

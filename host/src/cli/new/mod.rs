@@ -1,6 +1,6 @@
-//! `weir new --lang LANG NAME`: scaffold a guest project with a README, a
-//! sample input with its expected output, and a unit test, ready for
-//! `weir build` and `weir test`.
+//! `weir new --lang LANG [--template KIND] NAME`: scaffold a guest project
+//! with a README, sample input with its expected output, and a unit test in
+//! the language's own runner, ready for `weir build` and `weir test`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,12 +10,20 @@ use anyhow::{Context, bail};
 use super::Lang;
 
 mod rust_sdk;
+mod template;
+
+use template::Template;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The guest's language.
     #[arg(long, value_enum)]
     lang: Lang,
+    /// What the transform starts as: map (uppercase values), filter (JSON
+    /// orders of at least 10), window (counts per key in 10 s event-time
+    /// windows) or join (orders with their payments within a minute).
+    #[arg(long, value_enum, default_value = "map")]
+    template: Template,
     /// The project's name, and its directory (created; must not exist).
     name: String,
     /// Depend on the Rust SDK (`guest-sdk`) at DIR instead of a copy in the
@@ -54,6 +62,28 @@ fn filled(templates: &[(&str, &str)], fill: impl Fn(&str) -> String) -> Vec<(Str
         .collect()
 }
 
+/// The template's transform, unit test and samples, filled by `fill`.
+fn template_files(
+    template: Template,
+    lang: Lang,
+    fill: impl Fn(&str) -> String,
+) -> Vec<(String, Vec<u8>)> {
+    let sources = template.sources(lang).iter().map(|f| (f.path, f.text));
+    let samples = template.samples().iter().map(|f| (f.path, f.text));
+    let all: Vec<(&str, &str)> = sources.chain(samples).collect();
+    filled(&all, fill)
+}
+
+/// The command that checks the samples, as the README and `weir new` say it.
+fn test_command(name: &str, lang: Lang, template: Template) -> String {
+    let grant = if lang == Lang::Python {
+        " --grant wasi:sockets"
+    } else {
+        ""
+    };
+    format!("weir test {name}.wasm{grant} {}", template.test_args())
+}
+
 /// A `.gitignore` that keeps build output out of the repository: the
 /// component and the build directory, plus `extra` (the language's own
 /// caches).
@@ -74,13 +104,22 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     if dir.exists() {
         bail!("{} exists already; pick another name", dir.display());
     }
-    match a.lang {
-        Lang::Rust => {}
-        Lang::C => return c(&a.name, &dir),
-        Lang::Go => return go(&a.name, &dir),
-        Lang::Python => return python(&a.name, &dir),
-        Lang::Js => return js(&a.name, &dir),
-    }
+    let test = test_command(&a.name, a.lang, a.template);
+    let files = match a.lang {
+        Lang::Rust => rust(&a, &test)?,
+        Lang::C => c(&a.name, a.template, &test)?,
+        Lang::Go => go(&a.name, a.template, &test),
+        Lang::Python => python(&a.name, a.template, &test),
+        Lang::Js => js(&a.name, a.template, &test),
+    };
+    write_all(&dir, files)?;
+    println!("created {}/: cd {} && weir build && {test}", a.name, a.name);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A Rust project: the crate, the SDK vendored into `weir/` (unless
+/// `--sdk` points at one), and the build settings for wasm32-wasip2.
+fn rust(a: &Args, test: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let sdk = match &a.sdk {
         Some(dir) => std::fs::canonicalize(dir)
             .with_context(|| format!("the Rust guest SDK at {}", dir.display()))?
@@ -88,61 +127,46 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             .to_string(),
         None => rust_sdk::PATH.to_string(),
     };
-    let fill = |t: &str| t.replace("{{name}}", &a.name).replace("{{sdk}}", &sdk);
-    let files: [(&str, &str); 6] = [
-        ("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.tmpl")),
-        ("src/lib.rs", include_str!("scaffold/rust/lib.rs.tmpl")),
-        (
-            ".cargo/config.toml",
-            include_str!("scaffold/rust/cargo-config.toml.tmpl"),
-        ),
-        ("README.md", include_str!("scaffold/rust/README.md.tmpl")),
-        (
-            "sample/input.txt",
-            include_str!("scaffold/rust/input.txt.tmpl"),
-        ),
-        (
-            "sample/expected.txt",
-            include_str!("scaffold/rust/expected.txt.tmpl"),
-        ),
-    ];
-    let mut files = filled(&files, fill);
+    let deps = a.template.rust_dependencies();
+    let fill = |t: &str| {
+        t.replace("{{name}}", &a.name)
+            .replace("{{sdk}}", &sdk)
+            .replace("{{features}}", deps.features)
+            .replace("{{crates}}", deps.crates)
+            .replace("{{test}}", test)
+    };
+    let mut files = filled(
+        &[
+            ("Cargo.toml", include_str!("scaffold/rust/Cargo.toml.tmpl")),
+            (
+                ".cargo/config.toml",
+                include_str!("scaffold/rust/cargo-config.toml.tmpl"),
+            ),
+            ("README.md", include_str!("scaffold/rust/README.md.tmpl")),
+        ],
+        fill,
+    );
+    files.extend(template_files(a.template, Lang::Rust, fill));
     if a.sdk.is_none() {
         files.extend(rust_sdk::files()?);
     }
     files.push(gitignore(""));
-    write_all(&dir, files)?;
-    Ok(created(&a.name, "Rust"))
+    Ok(files)
 }
 
 /// A C project: the SDK and the generated bindings in `weir/`, the
 /// transform in `src/transform.c`, its native unit test (`make test`), a
 /// sample and a README.
-fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
-    let fill = |t: &str| t.replace("{{name}}", name);
+fn c(name: &str, template: Template, test: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let fill = |t: &str| t.replace("{{name}}", name).replace("{{test}}", test);
     let mut files = filled(
         &[
-            (
-                "src/transform.c",
-                include_str!("scaffold/c/transform.c.tmpl"),
-            ),
-            (
-                "test/transform_test.c",
-                include_str!("scaffold/c/transform_test.c.tmpl"),
-            ),
             ("Makefile", include_str!("scaffold/c/Makefile.tmpl")),
             ("README.md", include_str!("scaffold/c/README.md.tmpl")),
-            (
-                "sample/input.txt",
-                include_str!("scaffold/rust/input.txt.tmpl"),
-            ),
-            (
-                "sample/expected.txt",
-                include_str!("scaffold/rust/expected.txt.tmpl"),
-            ),
         ],
         fill,
     );
+    files.extend(template_files(template, Lang::C, fill));
     for (file, bytes) in weir::build::c::bindings()? {
         files.push((format!("weir/{file}"), bytes));
     }
@@ -150,124 +174,91 @@ fn c(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
     files.push(gitignore(""));
-    write_all(dir, files)?;
-    Ok(created(name, "C"))
+    Ok(files)
 }
 
-/// A Go project: `main.go` with the transform, package `weir/` with the
-/// bindings, a sample and a README.
-fn go(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+/// A Go project: `main.go` with the transform, its test, package `weir/`
+/// with the SDK and bindings (`weir/weirtest` for tests), a sample and a
+/// README. The SDK's files and the examples the templates come from import
+/// the SDK by its own path; the project's module path replaces it.
+fn go(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
     let module = format!("example.com/{}", name.replace('-', "_"));
-    let fill = |t: &str| t.replace("{{name}}", name).replace("{{module}}", &module);
-    let mut files = filled(
-        &[
-            ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
-            ("main.go", include_str!("scaffold/go/main.go.tmpl")),
-            (
-                "main_test.go",
-                include_str!("scaffold/go/main_test.go.tmpl"),
-            ),
-            ("README.md", include_str!("scaffold/go/README.md.tmpl")),
-            (
-                "sample/input.txt",
-                include_str!("scaffold/rust/input.txt.tmpl"),
-            ),
-            (
-                "sample/expected.txt",
-                include_str!("scaffold/rust/expected.txt.tmpl"),
-            ),
-        ],
-        fill,
-    );
-    for (file, text) in weir::build::go::SDK {
-        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
-    }
-    files.push(gitignore(""));
-    write_all(dir, files)?;
-    Ok(created(name, "Go"))
-}
-
-/// A Python project: `app.py` with the transform, its unit test, the SDK
-/// in `weir/`, a sample and a README.
-fn python(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+    let import = format!("\"{module}/weir\"");
     let fill = |t: &str| {
         t.replace("{{name}}", name)
-            .replace("{{componentize_py}}", weir::build::python::COMPONENTIZE_PY)
+            .replace("{{module}}", &module)
+            .replace("{{test}}", test)
+            .replace(weir::build::go::SDK_IMPORT, &import)
+            .replace(EXAMPLE_GO_IMPORT, &import)
     };
     let mut files = filled(
         &[
-            ("app.py", include_str!("scaffold/python/app.py.tmpl")),
-            (
-                "test_app.py",
-                include_str!("scaffold/python/test_app.py.tmpl"),
-            ),
+            ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
+            ("README.md", include_str!("scaffold/go/README.md.tmpl")),
+        ],
+        fill,
+    );
+    files.extend(template_files(template, Lang::Go, fill));
+    for (file, text) in weir::build::go::SDK {
+        files.push((format!("weir/{file}"), fill(text).into_bytes()));
+    }
+    files.push(gitignore(""));
+    files
+}
+
+/// How the Go examples import the SDK: they are written for a project
+/// named `golden`, as the golden suite builds them.
+const EXAMPLE_GO_IMPORT: &str = "\"example.com/golden/weir\"";
+
+/// A Python project: `app.py` with the transform, its unit test, the SDK
+/// in `weir/`, a sample and a README.
+fn python(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
+    let fill = |t: &str| {
+        t.replace("{{name}}", name)
+            .replace("{{componentize_py}}", weir::build::python::COMPONENTIZE_PY)
+            .replace("{{test}}", test)
+    };
+    let mut files = filled(
+        &[
             (
                 "pyproject.toml",
                 include_str!("scaffold/python/pyproject.toml.tmpl"),
             ),
             ("README.md", include_str!("scaffold/python/README.md.tmpl")),
-            (
-                "sample/input.txt",
-                include_str!("scaffold/rust/input.txt.tmpl"),
-            ),
-            (
-                "sample/expected.txt",
-                include_str!("scaffold/rust/expected.txt.tmpl"),
-            ),
         ],
         fill,
     );
+    files.extend(template_files(template, Lang::Python, fill));
     for (file, text) in weir::build::python::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
     files.push(gitignore("__pycache__/\n.pytest_cache/\n"));
-    write_all(dir, files)?;
-    println!(
-        "created {name}/ (Python): cd {name} && weir build && weir test {name}.wasm --grant wasi:sockets --input sample/input.txt --expect sample/expected.txt"
-    );
-    Ok(ExitCode::SUCCESS)
+    files
 }
 
 /// A JavaScript project: `app.js` with the transform, its unit test, the
 /// SDK in `weir/`, a sample and a README.
-fn js(name: &str, dir: &Path) -> anyhow::Result<ExitCode> {
+fn js(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
     let fill = |t: &str| {
         t.replace("{{name}}", name)
             .replace("{{componentize_js}}", weir::build::js::COMPONENTIZE_JS)
             .replace("{{preview2_shim}}", weir::build::js::PREVIEW2_SHIM)
+            .replace("{{test}}", test)
     };
     let mut files = filled(
         &[
-            ("app.js", include_str!("scaffold/js/app.js.tmpl")),
-            ("app.test.js", include_str!("scaffold/js/app.test.js.tmpl")),
             (
                 "package.json",
                 include_str!("scaffold/js/package.json.tmpl"),
             ),
             ("README.md", include_str!("scaffold/js/README.md.tmpl")),
-            (
-                "sample/input.txt",
-                include_str!("scaffold/rust/input.txt.tmpl"),
-            ),
-            (
-                "sample/expected.txt",
-                include_str!("scaffold/rust/expected.txt.tmpl"),
-            ),
         ],
         fill,
     );
+    files.extend(template_files(template, Lang::Js, fill));
     for (file, text) in weir::build::js::SDK {
         files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
     }
     files.push(gitignore("node_modules/\n"));
-    write_all(dir, files)?;
-    Ok(created(name, "JavaScript"))
-}
-
-/// Say what was made and what to run next.
-fn created(name: &str, lang: &str) -> ExitCode {
-    println!(
-        "created {name}/ ({lang}): cd {name} && weir build && weir test {name}.wasm --input sample/input.txt --expect sample/expected.txt"
-    );
-    ExitCode::SUCCESS
+    files
 }
