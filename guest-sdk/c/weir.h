@@ -77,10 +77,28 @@ typedef struct {
 // The value of key (NUL-terminated copy, freed with free), or NULL.
 char *weir_config_get(const weir_config *c, const char *key);
 
+// Refuse keys not in known (a NULL-terminated list), which catches typos:
+// NULL when every key is known, else the reason, for weir_init to return.
+const char *weir_config_only(const weir_config *c, const char *const *known);
+// A duration such as 500ms, 10s, 2m or 1h, in ms, into *ms (fallback when
+// key is absent): NULL, or why the value is not one (for weir_init).
+const char *weir_config_duration_ms(const weir_config *c, const char *key, int64_t fallback, int64_t *ms);
+
 // Define `const char *weir_init(const weir_config *config)` to check the
 // config: return NULL to accept it, or why not (a string literal). Without
 // one, any config is refused.
 const char *weir_init(const weir_config *config) __attribute__((weak));
+
+// weir's log (a line at the level, with the pipeline's name; natively,
+// stderr) and metrics: counters and gauges that progress reports and
+// `/metrics` show (natively, weir_test_counter and weir_test_gauge read
+// them).
+void weir_log_debug(const char *msg);
+void weir_log_info(const char *msg);
+void weir_log_warn(const char *msg);
+void weir_log_error(const char *msg);
+void weir_counter_add(const char *name, uint64_t delta);
+void weir_gauge_set(const char *name, double value);
 
 // Keyed state, timers and clocks, for stateful guests: calling any of these
 // makes the component import weir's keyed state, so the pipeline needs a

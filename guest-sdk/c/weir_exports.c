@@ -307,21 +307,6 @@ bool exports_weir_transform_record_transform_process_record(
   return ret->ptr != NULL;
 }
 
-char *weir_config_get(const weir_config *c, const char *key) {
-  size_t n = strlen(key);
-  for (size_t i = 0; i < c->len; i++) {
-    const full_transformer_string_t *k = &c->pairs[i].f0, *v = &c->pairs[i].f1;
-    if (k->len == n && memcmp(k->ptr, key, n) == 0) {
-      char *s = malloc(v->len + 1);
-      if (!s) return NULL;
-      memcpy(s, v->ptr, v->len);
-      s[v->len] = 0;
-      return s;
-    }
-  }
-  return NULL;
-}
-
 bool exports_weir_transform_transform_init(full_transformer_list_tuple2_string_string_t *config,
                                            full_transformer_string_t *err) {
   weir_config c = {config->ptr, config->len};

@@ -314,12 +314,44 @@ void __wasm_import_weir_transform_log_log(int32_t level, uint8_t *msg, size_t n)
   fprintf(stderr, "[%s] %.*s\n", level >= 0 && level < 5 ? names[level] : "log", (int)n, (const char *)msg);
 }
 
+// Metrics reported so far, by name, for weir_test_counter and
+// weir_test_gauge (a test reports a handful; past 64 names they are
+// dropped).
+static struct {
+  char name[64];
+  uint64_t counter;
+  double gauge;
+  bool has_gauge;
+} metrics[64];
+
+static size_t metric_at(const uint8_t *name, size_t n) {
+  size_t i = 0;
+  for (; i < 64 && metrics[i].name[0]; i++)
+    if (strlen(metrics[i].name) == n && !memcmp(metrics[i].name, name, n)) return i;
+  if (i < 64 && n < sizeof metrics[i].name) memcpy(metrics[i].name, name, n);
+  return n < sizeof metrics[0].name ? i : 64;
+}
+
 void __wasm_import_weir_transform_metrics_counter_add(uint8_t *name, size_t n, int64_t delta) {
-  (void)name, (void)n, (void)delta;
+  size_t i = metric_at(name, n);
+  if (i < 64) metrics[i].counter += (uint64_t)delta;
 }
 
 void __wasm_import_weir_transform_metrics_gauge_set(uint8_t *name, size_t n, double value) {
-  (void)name, (void)n, (void)value;
+  size_t i = metric_at(name, n);
+  if (i < 64) metrics[i].gauge = value, metrics[i].has_gauge = true;
+}
+
+uint64_t weir_test_counter(const char *name) {
+  size_t i = metric_at((const uint8_t *)name, strlen(name));
+  return i < 64 ? metrics[i].counter : 0;
+}
+
+bool weir_test_gauge(const char *name, double *value) {
+  size_t i = metric_at((const uint8_t *)name, strlen(name));
+  if (i >= 64 || !metrics[i].has_gauge) return false;
+  *value = metrics[i].gauge;
+  return true;
 }
 
 // weir:transform/json: the C SDK reads JSON itself and never calls it; the

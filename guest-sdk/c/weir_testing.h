@@ -94,6 +94,12 @@ int64_t weir_test_first_offset(void);
 bool weir_test_state_at(size_t i, weir_bytes *key, weir_bytes *value);
 bool weir_test_timer_at(size_t i, weir_timer *t);
 
+// Metrics the transform reported with weir_counter_add and weir_gauge_set:
+// a counter's total (0 if never added to), and a gauge's last value (false
+// if never set).
+uint64_t weir_test_counter(const char *name);
+bool weir_test_gauge(const char *name, double *value);
+
 // Checks: a failed WEIR_CHECK prints its file, line and condition to stderr
 // and is counted, and the test goes on; main ends with `return
 // weir_test_report();` (prints "ok", or how many checks failed; 0 only

@@ -62,7 +62,7 @@ impl BatchOutput {
     }
 
     /// Run `f` for `record`: if it reports a bad record, its partial output is
-    /// rolled back and the record is listed as rejected; a fatal error is
+    /// rolled back and the record is listed as rejected; a broken error is
     /// returned to stop the batch.
     #[inline]
     pub fn run(
@@ -79,7 +79,7 @@ impl BatchOutput {
                 self.emitter.reject(record.index(), reason);
                 Ok(())
             }
-            Err(RecordError::Fatal(m)) => Err(format!(
+            Err(RecordError::Broken(m)) => Err(format!(
                 "record {} (partition {}, offset {}): {m}",
                 record.index(),
                 record.position().partition,

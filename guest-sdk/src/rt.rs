@@ -93,7 +93,7 @@ pub fn process_record<T: Transform>(
     match result {
         Ok(records) => Ok(records),
         Err(RecordError::Bad(m)) => Err(WireRecordError::BadRecord(m)),
-        Err(RecordError::Fatal(m)) => Err(WireRecordError::Broken(m)),
+        Err(RecordError::Broken(m)) => Err(WireRecordError::Broken(m)),
     }
 }
 

@@ -35,7 +35,7 @@ impl Transform for Tricky {
                     .emit("X");
                 Ok(())
             }
-            b"boom" => Err(RecordError::fatal("broken")),
+            b"boom" => Err(RecordError::broken("broken")),
             v => {
                 out.emit(v);
                 out.emit(v);
@@ -82,7 +82,7 @@ fn named_outputs_keys_and_headers_are_encoded() {
 }
 
 #[test]
-fn fatal_error_names_the_record() {
+fn broken_error_names_the_record() {
     let mut t = Tricky;
     let err = run_values(&mut t, &["a", "boom"]).unwrap_err();
     assert!(err.contains("record 1") && err.contains("broken"), "{err}");

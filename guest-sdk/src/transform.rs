@@ -10,17 +10,21 @@ pub enum RecordError {
     /// This record is bad; the pipeline's error policy decides its fate and
     /// processing goes on with the next record.
     Bad(String),
-    /// The transform cannot go on; the pipeline stops.
-    Fatal(String),
+    /// The transform cannot go on; the pipeline stops. (`Broken` in every
+    /// SDK: Python's and JavaScript's `weir.Broken`, Go's `weir.Broken`,
+    /// C's `weir_broken`.)
+    Broken(String),
 }
 
 impl RecordError {
+    /// Refuse this record with `reason`.
     pub fn bad(reason: impl Into<String>) -> Self {
         RecordError::Bad(reason.into())
     }
 
-    pub fn fatal(reason: impl Into<String>) -> Self {
-        RecordError::Fatal(reason.into())
+    /// Stop the pipeline with `reason`.
+    pub fn broken(reason: impl Into<String>) -> Self {
+        RecordError::Broken(reason.into())
     }
 }
 
@@ -28,7 +32,7 @@ impl std::fmt::Display for RecordError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RecordError::Bad(m) => write!(f, "bad record: {m}"),
-            RecordError::Fatal(m) => write!(f, "fatal: {m}"),
+            RecordError::Broken(m) => write!(f, "broken: {m}"),
         }
     }
 }

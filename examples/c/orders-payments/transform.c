@@ -62,40 +62,23 @@ static void row(const weir_joined *j, weir_output *out) {
 static weir_join join = {
     .left = "orders", .right = "payments", .after_ms = 60000, .left_key = order_id, .right_key = order_id, .output = row};
 
-static bool ms(const weir_config *c, const char *key, int64_t *out) {
-  char *v = weir_config_get(c, key);
-  if (!v) return true;
-  char *unit;
-  long long n = strtoll(v, &unit, 10);
-  int64_t scale = !strcmp(unit, "ms") ? 1 : !strcmp(unit, "s") ? 1000 : !strcmp(unit, "m") ? 60000 : 0;
-  free(v);
-  if (n < 0 || scale == 0) return false;
-  *out = n * scale;
-  return true;
-}
-
 const char *weir_init(const weir_config *config) {
-  static const char *known[] = {"join", "before", "after"};
-  for (size_t i = 0; i < config->len; i++) {
-    const full_transformer_string_t *k = &config->pairs[i].f0;
-    bool ok = false;
-    for (size_t j = 0; j < 3; j++) ok = ok || (k->len == strlen(known[j]) && !memcmp(k->ptr, known[j], k->len));
-    if (!ok) return "unknown config key (known: join, before, after)";
-  }
-  join.kind = WEIR_INNER, join.before_ms = 0, join.after_ms = 60000;
+  static const char *const known[] = {"join", "before", "after", NULL};
+  const char *why = weir_config_only(config, known);
+  if (why) return why;
+  join.kind = WEIR_INNER;
   char *kind = weir_config_get(config, "join");
   if (kind) {
     join.kind = !strcmp(kind, "left-outer")    ? WEIR_LEFT_OUTER
                 : !strcmp(kind, "right-outer") ? WEIR_RIGHT_OUTER
                 : !strcmp(kind, "full-outer")  ? WEIR_FULL_OUTER
                                                : WEIR_INNER;
-    bool known = !strcmp(kind, "inner") || join.kind != WEIR_INNER;
+    bool known_kind = !strcmp(kind, "inner") || join.kind != WEIR_INNER;
     free(kind);
-    if (!known) return "join: inner, left-outer, right-outer or full-outer";
+    if (!known_kind) return "config key `join`: inner, left-outer, right-outer or full-outer";
   }
-  if (!ms(config, "before", &join.before_ms)) return "before: not a duration (e.g. 0s, 500ms, 1m)";
-  if (!ms(config, "after", &join.after_ms)) return "after: not a duration (e.g. 0s, 500ms, 1m)";
-  return NULL;
+  why = weir_config_duration_ms(config, "before", 0, &join.before_ms);
+  return why ? why : weir_config_duration_ms(config, "after", 60000, &join.after_ms);
 }
 
 WEIR_JOIN(join)

@@ -32,20 +32,11 @@ static bool json_key(const weir_record *r, weir_bytes *key, weir_output *out) {
 static weir_windows counts = {.size_ms = 10000, .agg = &weir_count, .key_by = json_key};
 
 const char *weir_init(const weir_config *config) {
-  for (size_t i = 0; i < config->len; i++) {
-    const full_transformer_string_t *k = &config->pairs[i].f0;
-    if (k->len != 4 || memcmp(k->ptr, "size", 4) != 0) return "unknown config key (known: size)";
-  }
-  counts.size_ms = 10000;
-  char *v = weir_config_get(config, "size");
-  if (!v) return NULL;
-  char *unit;
-  long long n = strtoll(v, &unit, 10);
-  int64_t scale = !strcmp(unit, "ms") ? 1 : !strcmp(unit, "s") ? 1000 : !strcmp(unit, "m") ? 60000 : 0;
-  free(v);
-  if (n <= 0 || scale == 0) return "size: not a duration (e.g. 500ms, 10s, 2m)";
-  counts.size_ms = n * scale;
-  return NULL;
+  static const char *const known[] = {"size", NULL};
+  const char *why = weir_config_only(config, known);
+  if (!why) why = weir_config_duration_ms(config, "size", 10000, &counts.size_ms);
+  if (!why && counts.size_ms <= 0) why = "config key `size`: a window lasts 1ms or more";
+  return why;
 }
 
 WEIR_WINDOWS(counts)

@@ -5,6 +5,8 @@ is back-filled at the first record that differs. Works on any object with
 the contract's batch fields (the generated ``Batch``, or the native one of
 ``weir.testing``)."""
 
+from typing import Any, List, Optional, Tuple, Union
+
 from ._errors import BadRecord, Broken
 
 KEEP = object()
@@ -17,13 +19,16 @@ class Record:
 
     __slots__ = ("value", "index", "_b", "_start")
 
-    def __init__(self, value, index, batch):
+    value: Optional[bytes]
+    index: int
+
+    def __init__(self, value: Optional[bytes], index: int, batch: Any) -> None:
         self.value = value
         self.index = index
         self._b = batch
 
     @property
-    def text(self):
+    def text(self) -> str:
         """The value as UTF-8 text; a value that is not refuses the record."""
         if self.value is None:
             raise BadRecord("record has no value")
@@ -33,7 +38,7 @@ class Record:
             raise BadRecord(f"value is not UTF-8: {e}") from None
 
     @property
-    def key(self):
+    def key(self) -> Optional[bytes]:
         """``bytes``, or ``None`` for a record without a key."""
         b, i = self._b, self.index
         if not b.key_ends or not b.has_key[i]:
@@ -41,7 +46,7 @@ class Record:
         return b.keys[b.key_ends[i - 1] if i else 0 : b.key_ends[i]]
 
     @property
-    def headers(self):
+    def headers(self) -> List[Tuple[str, bytes]]:
         """``[(name, value)]`` in order."""
         b, i = self._b, self.index
         if not b.header_ends:
@@ -49,7 +54,7 @@ class Record:
         start = b.header_ends[i - 1] if i else 0
         return [(h.name, h.value) for h in b.headers[start : b.header_ends[i]]]
 
-    def header(self, name):
+    def header(self, name: str) -> Optional[bytes]:
         """The first header called ``name``, or ``None``."""
         for n, v in self.headers:
             if n == name:
@@ -57,16 +62,16 @@ class Record:
         return None
 
     @property
-    def timestamp(self):
+    def timestamp(self) -> int:
         """Event time, ms since the Unix epoch."""
         return self._b.timestamps[self.index]
 
     @property
-    def offset(self):
+    def offset(self) -> int:
         return self._b.offsets[self.index]
 
     @property
-    def partition(self):
+    def partition(self) -> int:
         return self._b.partition
 
 
@@ -206,17 +211,27 @@ class Output:
         self._cols = cols
         self.record = record
 
-    def emit(self, value, *, key=KEEP, headers=KEEP, timestamp=None, to=None):
+    def emit(
+        self,
+        value: Union[bytes, str],
+        *,
+        key: Any = KEEP,
+        headers: Any = KEEP,
+        timestamp: Optional[int] = None,
+        to: Optional[str] = None,
+    ) -> None:
         """Emit ``value`` (bytes or str). Key and headers default to the
         input record's; ``timestamp`` (ms) to its; ``to`` names an output."""
         self._push(_as_bytes(value, "an emitted value"), key, headers, timestamp, to)
 
-    def emit_tombstone(self, *, key=KEEP, headers=KEEP, timestamp=None, to=None):
+    def emit_tombstone(
+        self, *, key: Any = KEEP, headers: Any = KEEP, timestamp: Optional[int] = None, to: Optional[str] = None
+    ) -> None:
         """Emit a record without a value (it deletes its key from a
         compacted Kafka topic)."""
         self._push(None, key, headers, timestamp, to)
 
-    def forward(self, to=None):
+    def forward(self, to: Optional[str] = None) -> None:
         """Pass the input record through unchanged."""
         self._push(self.record.value, KEEP, KEEP, None, to)
 

@@ -11,7 +11,7 @@ from ._errors import BadRecord, Broken
 from ._json import json_field
 
 try:  # inside a component built by `weir build`
-    from wit_world.imports import json as _json_import
+    from wit_world.imports import json as _json_import  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # natively
     _json_import = None
 

@@ -9,6 +9,7 @@ name. Any other shape is decoded with ``json.loads``."""
 
 import json
 import re
+from typing import Any, Dict, Optional
 
 from ._errors import BadRecord
 
@@ -33,10 +34,10 @@ _VALUE = (
     + _WS + rb"[,}]"
 )
 _LITERALS = {b"true": True, b"false": False, b"null": None}
-_readers = {}
+_readers: Dict[str, Any] = {}
 
 
-def json_field(value, name, default=_MISSING):
+def json_field(value: Optional[bytes], name: str, default: Any = _MISSING) -> Any:
     """The top-level member ``name`` of the JSON object in ``value`` (bytes),
     as ``json.loads`` would give it (the first one if the name repeats).
 

@@ -8,11 +8,13 @@ epoch and restored exactly after a crash. Natively (tests) state and timers
 live in dictionaries; ``weir.testing`` sets the clocks and fires timers.
 """
 
+from typing import Any, Dict
+
 try:  # inside a component built stateful
-    from wit_world.imports import context as _context
-    from wit_world.imports import state as _state
-    from wit_world.imports import timers as _timers
-    from wit_world.imports.types import TimeDomain as _Domain
+    from wit_world.imports import context as _context  # type: ignore[import-not-found, unused-ignore]
+    from wit_world.imports import state as _state  # type: ignore[import-not-found, unused-ignore]
+    from wit_world.imports import timers as _timers  # type: ignore[import-not-found, unused-ignore]
+    from wit_world.imports.types import TimeDomain as _Domain  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # natively
     _state = _timers = _context = _Domain = None
 
@@ -20,7 +22,7 @@ EVENT_TIME = "event-time"
 PROCESSING_TIME = "processing-time"
 
 # Native stand-ins.
-native = {
+native: Dict[str, Any] = {
     "state": {},
     "timers": set(),
     "watermark": None,

@@ -9,6 +9,7 @@ column rules the component uses.
 """
 
 from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import state
 from ._host import native_metrics
@@ -35,11 +36,11 @@ class In:
 class Out:
     """One output record."""
 
-    value: object
-    key: object
+    value: Optional[bytes]
+    key: Optional[bytes]
     headers: list
     timestamp: int
-    output: object
+    output: Optional[str]
     origin: int
 
 
@@ -81,7 +82,9 @@ class Batch:
             self.header_ends = []
 
 
-def run(records, config=(), source=None, first_offset=0):
+def run(
+    records: Sequence[Any], config: Sequence[Tuple[str, str]] = (), source: Optional[str] = None, first_offset: int = 0
+) -> Tuple[List["Out"], List[Tuple[int, str]]]:
     """``(outputs, rejected)`` for a batch of ``records`` (``In``s, or
     plain values), after ``init`` with ``config`` pairs, as the host runs a
     batch of source ``source`` (``weir.state.source()``) at offsets
@@ -95,7 +98,7 @@ def run(records, config=(), source=None, first_offset=0):
         state.native["source"] = None
 
 
-def reset_state(output_mode="append", event_time=True):
+def reset_state(output_mode: str = "append", event_time: bool = True) -> None:
     """Forget native state and timers, reset the clocks, and set the
     pipeline's output mode and whether it has event time."""
     state.native.update(
@@ -109,7 +112,9 @@ def reset_state(output_mode="append", event_time=True):
     )
 
 
-def fire_timers(watermark=None, processing_time=None):
+def fire_timers(
+    watermark: Optional[int] = None, processing_time: Optional[int] = None
+) -> Tuple[List["Out"], List[Tuple[int, str]]]:
     """Advance the native clocks, then fire the timers they reach, in time
     order, through the ``@weir.on_timer`` function: ``(outputs, rejected)``
     (outputs' ``origin`` indexes the fired timers)."""
@@ -147,12 +152,12 @@ def _outputs(b, cols):
     return outs, cols.rejected
 
 
-def values(records, config=()):
+def values(records: Sequence[Any], config: Sequence[Tuple[str, str]] = ()) -> List[Optional[str]]:
     """The output values as text (``None`` for tombstones)."""
     outs, _ = run(records, config)
     return [None if o.value is None else o.value.decode() for o in outs]
 
 
-def metrics():
+def metrics() -> Dict[str, Dict[str, Any]]:
     """Counters and gauges reported so far: ``{"counters", "gauges"}``."""
     return native_metrics

@@ -144,8 +144,8 @@ impl Join {
         out: &mut Output<'_, '_>,
         f: &dyn Fn(&Joined<'_>, &mut Vec<u8>),
     ) -> Result<(), RecordError> {
-        let side = self.side().map_err(RecordError::Fatal)?;
-        let keys = self.call_keys(1).map_err(RecordError::Fatal)?;
+        let side = self.side().map_err(RecordError::Broken)?;
+        let keys = self.call_keys(1).map_err(RecordError::Broken)?;
         let l = self.lookup(side, record, keys.as_ref().and_then(|k| k.get(0)))?;
         let (start, end) = rows::bounds(side.other(), &l.key, l.from, l.to);
         let matches = state::range(start, end).collect();

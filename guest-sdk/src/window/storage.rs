@@ -78,7 +78,7 @@ pub(super) fn parse_fixed(k: &[u8]) -> Option<(Window, &[u8])> {
 
 pub(super) fn decode_acc<A: Aggregate>(b: &[u8]) -> Result<A::Acc, RecordError> {
     let mut s = b;
-    A::Acc::decode(&mut s).ok_or_else(|| RecordError::fatal("corrupt window state"))
+    A::Acc::decode(&mut s).ok_or_else(|| RecordError::broken("corrupt window state"))
 }
 
 pub(super) type Session<A> = (i64, i64, <A as Aggregate>::Acc);
@@ -95,7 +95,7 @@ pub(super) fn encode_sessions<A: Aggregate>(sessions: &[Session<A>]) -> Vec<u8> 
 }
 
 pub(super) fn decode_sessions<A: Aggregate>(b: &[u8]) -> Result<Vec<Session<A>>, RecordError> {
-    let corrupt = || RecordError::fatal("corrupt session state");
+    let corrupt = || RecordError::broken("corrupt session state");
     let mut s = b;
     let n = u64::decode(&mut s).ok_or_else(corrupt)?;
     let mut out = Vec::with_capacity(n.min(1024) as usize);

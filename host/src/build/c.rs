@@ -32,6 +32,10 @@ pub const SDK: &[(&str, &str)] = &[
         include_str!("../../../guest-sdk/c/weir_exports.c"),
     ),
     (
+        "weir_host.c",
+        include_str!("../../../guest-sdk/c/weir_host.c"),
+    ),
+    (
         "weir_json.c",
         include_str!("../../../guest-sdk/c/weir_json.c"),
     ),

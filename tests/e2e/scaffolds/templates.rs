@@ -65,6 +65,40 @@ fn ran_tests(lang: &str, out: &str) -> bool {
     }
 }
 
+/// mypy (installed with the test tools) accepts the template as written,
+/// and the SDK's hints catch a function that does not fit its decorator.
+fn type_check_python(project: &Path, template: &str) {
+    let mypy = testkit::tools_dir().join("venv/bin/mypy");
+    let o = Command::new(&mypy)
+        .args(["app.py", "test_app.py"])
+        .current_dir(project)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mypy on the {template} template: {}",
+        text(&o)
+    );
+    if template == "filter" {
+        std::fs::write(
+            project.join("wrong.py"),
+            "import weir\n\n\n@weir.filter\ndef keep(record: weir.Record) -> str:\n    return record.text\n",
+        )
+        .unwrap();
+        let o = Command::new(&mypy)
+            .arg("wrong.py")
+            .current_dir(project)
+            .output()
+            .unwrap();
+        assert!(
+            !o.status.success() && text(&o).contains("wrong.py:4: error"),
+            "a filter returning str passed mypy: {}",
+            text(&o)
+        );
+        std::fs::remove_file(project.join("wrong.py")).unwrap();
+    }
+}
+
 fn templates_in(lang: &str) {
     testkit::polyglot_tools(lang);
     let dir = tempfile::tempdir().unwrap();
@@ -91,6 +125,10 @@ fn templates_in(lang: &str) {
         let out = text(&o);
         assert!(o.status.success(), "{name} unit test: {out}");
         assert!(ran_tests(lang, &out), "{name}: no test ran: {out}");
+
+        if lang == "python" {
+            type_check_python(&project, template);
+        }
 
         let mut build = weir();
         build.arg("build").current_dir(&project);

@@ -80,7 +80,7 @@ impl Transform for Misbehave {
                 Ok(())
             }
             b"bad" => Err(RecordError::bad("this record is bad on purpose")),
-            b"fatal" => Err(RecordError::fatal("giving up on purpose")),
+            b"fatal" => Err(RecordError::broken("giving up on purpose")),
             b"log" => {
                 host::info("log record seen");
                 host::counter_add("logged", 1);
