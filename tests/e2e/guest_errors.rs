@@ -215,3 +215,36 @@ fn a_python_exception_names_the_users_file_and_line() {
 fn a_js_exception_names_the_users_file_and_line() {
     check("js");
 }
+
+/// `on-error = "fail"` stops the run on the first refused record and says
+/// where it is as the user finds it: the input file and its line, not the
+/// file's index among those the source listed.
+#[test]
+fn a_failing_record_is_named_by_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    // Two files, so the bad record's is not the first one listed.
+    std::fs::write(input.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(input.join("b.txt"), "three\nbad\nfour\n").unwrap();
+    let spec = format!(
+        "checkpoint = \"ckpt\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nformat = \"raw\"\n\
+         [transform]\ncomponent = \"{}\"\non-error = \"fail\"\n\
+         [sink.default]\ntype = \"files\"\npath = \"out\"\n[trigger]\ntype = \"available-now\"\n",
+        testkit::guest("misbehave").display()
+    );
+    std::fs::write(dir.path().join("p.toml"), spec).unwrap();
+    let o = weir()
+        .args(["run", "p.toml", "--progress", "none"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{log}");
+    let place = format!("{}, line 2", input.join("b.txt").display());
+    assert!(
+        log.contains(&format!("bad record at {place}"))
+            && log.contains("this record is bad on purpose"),
+        "{log}"
+    );
+}

@@ -17,6 +17,7 @@ mod microbatch;
 mod misbehaving_guests;
 mod polyglot;
 mod polyglot_joins;
+mod power;
 mod replay;
 mod scaffolds;
 mod sdk_records;

@@ -38,23 +38,46 @@ enum Mode {
 
 impl Fixture {
     pub(crate) fn new(n: usize, batch: usize) -> Fixture {
-        Self::with_mode(n, Mode::MicroBatch(batch))
+        Self::with_mode(n, Mode::MicroBatch(batch), &std::env::temp_dir())
     }
 
     /// The same pipeline in continuous mode (20 ms epochs), stopping once idle.
     pub(crate) fn continuous(n: usize) -> Fixture {
-        Self::with_mode(n, Mode::Continuous)
+        Self::with_mode(n, Mode::Continuous, &std::env::temp_dir())
     }
 
     /// Continuous, with the log sinks writing records as tasks produce
     /// them: both input partitions' tasks write the one partition of `even`.
     pub(crate) fn as_produced(n: usize) -> Fixture {
-        Self::with_mode(n, Mode::AsProduced)
+        Self::with_mode(n, Mode::AsProduced, &std::env::temp_dir())
     }
 
-    fn with_mode(n: usize, mode: Mode) -> Fixture {
+    /// [`Fixture::new`] (or with `continuous`, [`Fixture::continuous`]) in a
+    /// directory under `parent`.
+    pub(crate) fn in_dir(parent: &Path, n: usize, continuous: bool) -> Fixture {
+        let mode = if continuous {
+            Mode::Continuous
+        } else {
+            Mode::MicroBatch(n / 8)
+        };
+        let f = Self::with_mode(n, mode, parent);
+        // Small segments, so the log sinks roll over many times.
+        let spec = std::fs::read_to_string(f.path().join("p.toml")).unwrap();
+        let spec = spec.replace(
+            "topic = \"out\"",
+            "topic = \"out\"\nsegment-size = \"4KiB\"",
+        );
+        let spec = spec.replace(
+            "topic = \"even\"",
+            "topic = \"even\"\nsegment-size = \"4KiB\"",
+        );
+        std::fs::write(f.path().join("p.toml"), spec).unwrap();
+        f
+    }
+
+    fn with_mode(n: usize, mode: Mode, parent: &Path) -> Fixture {
         let continuous = !matches!(mode, Mode::MicroBatch(_));
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let log = dir.path().join("log");
         let mut t = Topic::create(&log, "in", 2).unwrap();
         let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];

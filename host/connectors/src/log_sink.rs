@@ -39,10 +39,29 @@ impl LogSink {
         route: &str,
         create_partitions: Option<u32>,
     ) -> Result<Self, ConnectorError> {
+        Self::open_creating(
+            root,
+            topic,
+            route,
+            create_partitions,
+            weir_log::SEGMENT_BYTES,
+        )
+    }
+
+    /// [`LogSink::open`], a topic it creates rolling its segments at
+    /// `segment_bytes` (an existing topic keeps its own size).
+    pub fn open_creating(
+        root: PathBuf,
+        topic: &str,
+        route: &str,
+        create_partitions: Option<u32>,
+        segment_bytes: u64,
+    ) -> Result<Self, ConnectorError> {
         let topic = match (Topic::open(&root, topic), create_partitions) {
             (Ok(t), _) => t,
             (Err(weir_log::LogError::NoTopic { .. }), Some(p)) => {
-                Topic::create(&root, topic, p).map_err(|e| ConnectorError(e.to_string()))?
+                Topic::create_with(&root, topic, p, segment_bytes)
+                    .map_err(|e| ConnectorError(e.to_string()))?
             }
             (Err(e), _) => return Err(ConnectorError(e.to_string())),
         };

@@ -97,6 +97,14 @@ pub trait Source: Send {
         self.identity()
     }
 
+    /// Where the record at `offset` of `partition` is, as a user would look
+    /// for it (a files source: the file and line), for an error that stops
+    /// the query on that record; `None` when partition and offset say it.
+    fn locate(&self, partition: u32, offset: i64) -> Option<String> {
+        let _ = (partition, offset);
+        None
+    }
+
     /// Called once before anything else, with this source's checkpoint area.
     fn attach(&mut self, checkpoint: SourceCheckpoint) -> Result<(), ConnectorError> {
         let _ = checkpoint;

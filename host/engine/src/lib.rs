@@ -60,5 +60,7 @@ pub use transform::{FnTransform, Transform, TransformError};
 /// directory) and the checksummed entry framing of checkpoint files, for
 /// the log and the sinks that keep files of their own.
 pub mod durable {
-    pub use crate::checkpoint::{encode_entry, read_entry, sync_dir, write_atomic, write_renamed};
+    pub use crate::checkpoint::{
+        create_dir_all, encode_entry, read_entry, sync_dir, write_atomic, write_renamed,
+    };
 }

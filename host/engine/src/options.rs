@@ -135,11 +135,14 @@ pub enum EngineError {
         partition: u32,
         err: TransformError,
     },
-    #[error("bad record at partition {partition}, offset {offset} of `{source_name}`: {reason}")]
+    #[error("bad record at {place} of `{source_name}`: {reason}")]
     BadRecord {
         source_name: String,
         partition: u32,
         offset: i64,
+        /// Where the record is, as the user finds it: "partition P, offset
+        /// O", or what the source says ([`crate::Source::locate`]).
+        place: String,
         reason: String,
     },
     #[error("the transform sent records to output `{0}`, but the pipeline has no sink named `{0}`")]

@@ -204,6 +204,7 @@ pub(crate) fn check_rejected(
                 source_name: source_name.to_string(),
                 partition: input.partition,
                 offset,
+                place: format!("partition {}, offset {offset}", input.partition),
                 reason: format!("{} ({})", r.reason, r.kind.as_str()),
             });
         }

@@ -212,8 +212,11 @@ impl CommitFile {
 }
 
 /// Durably write `entry` at `valid_len` of the file at `path` (created if
-/// missing), cutting whatever torn entry a crash left there.
+/// missing), cutting whatever torn entry a crash left there. A file this
+/// call creates is named on disk too (its directory fsynced), or a power
+/// cut could take the entry with the name.
 pub(crate) fn append_entry(path: &Path, valid_len: u64, entry: &[u8]) -> std::io::Result<()> {
+    let created = !path.exists();
     let mut f = OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -222,5 +225,9 @@ pub(crate) fn append_entry(path: &Path, valid_len: u64, entry: &[u8]) -> std::io
     f.set_len(valid_len)?;
     f.seek(SeekFrom::Start(valid_len))?;
     f.write_all(entry)?;
-    f.sync_data()
+    f.sync_data()?;
+    if created {
+        weir_engine::durable::sync_dir(path.parent().unwrap_or(Path::new(".")))?;
+    }
+    Ok(())
 }

@@ -173,10 +173,19 @@ impl EpochWriter {
             inner.durable.clone_from(&ends);
             (ends, rows, files)
         };
+        let mut dirs = std::collections::BTreeSet::new();
         for path in files {
             // An fsync through any descriptor makes the file's data durable.
             let synced = File::open(&path).and_then(|f| f.sync_data());
+            if let Some(dir) = path.parent() {
+                dirs.insert(dir.to_path_buf());
+            }
             synced.map_err(|err| LogError::Io { path, err })?;
+        }
+        // And their names: a segment created in this epoch is named on
+        // disk before the commit entry that counts its records.
+        for dir in dirs {
+            weir_engine::durable::sync_dir(&dir).map_err(|err| LogError::Io { path: dir, err })?;
         }
         let mut commits = self.commits.lock().unwrap_or_else(|e| e.into_inner());
         let (file, state) = &mut *commits;

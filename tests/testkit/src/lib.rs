@@ -18,6 +18,8 @@ use std::sync::OnceLock;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod engine;
+#[cfg(target_os = "linux")]
+pub mod powerfs;
 mod s3;
 mod serve;
 pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_query, values};

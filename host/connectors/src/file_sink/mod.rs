@@ -216,7 +216,7 @@ impl Sink for FileSink {
             self.remove_strays(batch_id)?;
             self.strays_checked = true;
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
+        weir_engine::durable::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
         // Consecutive pieces per file, so the files in manifest order hold
         // the records in batch order.
         let threads = self.workers.as_ref().map_or(1, |w| w.threads());

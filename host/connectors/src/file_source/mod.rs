@@ -200,6 +200,12 @@ impl Source for FileSource {
         format!("files:{}", self.dir.display())
     }
 
+    /// Partition `p` is the `p`th file listed; offsets are its line numbers.
+    fn locate(&self, partition: u32, offset: i64) -> Option<String> {
+        let file = self.files.get(partition as usize)?;
+        Some(format!("{}, line {offset}", self.dir.join(file).display()))
+    }
+
     fn attach(&mut self, checkpoint: SourceCheckpoint) -> Result<(), ConnectorError> {
         for n in checkpoint
             .store

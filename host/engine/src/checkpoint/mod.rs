@@ -90,7 +90,7 @@ fn io(path: &Path, err: std::io::Error) -> CheckpointError {
 impl LocalCheckpointStore {
     pub fn open(root: impl Into<PathBuf>) -> Result<Self, CheckpointError> {
         let root = root.into();
-        std::fs::create_dir_all(&root).map_err(|e| io(&root, e))?;
+        create_dir_all(&root).map_err(|e| io(&root, e))?;
         Ok(LocalCheckpointStore { root })
     }
 
@@ -104,11 +104,30 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// `create_dir_all`, durably: each directory it creates is named on disk
+/// (its parent fsynced) before the call returns. A directory made with a
+/// plain `create_dir_all` can vanish in a power cut along with all it holds
+/// while files elsewhere that count on it survive.
+pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        create_dir_all(parent)?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => sync_dir(parent.unwrap_or(Path::new("."))),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Write `bytes` to `path` atomically and durably: temp file, fsync, rename,
 /// fsync of the parent directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    create_dir_all(dir)?;
     write_renamed(path, |f| f.write_all(bytes))?;
     sync_dir(dir)
 }
@@ -164,7 +183,7 @@ impl CheckpointStore for LocalCheckpointStore {
         let full = self.root.join(path);
         let dir = full.parent().unwrap_or(Path::new("."));
         (|| {
-            std::fs::create_dir_all(dir)?;
+            create_dir_all(dir)?;
             write_renamed(&full, |f| uncached::write_all(f, bytes))?;
             sync_dir(dir)
         })()
@@ -181,7 +200,7 @@ impl CheckpointStore for LocalCheckpointStore {
         let full = self.root.join(path);
         let dir = full.parent().unwrap_or(Path::new("."));
         let attempt = || -> std::io::Result<bool> {
-            std::fs::create_dir_all(dir)?;
+            create_dir_all(dir)?;
             let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
             uncached::write_all(tmp.as_file_mut(), bytes)?;
             tmp.as_file().sync_all()?;

@@ -265,7 +265,7 @@ impl MicroBatchQuery {
             let latest_offset = latest_started.elapsed();
             let ahead = write_ahead(&*self.store, &entry, rerun)?;
             let processing = Instant::now();
-            let processed = self.process(&entry)?;
+            let processed = self.process(&entry).map_err(|e| self.located(e))?;
             let processing = processing.elapsed();
             last_watermark = self.watermark.watermark_ms;
             let committed = Durable {

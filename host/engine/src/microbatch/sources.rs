@@ -112,6 +112,34 @@ impl MicroBatchQuery {
         })
     }
 
+    /// A bad record that stops the query, placed where its source says it
+    /// is (a files source: the file and line, not the file's index).
+    pub(super) fn located(&self, err: EngineError) -> EngineError {
+        let EngineError::BadRecord {
+            source_name,
+            partition,
+            offset,
+            place,
+            reason,
+        } = err
+        else {
+            return err;
+        };
+        let place = self
+            .sources
+            .iter()
+            .find(|s| s.description() == source_name)
+            .and_then(|s| s.locate(partition, offset))
+            .unwrap_or(place);
+        EngineError::BadRecord {
+            source_name,
+            partition,
+            offset,
+            place,
+            reason,
+        }
+    }
+
     pub(super) fn source_err(&self, i: usize) -> impl Fn(ConnectorError) -> EngineError + '_ {
         move |err| EngineError::Source {
             name: self.sources[i].description(),

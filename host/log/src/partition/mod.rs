@@ -30,7 +30,7 @@ fn seg_path(dir: &Path, base: u64) -> PathBuf {
 
 impl Partition {
     pub(crate) fn open(dir: PathBuf, segment_bytes: u64) -> Result<Self, LogError> {
-        std::fs::create_dir_all(&dir).map_err(|err| LogError::Io {
+        weir_engine::durable::create_dir_all(&dir).map_err(|err| LogError::Io {
             path: dir.clone(),
             err,
         })?;
@@ -280,12 +280,10 @@ impl Partition {
             let seg_len = self.segments.last().unwrap().len;
             if seg_len >= self.segment_bytes {
                 let base = self.scanned_end();
+                // Its file is created by the write below, and named on
+                // disk (the directory fsynced) after it when `sync`.
                 self.segments
                     .push(Segment::empty(base, seg_path(&self.dir, base)));
-                weir_engine::durable::sync_dir(&self.dir).map_err(|err| LogError::Io {
-                    path: self.dir.clone(),
-                    err,
-                })?;
             }
             let seg = self.segments.last_mut().unwrap();
             buf.clear();
@@ -315,6 +313,7 @@ impl Partition {
                 path: seg.path.clone(),
                 err,
             };
+            let created = seg.len == 0 && !seg.path.exists();
             let f = OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -325,6 +324,12 @@ impl Partition {
             let f = w.into_inner().map_err(|e| io(e.into_error()))?;
             if sync {
                 f.sync_data().map_err(io)?;
+                if created {
+                    weir_engine::durable::sync_dir(&self.dir).map_err(|err| LogError::Io {
+                        path: self.dir.clone(),
+                        err,
+                    })?;
+                }
             }
             seg.len += buf.len() as u64;
         }

@@ -106,8 +106,16 @@ pub(crate) fn build_sink(
             topic,
             partitions,
             as_produced,
+            segment_bytes,
         } => Box::new(
-            LogSink::open(root.clone(), topic, route, Some(*partitions))?.as_produced(*as_produced),
+            LogSink::open_creating(
+                root.clone(),
+                topic,
+                route,
+                Some(*partitions),
+                *segment_bytes,
+            )?
+            .as_produced(*as_produced),
         ),
         SinkSpec::Files { dir, format } => Box::new(FileSink::new(dir.clone(), *format)),
         SinkSpec::Console => Box::new(ConsoleSink),

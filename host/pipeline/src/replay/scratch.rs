@@ -32,11 +32,15 @@ pub(super) fn spec(live: &Pipeline, dir: &Path, candidate: &Path) -> Pipeline {
             let out = dir.join(format!("output-{i}"));
             let sink = match sink {
                 SinkSpec::Log {
-                    topic, partitions, ..
+                    topic,
+                    partitions,
+                    segment_bytes,
+                    ..
                 } => SinkSpec::Log {
                     root: out,
                     topic: topic.clone(),
                     partitions: *partitions,
+                    segment_bytes: *segment_bytes,
                     as_produced: false,
                 },
                 SinkSpec::Files { format, .. } => SinkSpec::Files {

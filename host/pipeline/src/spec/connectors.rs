@@ -81,6 +81,25 @@ pub(super) fn source(i: usize, s: RawSource, base: &Path) -> Result<SourceSpec, 
     })
 }
 
+/// Segments of at least 4 KiB (a record frame and its index fit many
+/// times) and at most 1 GiB (the log's offsets into a segment are u32).
+const SEGMENT_SIZES: std::ops::RangeInclusive<u64> = 4 << 10..=1 << 30;
+
+/// The `segment-size` of a log sink that creates its topic.
+fn segment_bytes(name: &str, size: Option<&str>) -> Result<u64, String> {
+    let Some(size) = size else {
+        return Ok(weir_log::SEGMENT_BYTES);
+    };
+    let bytes = super::units::parse_size(size)
+        .map_err(|e| format!("sink.{name}.segment-size: {e}"))? as u64;
+    if !SEGMENT_SIZES.contains(&bytes) {
+        return Err(format!(
+            "sink.{name}.segment-size: `{size}` is outside 4KiB..=1GiB"
+        ));
+    }
+    Ok(bytes)
+}
+
 pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, String> {
     let path = |p: &str| base.join(p);
     Ok(match s {
@@ -89,10 +108,12 @@ pub(super) fn sink(name: &str, s: RawSink, base: &Path) -> Result<SinkSpec, Stri
             topic,
             partitions,
             write,
+            segment_size,
         } => SinkSpec::Log {
             root: path(&p),
             topic: plain_topic(topic, &format!("sink.{name}"))?,
             partitions: partitions.unwrap_or(1).max(1),
+            segment_bytes: segment_bytes(name, segment_size.as_deref())?,
             as_produced: match write.as_deref().unwrap_or("at-commit") {
                 "at-commit" => false,
                 "as-produced" => true,

@@ -71,6 +71,9 @@ pub enum SinkSpec {
         /// `write = "as-produced"`: records go to the topic as tasks make
         /// them (continuous mode), each epoch committed at its end.
         as_produced: bool,
+        /// Where a topic the sink creates rolls to a new segment file
+        /// (`segment-size`; an existing topic keeps its own).
+        segment_bytes: u64,
     },
     Files {
         dir: PathBuf,

@@ -183,6 +183,7 @@ pub enum RawSink {
         topic: String,
         partitions: Option<u32>,
         write: Option<String>,
+        segment_size: Option<String>,
     },
     #[serde(rename_all = "kebab-case")]
     Files {

@@ -31,6 +31,9 @@ pub const MAX_RECORD_SIZE: u64 = 64 << 20;
 pub const MAX_OUTPUT_BYTES: u64 = 1 << 30;
 /// Most outputs of one input record.
 pub const MAX_OUTPUTS_PER_RECORD: u64 = 100_000;
+/// The smallest log segment a tenant's sink may roll at: each segment is
+/// two files, so small ones would let a tenant spend the host's inodes.
+pub const MIN_SEGMENT_SIZE: u64 = 1 << 20;
 /// Failures tolerated in a crash window, and the longest window.
 pub const MAX_CRASH_LOOP_TRAPS: u64 = 10_000;
 pub const MAX_CRASH_WINDOW: Duration = Duration::from_secs(24 * 3600);
@@ -126,13 +129,23 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
         }
     }
     for (name, s) in &p.sinks {
-        if let SinkSpec::Log { partitions, .. } = s {
+        if let SinkSpec::Log {
+            partitions,
+            segment_bytes,
+            ..
+        } = s
+        {
             let name = name.as_deref().unwrap_or("default");
             at_most(
                 &format!("sink.{name}.partitions"),
                 u64::from(*partitions),
                 MAX_PARTITIONS,
             )?;
+            if *segment_bytes < MIN_SEGMENT_SIZE {
+                return Err(format!(
+                    "sink.{name}.segment-size = {segment_bytes} is below the service's floor of {MIN_SEGMENT_SIZE} bytes"
+                ));
+            }
         }
     }
     if let Some(t) = &p.transform {

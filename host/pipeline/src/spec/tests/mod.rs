@@ -256,3 +256,36 @@ fn a_log_sink_writes_as_produced_only_in_continuous_mode() {
         "{err}"
     );
 }
+
+#[test]
+fn a_log_sink_rolls_its_segments_at_the_size_given() {
+    let with = |size: &str| {
+        parse(&GOOD.replace(
+            "topic = \"eu\"",
+            &format!("topic = \"eu\"\nsegment-size = \"{size}\""),
+        ))
+    };
+    let p = with("64KiB").unwrap();
+    assert!(p.sinks.iter().any(|(n, s)| n.as_deref() == Some("eu")
+        && matches!(
+            s,
+            SinkSpec::Log {
+                segment_bytes: 65536,
+                ..
+            }
+        )));
+    let p = parse(GOOD).unwrap();
+    assert!(p.sinks.iter().all(|(_, s)| !matches!(
+        s,
+        SinkSpec::Log { segment_bytes, .. } if *segment_bytes != weir_log::SEGMENT_BYTES
+    )));
+    let err = with("1KiB").unwrap_err();
+    assert!(
+        err.contains("sink.eu.segment-size: `1KiB` is outside 4KiB..=1GiB"),
+        "{err}"
+    );
+    let err = with("2GiB").unwrap_err();
+    assert!(err.contains("outside 4KiB..=1GiB"), "{err}");
+    let err = with("lots").unwrap_err();
+    assert!(err.contains("sink.eu.segment-size"), "{err}");
+}

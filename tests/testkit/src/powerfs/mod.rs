@@ -1,0 +1,470 @@
+//! A file system that loses power on command, for crash tests that a
+//! SIGKILL cannot stand in for (the kernel keeps every written byte through
+//! a SIGKILL, synced or not). Mounted with FUSE by the test process itself;
+//! weir runs on it as on any directory; [`PowerMount::cut_power`] drops
+//! everything not fsynced (see [`model`]) once the processes writing to it
+//! are dead. The kernel's caches are kept out of the way: entries and
+//! attributes are never cached, and a file's pages are dropped at every
+//! open, so what a restarted process reads is what the model holds.
+
+pub mod model;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use fuser::{
+    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
+};
+
+use model::{Body, Model};
+
+/// Entries and attributes are looked up again every time.
+const TTL: Duration = Duration::ZERO;
+
+/// The shared state: the model, and the power cut each open file handle
+/// was opened after (a request of a killed process that reaches the file
+/// system after the cut must not write into the restarted system).
+struct Shared {
+    model: Model,
+    handles: std::collections::HashMap<u64, u64>,
+    next_handle: u64,
+}
+
+struct PowerFs(Arc<Mutex<Shared>>);
+
+/// A mounted power-loss file system; unmounted on drop.
+pub struct PowerMount {
+    shared: Arc<Mutex<Shared>>,
+    path: PathBuf,
+    _session: fuser::BackgroundSession,
+}
+
+impl PowerMount {
+    /// Mount an empty file system at `path` (an existing directory).
+    pub fn mount(path: &Path) -> std::io::Result<PowerMount> {
+        let shared = Arc::new(Mutex::new(Shared {
+            model: Model::new(),
+            handles: Default::default(),
+            next_handle: 1,
+        }));
+        let options = [MountOption::FSName("weir-powerfs".into()), MountOption::RW];
+        let session = fuser::spawn_mount2(PowerFs(shared.clone()), path, &options)?;
+        Ok(PowerMount {
+            shared,
+            path: path.to_path_buf(),
+            _session: session,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Lose power: everything not fsynced is gone. Kill (and reap) every
+    /// process using the file system first, as a power cut would.
+    pub fn cut_power(&self) {
+        let mut s = self.shared.lock().unwrap();
+        s.model.cut_power();
+        s.handles.clear();
+    }
+
+    /// Lose power after the kernel wrote back a random share of what was
+    /// not synced (see [`Model::cut_power_after_writeback`]); `seed` picks
+    /// which.
+    pub fn cut_power_after_writeback(&self, seed: u64) {
+        let mut x = seed | 1;
+        let mut coin = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x & 1 == 1
+        };
+        let mut s = self.shared.lock().unwrap();
+        s.model.cut_power_after_writeback(&mut coin);
+        s.handles.clear();
+    }
+
+    /// Make everything written so far durable (sync(2)).
+    pub fn sync_all(&self) {
+        self.shared.lock().unwrap().model.sync_all();
+    }
+
+    /// Power cuts so far.
+    pub fn cuts(&self) -> u64 {
+        self.shared.lock().unwrap().model.cuts
+    }
+}
+
+impl PowerFs {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn attr(m: &Model, ino: u64) -> Option<FileAttr> {
+    let inode = m.get(ino)?;
+    let (kind, size) = match &inode.body {
+        Body::File(d) => (FileType::RegularFile, d.len() as u64),
+        Body::Dir(_) => (FileType::Directory, 0),
+    };
+    Some(FileAttr {
+        ino,
+        size,
+        blocks: size.div_ceil(512),
+        atime: inode.mtime,
+        mtime: inode.mtime,
+        ctime: inode.mtime,
+        crtime: UNIX_EPOCH,
+        kind,
+        perm: inode.perm,
+        nlink: m.nlink(ino),
+        uid: unsafe { libc::geteuid() },
+        gid: unsafe { libc::getegid() },
+        rdev: 0,
+        blksize: 4096,
+        flags: 0,
+    })
+}
+
+fn reply_entry(m: &Model, ino: u64, reply: ReplyEntry) {
+    match attr(m, ino) {
+        Some(a) => reply.entry(&TTL, &a, 0),
+        None => reply.error(libc::ENOENT),
+    }
+}
+
+impl Shared {
+    fn open_handle(&mut self) -> u64 {
+        let fh = self.next_handle;
+        self.next_handle += 1;
+        self.handles.insert(fh, self.model.cuts);
+        fh
+    }
+
+    /// Whether `fh` was opened since the last power cut.
+    fn current(&self, fh: u64) -> bool {
+        self.handles.get(&fh) == Some(&self.model.cuts)
+    }
+}
+
+impl Filesystem for PowerFs {
+    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
+        let s = self.lock();
+        match s.model.lookup(parent, name) {
+            Ok(ino) => reply_entry(&s.model, ino, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
+        match attr(&self.lock().model, ino) {
+            Some(a) => reply.attr(&TTL, &a),
+            None => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn setattr(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<u64>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<u32>,
+        reply: ReplyAttr,
+    ) {
+        let mut s = self.lock();
+        if fh.is_some_and(|fh| !s.current(fh)) {
+            return reply.error(libc::EIO);
+        }
+        let mut result = Ok(());
+        if let Some(size) = size {
+            result = s.model.truncate(ino, size);
+        }
+        if let (Ok(()), Some(mode)) = (result, mode) {
+            result = s.model.chmod(ino, (mode & 0o7777) as u16);
+        }
+        match result.map(|()| attr(&s.model, ino)) {
+            Ok(Some(a)) => reply.attr(&TTL, &a),
+            Ok(None) => reply.error(libc::ENOENT),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &mut self,
+        _req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let mut s = self.lock();
+        match s
+            .model
+            .create(parent, name, true, (mode & !umask & 0o7777) as u16)
+        {
+            Ok(ino) => reply_entry(&s.model, ino, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
+        match self.lock().model.remove(parent, name, false) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEmpty) {
+        match self.lock().model.remove(parent, name, true) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &mut self,
+        _req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        newparent: u64,
+        newname: &OsStr,
+        flags: u32,
+        reply: ReplyEmpty,
+    ) {
+        if flags & !libc::RENAME_NOREPLACE != 0 {
+            return reply.error(libc::EINVAL);
+        }
+        let no_replace = flags & libc::RENAME_NOREPLACE != 0;
+        match self
+            .lock()
+            .model
+            .rename(parent, name, newparent, newname, no_replace)
+        {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        newparent: u64,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let mut s = self.lock();
+        match s.model.link(ino, newparent, newname) {
+            Ok(()) => reply_entry(&s.model, ino, reply),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&mut self, _req: &Request<'_>, ino: u64, flags: i32, reply: ReplyOpen) {
+        let mut s = self.lock();
+        if s.model.get(ino).is_none() {
+            return reply.error(libc::ENOENT);
+        }
+        if flags & libc::O_TRUNC != 0
+            && let Err(e) = s.model.truncate(ino, 0)
+        {
+            return reply.error(e);
+        }
+        let fh = s.open_handle();
+        // No FOPEN_KEEP_CACHE: the kernel drops the file's cached pages.
+        reply.opened(fh, 0);
+    }
+
+    fn create(
+        &mut self,
+        _req: &Request<'_>,
+        parent: u64,
+        name: &OsStr,
+        mode: u32,
+        umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let mut s = self.lock();
+        let perm = (mode & !umask & 0o7777) as u16;
+        let ino = match s.model.create(parent, name, false, perm) {
+            Ok(ino) => ino,
+            Err(libc::EEXIST) if flags & libc::O_EXCL == 0 => match s.model.lookup(parent, name) {
+                Ok(ino) => ino,
+                Err(e) => return reply.error(e),
+            },
+            Err(e) => return reply.error(e),
+        };
+        if flags & libc::O_TRUNC != 0
+            && let Err(e) = s.model.truncate(ino, 0)
+        {
+            return reply.error(e);
+        }
+        let fh = s.open_handle();
+        match attr(&s.model, ino) {
+            Some(a) => reply.created(&TTL, &a, 0, fh, 0),
+            None => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn read(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        offset: i64,
+        size: u32,
+        _flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyData,
+    ) {
+        match self.lock().model.read(ino, offset as u64, size as usize) {
+            Ok(bytes) => reply.data(bytes),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        fh: u64,
+        offset: i64,
+        data: &[u8],
+        _write_flags: u32,
+        flags: i32,
+        _lock_owner: Option<u64>,
+        reply: ReplyWrite,
+    ) {
+        let mut s = self.lock();
+        if !s.current(fh) {
+            return reply.error(libc::EIO);
+        }
+        let offset = if flags & libc::O_APPEND != 0 {
+            s.model.len(ino).unwrap_or(0)
+        } else {
+            offset as u64
+        };
+        match s.model.write(ino, offset, data) {
+            Ok(()) => reply.written(data.len() as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
+        reply.ok();
+    }
+
+    fn fsync(&mut self, _req: &Request<'_>, ino: u64, fh: u64, _data: bool, reply: ReplyEmpty) {
+        let mut s = self.lock();
+        if !s.current(fh) {
+            return reply.error(libc::EIO);
+        }
+        match s.model.fsync(ino) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
+        let mut s = self.lock();
+        if s.model.get(ino).is_none() {
+            return reply.error(libc::ENOENT);
+        }
+        let fh = s.open_handle();
+        reply.opened(fh, 0);
+    }
+
+    fn readdir(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        _fh: u64,
+        offset: i64,
+        mut reply: ReplyDirectory,
+    ) {
+        let s = self.lock();
+        let entries = match s.model.list(ino) {
+            Ok(e) => e,
+            Err(e) => return reply.error(e),
+        };
+        let dots = [(".".into(), ino), ("..".into(), ino)];
+        let all = dots.into_iter().chain(entries);
+        for (i, (name, child)) in all.enumerate().skip(offset as usize) {
+            let kind = match s.model.get(child).map(|c| &c.body) {
+                Some(Body::Dir(_)) => FileType::Directory,
+                _ => FileType::RegularFile,
+            };
+            if reply.add(child, i as i64 + 1, kind, &name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, fh: u64, _data: bool, reply: ReplyEmpty) {
+        let mut s = self.lock();
+        if !s.current(fh) {
+            return reply.error(libc::EIO);
+        }
+        match s.model.fsync(ino) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: fuser::ReplyStatfs) {
+        reply.statfs(1 << 20, 1 << 19, 1 << 19, 1 << 20, 1 << 19, 4096, 255, 4096);
+    }
+
+    fn access(&mut self, _req: &Request<'_>, ino: u64, _mask: i32, reply: ReplyEmpty) {
+        match self.lock().model.get(ino) {
+            Some(_) => reply.ok(),
+            None => reply.error(libc::ENOENT),
+        }
+    }
+
+    fn fallocate(
+        &mut self,
+        _req: &Request<'_>,
+        ino: u64,
+        fh: u64,
+        offset: i64,
+        length: i64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let mut s = self.lock();
+        if mode != 0 {
+            return reply.error(libc::EOPNOTSUPP);
+        }
+        if !s.current(fh) {
+            return reply.error(libc::EIO);
+        }
+        let end = (offset + length) as u64;
+        let len = s.model.len(ino).unwrap_or(0);
+        let result = if end > len {
+            s.model.truncate(ino, end)
+        } else {
+            Ok(())
+        };
+        match result {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+}
