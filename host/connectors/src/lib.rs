@@ -6,6 +6,7 @@ pub mod checkpoints;
 pub mod console;
 pub mod file_sink;
 pub mod file_source;
+mod hostname;
 pub mod kafka;
 pub mod log_sink;
 pub mod log_source;

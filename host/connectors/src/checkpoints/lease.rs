@@ -43,10 +43,29 @@ pub(super) struct Lease {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_default()
+/// This host's name (gethostname(2)): a lease tells local holders, whose
+/// pids it may check, from remote ones by it.
+fn hostname() -> Result<String, CheckpointError> {
+    crate::hostname::hostname().map_err(|err| CheckpointError::Io {
+        path: PATH.into(),
+        err,
+    })
+}
+
+/// Whether process `pid` of this host may be alive: only a definite "no
+/// such process" (kill(pid, 0) failing with ESRCH) counts as gone; a pid
+/// that cannot be checked counts as alive, so a lease is never taken from
+/// a holder that might still write.
+fn may_be_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 delivers nothing; it only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Owners of the leases this process holds: a lease with this host and
@@ -62,7 +81,7 @@ fn gone(h: &Holder, me: &Holder) -> bool {
     if h.pid == me.pid {
         return !HELD.lock().expect("not poisoned").contains(&h.owner);
     }
-    !std::path::Path::new(&format!("/proc/{}", h.pid)).exists()
+    !may_be_alive(h.pid)
 }
 
 fn io(objects: &Objects, e: object_store::Error) -> CheckpointError {
@@ -78,7 +97,7 @@ impl Lease {
     pub fn acquire(objects: Arc<Objects>, ttl: Duration) -> Result<Lease, CheckpointError> {
         let mut me = Holder {
             owner: uuid::Uuid::new_v4().to_string(),
-            host: hostname(),
+            host: hostname()?,
             pid: std::process::id(),
             renewals: 0,
             released: false,
@@ -283,12 +302,25 @@ mod tests {
         write(&objects, &released);
         let started = Instant::now();
         drop(Lease::acquire(objects.clone(), Duration::from_secs(60)).unwrap());
-        // A process of this host that is gone (pid beyond the kernel's range).
+        // A process of this host that is gone: one that ran and was reaped.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
         let mut dead = elsewhere();
-        dead.host = hostname();
-        dead.pid = u32::MAX;
+        dead.host = hostname().unwrap();
+        dead.pid = child.id();
         write(&objects, &dead);
         drop(Lease::acquire(objects, Duration::from_secs(60)).unwrap());
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_pid_that_cannot_be_checked_counts_as_alive() {
+        assert!(may_be_alive(std::process::id()));
+        // Beyond pid_t, or 0 (which kill would take as a process group).
+        assert!(may_be_alive(u32::MAX));
+        assert!(may_be_alive(0));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        assert!(!may_be_alive(child.id()));
     }
 }

@@ -265,4 +265,26 @@ mod tests {
         .unwrap_err();
         assert!(err.contains("trigger.idle-poll"), "{err}");
     }
+
+    #[test]
+    fn a_tenants_log_segments_are_at_least_a_mebibyte() {
+        let with = |size: &str| {
+            let dir = tempfile::tempdir().unwrap();
+            let text = format!(
+                "checkpoint = \"c\"\n[[source]]\ntype = \"rate\"\nrows-per-second = 10\n[sink.default]\ntype = \"log\"\npath = \"log\"\ntopic = \"out\"\nsegment-size = \"{size}\"\n"
+            );
+            check(
+                &Pipeline::parse(&text, "p.toml", dir.path()).unwrap(),
+                1 << 30,
+            )
+        };
+        with("1MiB").unwrap();
+        let err = with("4KiB").unwrap_err();
+        assert!(
+            err.contains(
+                "sink.default.segment-size = 4096 is below the service's floor of 1048576 bytes"
+            ),
+            "{err}"
+        );
+    }
 }

@@ -68,9 +68,7 @@ impl KafkaGroupMember {
             .or_else(|| std::env::var("WEIR_GROUP_MEMBER").ok())
             .unwrap_or_else(|| {
                 let id = uuid::Uuid::new_v4().simple().to_string();
-                let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                    .map(|h| h.trim().to_string())
-                    .unwrap_or_else(|_| "weir".into());
+                let host = crate::hostname::hostname().unwrap_or_else(|_| "weir".into());
                 format!("{host}-{}", &id[..8])
             });
         let session = group.session_timeout.as_millis().to_string();
