@@ -68,12 +68,16 @@ pub async fn upload(
 fn validate_and_store(state: &AppState, bytes: &[u8]) -> ApiResult<ComponentRow> {
     let id = weir_runtime::sha256_hex(bytes);
     let tmp_dir = state.data.join("tmp");
-    std::fs::create_dir_all(&tmp_dir).map_err(ApiError::internal)?;
-    let tmp = tempfile::Builder::new()
+    weir_engine::durable::create_dir_all(&tmp_dir).map_err(ApiError::internal)?;
+    let mut tmp = tempfile::Builder::new()
         .suffix(".wasm")
         .tempfile_in(&tmp_dir)
         .map_err(ApiError::internal)?;
-    std::fs::write(tmp.path(), bytes).map_err(ApiError::internal)?;
+    // Synced before it is renamed into components/ (and that directory
+    // synced after), so the row the store commits never names a file a
+    // power cut could take.
+    std::io::Write::write_all(tmp.as_file_mut(), bytes).map_err(ApiError::internal)?;
+    tmp.as_file().sync_all().map_err(ApiError::internal)?;
     // Checked for what it is, a valid component of the world; what it
     // imports beyond it is reported, and granted (or not) per pipeline.
     let grantable: Vec<String> = super::tenants::GRANTABLE
@@ -104,6 +108,8 @@ fn validate_and_store(state: &AppState, bytes: &[u8]) -> ApiResult<ComponentRow>
     if !path.exists() {
         tmp.persist(&path)
             .map_err(|e| ApiError::internal(e.error))?;
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        weir_engine::durable::sync_dir(dir).map_err(ApiError::internal)?;
     }
     Ok(row)
 }

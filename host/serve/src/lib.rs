@@ -147,7 +147,8 @@ pub fn open(data: &std::path::Path) -> Result<Store, ServeError> {
         data.join("components"),
         data.join("tmp"),
     ] {
-        std::fs::create_dir_all(&d).map_err(|err| ServeError::Io { path: d, err })?;
+        // Named on disk before anything in them counts on them.
+        weir_engine::durable::create_dir_all(&d).map_err(|err| ServeError::Io { path: d, err })?;
     }
     Store::open(data).map_err(|err| ServeError::Store {
         path: data.join("weir.db"),

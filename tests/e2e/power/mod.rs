@@ -10,10 +10,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::microbatch::{FAULT_POINTS, Fixture};
+use crate::stateful::examples::{window_expected, window_inputs, window_spec};
 use crate::testkit::powerfs::PowerMount;
 use crate::testkit::{run_ok, xorshift};
 
 mod semantics;
+mod serve;
 
 /// A power-loss file system mounted in a fresh directory under the test
 /// target, unmounted when dropped. FUSE must work here: the failure says
@@ -36,7 +38,7 @@ pub(crate) fn power_mount() -> (tempfile::TempDir, PowerMount) {
 /// what was not synced), until it runs to its end or `max_cuts` were made;
 /// then run it to its end. The number of cuts made.
 fn cut_at_random(
-    f: &Fixture,
+    command: &dyn Fn() -> std::process::Command,
     mount: &PowerMount,
     seed: u64,
     max_cuts: usize,
@@ -45,7 +47,7 @@ fn cut_at_random(
     let mut next = xorshift(seed);
     let mut cuts = 0;
     while cuts < max_cuts {
-        let mut child = f.command().spawn().unwrap();
+        let mut child = command().spawn().unwrap();
         std::thread::sleep(Duration::from_millis(2 + next() % within_ms));
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run ended with {status}");
@@ -56,8 +58,17 @@ fn cut_at_random(
         cut(mount, next());
         cuts += 1;
     }
-    run_ok(f.command());
+    run_ok(command());
     cuts
+}
+
+/// How many random power cuts each random test makes at least: `default`,
+/// or `WEIR_POWER_CUTS` (scripts/power-torture sets it).
+fn cuts_wanted(default: usize) -> usize {
+    std::env::var("WEIR_POWER_CUTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
 }
 
 /// Output equal to the reference, or a panic saying what is missing and
@@ -103,6 +114,7 @@ fn fixture(mount: &PowerMount, n: usize, continuous: bool) -> Fixture {
 /// Rounds of random power cuts until `at_least` were made in all; each
 /// round's output checked exactly.
 fn random_cuts(continuous: bool, seed: u64, at_least: usize) {
+    let at_least = cuts_wanted(at_least);
     let (_dir, mount) = power_mount();
     let mut cuts = 0;
     let mut round = 0;
@@ -112,7 +124,7 @@ fn random_cuts(continuous: bool, seed: u64, at_least: usize) {
     while cuts < at_least {
         round += 1;
         let f = fixture(&mount, 8_000, continuous);
-        cuts += cut_at_random(&f, &mount, seed ^ round, 15, within_ms);
+        cuts += cut_at_random(&|| f.command(), &mount, seed ^ round, 15, within_ms);
         same(
             &f.output(),
             &f.expected(),
@@ -123,12 +135,12 @@ fn random_cuts(continuous: bool, seed: u64, at_least: usize) {
 }
 
 #[test]
-fn micro_batch_output_is_exact_through_random_power_cuts() {
+fn random_power_cuts_keep_micro_batch_output_exact() {
     random_cuts(false, 0x5eed_0001, 120);
 }
 
 #[test]
-fn continuous_output_is_exact_through_random_power_cuts() {
+fn random_power_cuts_keep_continuous_output_exact() {
     random_cuts(true, 0x5eed_0002, 100);
 }
 
@@ -183,4 +195,43 @@ fn a_power_cut_after_a_finished_run_keeps_its_output() {
             );
         }
     }
+}
+
+/// Windowed counts per key (state snapshots and deltas in the checkpoint,
+/// memory and disk state backends) through random power cuts, in both
+/// modes: the windows equal the reference computed from the input.
+fn random_cuts_of_windows(continuous: bool, seed: u64, at_least: usize) {
+    let at_least = cuts_wanted(at_least);
+    let (_dir, mount) = power_mount();
+    let inputs = window_inputs(3_000);
+    let expected = window_expected(&inputs);
+    let mut next = xorshift(seed);
+    let (mut cuts, mut round) = (0, 0);
+    while cuts < at_least {
+        round += 1;
+        let mut spec = window_spec(continuous);
+        spec.disk = round % 2 == 0;
+        let f = crate::stateful::Fixture::new_in(mount.path(), &spec, &inputs);
+        mount.sync_all();
+        let within_ms = if continuous { 500 } else { 150 };
+        cuts += cut_at_random(&|| f.command(), &mount, next(), 15, within_ms);
+        assert_eq!(
+            f.output(),
+            expected,
+            "windows, continuous {continuous}, after {cuts} power cuts so far"
+        );
+    }
+    eprintln!(
+        "windows, continuous {continuous}: {cuts} power cuts in {round} rounds, output exact"
+    );
+}
+
+#[test]
+fn random_power_cuts_keep_micro_batch_windows_exact() {
+    random_cuts_of_windows(false, 0x5eed_0005, 40);
+}
+
+#[test]
+fn random_power_cuts_keep_continuous_windows_exact() {
+    random_cuts_of_windows(true, 0x5eed_0006, 40);
 }

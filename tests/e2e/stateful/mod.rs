@@ -54,7 +54,12 @@ pub(crate) struct Spec<'a> {
 
 impl Fixture {
     pub(crate) fn new(spec: &Spec<'_>, inputs: &[Input]) -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
+        Self::new_in(&std::env::temp_dir(), spec, inputs)
+    }
+
+    /// [`Fixture::new`] in a directory under `parent`.
+    pub(crate) fn new_in(parent: &Path, spec: &Spec<'_>, inputs: &[Input]) -> Fixture {
+        let dir = tempfile::tempdir_in(parent).unwrap();
         let log = dir.path().join("log");
         let mut t = Topic::create(&log, "in", 2).unwrap();
         let mut parts = vec![RecordBatch::new(0), RecordBatch::new(1)];

@@ -22,7 +22,7 @@ impl TenantRoot {
     pub fn open(data: &Path, tenant: &str) -> std::io::Result<TenantRoot> {
         debug_assert!(super::super::tenants::valid_name(tenant));
         let dir = data.join("tenants").join(tenant);
-        std::fs::create_dir_all(&dir)?;
+        weir_engine::durable::create_dir_all(&dir)?;
         let real = std::fs::canonicalize(&dir)?;
         Ok(TenantRoot { dir, real })
     }

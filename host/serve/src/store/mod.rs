@@ -80,6 +80,8 @@ impl Store {
         let mut conn = Connection::open(dir.join("weir.db"))?;
         conn.pragma_update(None, "foreign_keys", true)?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL is SQLite's default; said here because durability rests on it.
+        conn.pragma_update(None, "synchronous", "FULL")?;
         let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, m) in MIGRATIONS.iter().enumerate().skip(version) {
             let tx = conn.transaction()?;
@@ -87,6 +89,16 @@ impl Store {
             tx.pragma_update(None, "user_version", i + 1)?;
             tx.commit()?;
         }
+        // SQLite fsyncs the database and its write-ahead log at each
+        // commit (synchronous = FULL), but not the directory naming them
+        // when it creates them: without this a power cut can take a new
+        // database or log, and every commit in it, with their names.
+        weir_engine::durable::sync_dir(dir).map_err(|e| {
+            rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+                Some(format!("fsync of {}: {e}", dir.display())),
+            )
+        })?;
         Ok(Store {
             conn: Mutex::new(conn),
         })
