@@ -15,6 +15,7 @@ mod guest_test;
 mod kafka;
 mod microbatch;
 mod misbehaving_guests;
+mod network;
 mod polyglot;
 mod polyglot_joins;
 mod power;

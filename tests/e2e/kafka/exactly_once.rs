@@ -10,7 +10,7 @@ use super::{broker, create_topic, produce_numbers, sorted_values, unique};
 use crate::microbatch::FAULT_POINTS;
 use crate::testkit::{guest, weir, xorshift};
 
-pub(super) struct Pipeline {
+pub(crate) struct Pipeline {
     pub dir: tempfile::TempDir,
     pub bootstrap: String,
     pub input: String,
@@ -88,6 +88,16 @@ topic = "{output}"
         let path = self.dir.path().join("p.toml");
         let spec = std::fs::read_to_string(&path).unwrap();
         let spec = spec.replace("[trigger]\ntype = \"available-now\"", trigger);
+        std::fs::write(path, spec).unwrap();
+    }
+
+    /// The pipeline's clients connect to `address` (a proxy in front of
+    /// the broker) instead; the test's own clients keep the direct address.
+    pub fn connect_through(&self, address: &str) {
+        let path = self.dir.path().join("p.toml");
+        let spec = std::fs::read_to_string(&path).unwrap();
+        let from = format!("bootstrap-servers = \"{}\"", self.bootstrap);
+        let spec = spec.replace(&from, &format!("bootstrap-servers = \"{address}\""));
         std::fs::write(path, spec).unwrap();
     }
 

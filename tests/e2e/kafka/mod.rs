@@ -4,10 +4,10 @@
 //! one named by `WEIR_KAFKA_BOOTSTRAP`) and stopped when the test process
 //! exits; the outage test starts and stops a private one.
 
-mod exactly_once;
+pub(crate) mod exactly_once;
 mod group;
 mod mixed;
-mod outages;
+pub(crate) mod outages;
 mod replay;
 mod source_options;
 mod tombstones;
@@ -46,6 +46,17 @@ fn script() -> Command {
 /// Start a broker in `dir` (on `port`, 0 = any free one); returns its
 /// bootstrap address. Stopped at process exit unless stopped earlier.
 pub fn start_broker(dir: &Path, port: u16) -> String {
+    start_broker_with(dir, port, None)
+}
+
+/// A broker whose second listener advertises `proxied`, the port of a
+/// fault proxy forwarding to the listener on the broker's port + 2: clients
+/// that bootstrap through the proxy keep to it. Returns the direct address.
+pub fn start_broker_proxied(dir: &Path, proxied: u16) -> String {
+    start_broker_with(dir, 0, Some(proxied))
+}
+
+fn start_broker_with(dir: &Path, port: u16, proxied: Option<u16>) -> String {
     static REGISTER: std::sync::Once = std::sync::Once::new();
     REGISTER.call_once(|| {
         // SAFETY: registering a plain extern "C" function with libc.
@@ -60,6 +71,7 @@ pub fn start_broker(dir: &Path, port: u16) -> String {
             .arg("start")
             .arg(dir)
             .arg(port.to_string())
+            .args(proxied.map(|p| p.to_string()))
             .output()
             .expect("running scripts/kafka-broker");
         if out.status.success() || attempt == 3 {

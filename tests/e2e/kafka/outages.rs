@@ -8,7 +8,12 @@ use std::time::{Duration, Instant};
 use super::exactly_once::Pipeline;
 use super::{produce_numbers, start_broker, stop_broker};
 
-fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &std::path::Path) {
+pub(crate) fn wait_for(
+    p: &Pipeline,
+    want: usize,
+    child: &mut std::process::Child,
+    log: &std::path::Path,
+) {
     // weir's log, and the broker's beside it (the outages are the broker's).
     let tail = || {
         let end = |f: &std::path::Path| {
@@ -39,7 +44,7 @@ fn wait_for(p: &Pipeline, want: usize, child: &mut std::process::Child, log: &st
 
 /// The pipeline process, killed if the test fails before it stops it (a
 /// leftover `weir run` would go on retrying its broker for ever).
-struct Running(std::process::Child);
+pub(crate) struct Running(pub(crate) std::process::Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
