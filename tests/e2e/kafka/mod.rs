@@ -5,7 +5,7 @@
 //! exits; the outage test starts and stops a private one.
 
 pub(crate) mod exactly_once;
-mod group;
+pub(crate) mod group;
 mod mixed;
 pub(crate) mod outages;
 mod replay;

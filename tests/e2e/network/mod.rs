@@ -6,6 +6,7 @@
 //! pipeline took to catch up once the link was back is printed; at the end
 //! a read_committed consumer finds every input record once.
 
+mod group;
 mod toxiproxy;
 
 use std::process::Stdio;

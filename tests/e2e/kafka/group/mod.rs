@@ -19,14 +19,27 @@ use super::{broker, create_topic, sorted_values, unique};
 use crate::testkit::{guest, weir};
 
 /// One pipeline and the `weir run` processes running it.
-struct Group {
+pub(crate) struct Group {
     dir: tempfile::TempDir,
     members: Vec<Child>,
+    bootstrap: String,
 }
 
 impl Group {
     /// Micro-batch every 200 ms; `continuous`: epochs of 200 ms.
     fn new(input: &str, output: &str, component: &str, extra: &str, continuous: bool) -> Group {
+        Self::on(broker(), input, output, component, extra, continuous)
+    }
+
+    /// [`Group::new`] on the broker at `bootstrap`.
+    pub(crate) fn on(
+        bootstrap: &str,
+        input: &str,
+        output: &str,
+        component: &str,
+        extra: &str,
+        continuous: bool,
+    ) -> Group {
         let mode = if continuous {
             "mode = \"continuous\"\ncheckpoint-interval = \"200ms\""
         } else {
@@ -37,7 +50,7 @@ impl Group {
         } else {
             "[trigger]\ntype = \"processing-time\"\ninterval = \"200ms\""
         };
-        let bootstrap = broker().to_string();
+        let bootstrap = bootstrap.to_string();
         let group = unique("group");
         let spec = format!(
             r#"
@@ -71,21 +84,42 @@ transaction-timeout = "10s"
         Group {
             dir,
             members: Vec::new(),
+            bootstrap,
         }
     }
 
     /// Start one more member; its log goes to `member-<n>.log`.
-    fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         self.start_with(None);
+    }
+
+    /// Start a member whose clients connect to the broker at `address` (a
+    /// fault proxy in front of it), from a copy of the pipeline file beside
+    /// the original (same checkpoint).
+    pub(crate) fn start_through(&mut self, address: &str) {
+        let n = self.members.len();
+        let spec = std::fs::read_to_string(self.dir.path().join("p.toml")).unwrap();
+        let spec = spec.replace(
+            &format!("bootstrap-servers = \"{}\"", self.bootstrap),
+            &format!("bootstrap-servers = \"{address}\""),
+        );
+        let path = self.dir.path().join(format!("p-{n}.toml"));
+        std::fs::write(&path, spec).unwrap();
+        self.spawn(&path, None);
     }
 
     /// Start a member that SIGKILLs itself at `fault` (`WEIR_FAULT`).
     fn start_with(&mut self, fault: Option<&str>) {
+        let path = self.dir.path().join("p.toml");
+        self.spawn(&path, fault);
+    }
+
+    fn spawn(&mut self, spec: &std::path::Path, fault: Option<&str>) {
         let n = self.members.len();
         let log = std::fs::File::create(self.dir.path().join(format!("member-{n}.log"))).unwrap();
         let child = weir()
             .arg("run")
-            .arg(self.dir.path().join("p.toml"))
+            .arg(spec)
             .args(["--progress", "none", "--metrics", "127.0.0.1:0"])
             .env("WEIR_LOG", "info")
             .envs(fault.map(|f| ("WEIR_FAULT", f)))
@@ -142,7 +176,7 @@ transaction-timeout = "10s"
     /// Wait (up to 60 s) until each of `members` holds a share and together
     /// they hold all 12 partitions, none twice, as their `/metrics` say: a
     /// rebalance has settled.
-    fn wait_until_held_by(&self, members: &[usize]) {
+    pub(crate) fn wait_until_held_by(&self, members: &[usize]) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             // A member just started may not serve its metrics yet: it
@@ -169,7 +203,7 @@ transaction-timeout = "10s"
         std::fs::read_to_string(self.dir.path().join(format!("member-{n}.log"))).unwrap_or_default()
     }
 
-    fn logs(&self) -> String {
+    pub(crate) fn logs(&self) -> String {
         (0..self.members.len())
             .map(|n| {
                 let text = std::fs::read_to_string(self.dir.path().join(format!("member-{n}.log")))
@@ -185,7 +219,7 @@ transaction-timeout = "10s"
     }
 
     /// Stop every member still running (SIGTERM, then wait).
-    fn stop_all(&mut self) {
+    pub(crate) fn stop_all(&mut self) {
         for (i, m) in self.members.iter_mut().enumerate() {
             if m.try_wait().unwrap().is_none() {
                 // SAFETY: as in `signal`.
@@ -209,7 +243,7 @@ impl Drop for Group {
 
 /// Records produced with Kafka's default (Java) partitioner, murmur2 of
 /// the key, as weir's state partitioning expects.
-fn produce(bootstrap: &str, topic: &str, records: &[(String, String, i64)]) {
+pub(crate) fn produce(bootstrap: &str, topic: &str, records: &[(String, String, i64)]) {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("partitioner", "murmur2_random")
@@ -236,13 +270,13 @@ fn produce(bootstrap: &str, topic: &str, records: &[(String, String, i64)]) {
 }
 
 /// Counts a topic's committed records as they appear.
-struct Tail {
+pub(crate) struct Tail {
     consumer: BaseConsumer,
     seen: usize,
 }
 
 impl Tail {
-    fn new(bootstrap: &str, topic: &str, partitions: i32) -> Tail {
+    pub(crate) fn new(bootstrap: &str, topic: &str, partitions: i32) -> Tail {
         let consumer: BaseConsumer = ClientConfig::new()
             .set("bootstrap.servers", bootstrap)
             .set("isolation.level", "read_committed")
@@ -269,7 +303,7 @@ impl Tail {
     }
 
     /// Wait until at least `n` records are committed (or panic with `why`).
-    fn wait_for(&mut self, n: usize, timeout: Duration, why: &dyn Fn() -> String) {
+    pub(crate) fn wait_for(&mut self, n: usize, timeout: Duration, why: &dyn Fn() -> String) {
         self.reach(n, timeout);
         assert!(
             self.seen >= n,
@@ -292,7 +326,7 @@ fn base() -> i64 {
     })
 }
 
-fn values(from: usize, n: usize) -> Vec<(String, String, i64)> {
+pub(crate) fn values(from: usize, n: usize) -> Vec<(String, String, i64)> {
     (from..from + n)
         .map(|i| {
             (

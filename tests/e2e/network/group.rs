@@ -1,0 +1,74 @@
+//! Group mode with one member cut off from the broker (Toxiproxy between
+//! it and the broker) while the other goes on: the group hands the cut-off
+//! member's partitions to the live one after the session timeout, the cut
+//! member's work in flight is fenced (the output holds every record once),
+//! and when the link returns it rejoins and takes a share again. The times
+//! to take over and to rejoin are printed.
+
+use std::time::{Duration, Instant};
+
+use super::toxiproxy::{Toxiproxy, free_port};
+use crate::kafka::group::{Group, Tail, produce, values};
+use crate::kafka::{create_topic, sorted_values, start_broker_proxied, unique};
+
+fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
+    let proxy = Toxiproxy::start();
+    let proxied = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let bootstrap = start_broker_proxied(dir.path(), proxied);
+    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
+    let through = format!("127.0.0.1:{proxied}");
+    proxy.proxy("kafka", &through, &format!("127.0.0.1:{}", port + 2));
+    let (input, output) = (unique("in"), unique("out"));
+    create_topic(&bootstrap, &input, 12, &[]);
+    create_topic(&bootstrap, &output, 4, &[]);
+
+    let mut g = Group::on(&bootstrap, &input, &output, "uppercase", "", continuous);
+    g.start(); // member 0: straight to the broker
+    g.start_through(&through); // member 1: through the proxy
+    let mut tail = Tail::new(&bootstrap, &output, 4);
+    produce(&bootstrap, &input, &values(0, 20_000));
+    g.wait_until_held_by(&[0, 1]);
+    let logs = || g.logs();
+    tail.wait_for(20_000, Duration::from_secs(120), &logs);
+
+    let mode = if continuous { "continuous" } else { "micro-batch" };
+    proxy.set_enabled("kafka", false);
+    let cut = Instant::now();
+    produce(&bootstrap, &input, &values(20_000, 20_000));
+    g.wait_until_held_by(&[0]);
+    eprintln!(
+        "{mode}: member 0 holds every partition {} ms after member 1 was cut off",
+        cut.elapsed().as_millis()
+    );
+    tail.wait_for(40_000, Duration::from_secs(120), &logs);
+
+    proxy.set_enabled("kafka", true);
+    let healed = Instant::now();
+    produce(&bootstrap, &input, &values(40_000, 10_000));
+    g.wait_until_held_by(&[0, 1]);
+    eprintln!(
+        "{mode}: member 1 holds a share again {} ms after its link returned",
+        healed.elapsed().as_millis()
+    );
+    tail.wait_for(50_000, Duration::from_secs(120), &logs);
+    g.stop_all();
+    let got = sorted_values(&bootstrap, &output);
+    let mut expected: Vec<String> = values(0, 50_000)
+        .into_iter()
+        .map(|(_, v, _)| v.to_uppercase())
+        .collect();
+    expected.sort();
+    assert_eq!(got.len(), expected.len(), "{}", g.logs());
+    assert!(got == expected, "{mode}: output differs from the input, uppercased, exactly once");
+}
+
+#[test]
+fn micro_batch_group_fences_a_member_cut_off_from_the_broker() {
+    a_member_cut_off_is_fenced_and_the_group_goes_on(false);
+}
+
+#[test]
+fn continuous_group_fences_a_member_cut_off_from_the_broker() {
+    a_member_cut_off_is_fenced_and_the_group_goes_on(true);
+}
