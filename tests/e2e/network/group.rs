@@ -32,7 +32,11 @@ fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
     let logs = || g.logs();
     tail.wait_for(20_000, Duration::from_secs(120), &logs);
 
-    let mode = if continuous { "continuous" } else { "micro-batch" };
+    let mode = if continuous {
+        "continuous"
+    } else {
+        "micro-batch"
+    };
     proxy.set_enabled("kafka", false);
     let cut = Instant::now();
     produce(&bootstrap, &input, &values(20_000, 20_000));
@@ -60,7 +64,10 @@ fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
         .collect();
     expected.sort();
     assert_eq!(got.len(), expected.len(), "{}", g.logs());
-    assert!(got == expected, "{mode}: output differs from the input, uppercased, exactly once");
+    assert!(
+        got == expected,
+        "{mode}: output differs from the input, uppercased, exactly once"
+    );
 }
 
 #[test]

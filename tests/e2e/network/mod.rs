@@ -7,6 +7,7 @@
 //! a read_committed consumer finds every input record once.
 
 mod group;
+mod object_store;
 mod toxiproxy;
 
 use std::process::Stdio;

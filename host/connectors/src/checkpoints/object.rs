@@ -21,9 +21,21 @@ use object_store::{
 use super::lease::Lease;
 use weir_engine::{CheckpointError, CheckpointLock, CheckpointStore};
 
-/// How long requests are retried (5xx, timeouts) before an error is
-/// reported: long enough for a brief outage, short enough to be seen.
+/// How long the client retries a request (5xx, timeouts) by itself.
 const RETRY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a request that could not reach the store at all (connection
+/// refused or reset, no answer) is tried again, backing off from 100 ms to
+/// 5 s and logging each retry, before the run fails: a network outage of
+/// this long is ridden out, as the Kafka connectors ride out a broker's.
+const OUTAGE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Whether a failed request may simply be sent again: the store was not
+/// reached or did not answer. What the store answered (absent, exists,
+/// changed, refused) is final.
+fn unreachable(e: &object_store::Error) -> bool {
+    matches!(e, object_store::Error::Generic { .. })
+}
 
 pub struct ObjectCheckpointStore(Arc<Objects>);
 
@@ -168,6 +180,32 @@ impl Objects {
             .expect("the object store's runtime ran the request")
     }
 
+    /// `op` until it reaches the store, for at most [`OUTAGE_TIMEOUT`].
+    /// A conditional put sent again after a lost answer may find its own
+    /// first attempt landed: callers check (`create`, `update`).
+    fn retried<T>(
+        &self,
+        what: &str,
+        path: &str,
+        mut op: impl FnMut() -> Result<T, object_store::Error>,
+    ) -> Result<T, object_store::Error> {
+        let started = std::time::Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match op() {
+                Err(e) if unreachable(&e) && started.elapsed() + backoff < OUTAGE_TIMEOUT => {
+                    tracing::warn!(
+                        "checkpoint {}: {what} {path} failed ({e}); retrying in {backoff:?} (giving up after {OUTAGE_TIMEOUT:?})",
+                        self.url
+                    );
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+                other => return other,
+            }
+        }
+    }
+
     /// Put `bytes` at `path` under `mode`; the new object's etag.
     pub(super) fn put(
         &self,
@@ -175,47 +213,57 @@ impl Objects {
         bytes: Vec<u8>,
         mode: PutMode,
     ) -> Result<Option<String>, object_store::Error> {
-        let (store, key) = (self.store.clone(), self.key(path));
-        self.run(async move {
-            let opts = PutOptions {
-                mode,
-                ..PutOptions::default()
-            };
-            let r = store.put_opts(&key, PutPayload::from(bytes), opts).await?;
-            Ok(r.e_tag)
+        self.retried("writing", path, || {
+            let (store, key) = (self.store.clone(), self.key(path));
+            let (bytes, mode) = (bytes.clone(), mode.clone());
+            self.run(async move {
+                let opts = PutOptions {
+                    mode,
+                    ..PutOptions::default()
+                };
+                let r = store.put_opts(&key, PutPayload::from(bytes), opts).await?;
+                Ok(r.e_tag)
+            })
         })
     }
 
     /// The object's bytes and etag, `None` if absent.
     pub(super) fn get(&self, path: &str) -> Result<Option<Tagged>, object_store::Error> {
-        let (store, key) = (self.store.clone(), self.key(path));
-        self.run(async move {
-            match store.get(&key).await {
-                Ok(r) => {
-                    let tag = r.meta.e_tag.clone();
-                    Ok(Some((r.bytes().await?.to_vec(), tag)))
+        self.retried("reading", path, || {
+            let (store, key) = (self.store.clone(), self.key(path));
+            self.run(async move {
+                match store.get(&key).await {
+                    Ok(r) => {
+                        let tag = r.meta.e_tag.clone();
+                        Ok(Some((r.bytes().await?.to_vec(), tag)))
+                    }
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
                 }
-                Err(object_store::Error::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
+            })
         })
     }
 
-    /// Replace the object only if it is still at `e_tag`.
+    /// Replace the object only if it is still at `e_tag`. Refused because
+    /// it changed, it is read back: our own bytes there mean an attempt of
+    /// this call landed before its answer was lost.
     pub(super) fn update(
         &self,
         path: &str,
         bytes: Vec<u8>,
         e_tag: Option<String>,
     ) -> Result<Option<String>, object_store::Error> {
-        self.put(
-            path,
-            bytes,
-            PutMode::Update(UpdateVersion {
-                e_tag,
-                version: None,
-            }),
-        )
+        let mode = PutMode::Update(UpdateVersion {
+            e_tag,
+            version: None,
+        });
+        match self.put(path, bytes.clone(), mode) {
+            Err(e @ object_store::Error::Precondition { .. }) => match self.get(path)? {
+                Some((now, tag)) if now == bytes => Ok(tag),
+                _ => Err(e),
+            },
+            other => other,
+        }
     }
 
     pub(super) fn url(&self) -> &str {
@@ -298,9 +346,11 @@ impl Objects {
     }
 
     pub(super) fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError> {
-        let (store, key) = (self.store.clone(), self.key(dir.trim_end_matches('/')));
         let listed = self
-            .run(async move { store.list_with_delimiter(Some(&key)).await })
+            .retried("listing", dir, || {
+                let (store, key) = (self.store.clone(), self.key(dir.trim_end_matches('/')));
+                self.run(async move { store.list_with_delimiter(Some(&key)).await })
+            })
             .map_err(|e| self.io(dir, e))?;
         let mut out: Vec<u64> = listed
             .objects
@@ -312,8 +362,11 @@ impl Objects {
     }
 
     pub(super) fn delete(&self, path: &str) -> Result<(), CheckpointError> {
-        let (store, key) = (self.store.clone(), self.key(path));
-        match self.run(async move { store.delete(&key).await }) {
+        let deleted = self.retried("deleting", path, || {
+            let (store, key) = (self.store.clone(), self.key(path));
+            self.run(async move { store.delete(&key).await })
+        });
+        match deleted {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.io(path, e)),
         }
