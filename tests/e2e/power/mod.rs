@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::microbatch::{FAULT_POINTS, Fixture};
 use crate::stateful::examples::{window_expected, window_inputs, window_spec};
+use crate::stateful::{faults_at, faults_nth};
 use crate::testkit::powerfs::PowerMount;
 use crate::testkit::{run_ok, xorshift};
 
@@ -234,4 +235,35 @@ fn random_power_cuts_keep_micro_batch_windows_exact() {
 #[test]
 fn random_power_cuts_keep_continuous_windows_exact() {
     random_cuts_of_windows(true, 0x5eed_0006, 40);
+}
+
+/// The windowed count dies at each fault point of a stateful run (state
+/// written, sinks half written, committed...), the power goes with it, and
+/// the restart's windows equal the reference, in both modes.
+#[test]
+fn a_power_cut_at_every_stateful_fault_point_keeps_windows_exact() {
+    let (_dir, mount) = power_mount();
+    let inputs = window_inputs(2_000);
+    let expected = window_expected(&inputs);
+    let mut next = xorshift(0x5eed_0008);
+    for continuous in [false, true] {
+        let points = if continuous {
+            faults_nth(&[1, 2])
+        } else {
+            faults_at(&[1, 3])
+        };
+        for point in points {
+            let f =
+                crate::stateful::Fixture::new_in(mount.path(), &window_spec(continuous), &inputs);
+            mount.sync_all();
+            let killed = f.run_with_fault(&point);
+            cut(&mount, next());
+            run_ok(f.command());
+            assert_eq!(
+                f.output(),
+                expected,
+                "windows, continuous {continuous}, power cut at {point} (killed there: {killed})"
+            );
+        }
+    }
 }
