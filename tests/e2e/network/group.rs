@@ -11,18 +11,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::toxiproxy::{Toxiproxy, free_port};
+use super::ProxiedBroker;
 use crate::kafka::group::{Group, Tail, produce, values};
-use crate::kafka::{create_topic, sorted_values, start_broker_proxied, unique};
+use crate::kafka::{create_topic, sorted_values, unique};
 
 fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
-    let proxy = Toxiproxy::start();
-    let proxied = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let bootstrap = start_broker_proxied(dir.path(), proxied);
-    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
-    let through = format!("127.0.0.1:{proxied}");
-    proxy.proxy("kafka", &through, &format!("127.0.0.1:{}", port + 2));
+    let ProxiedBroker {
+        proxy,
+        dir: _dir,
+        bootstrap,
+        through,
+    } = ProxiedBroker::start();
     let (input, output) = (unique("in"), unique("out"));
     create_topic(&bootstrap, &input, 12, &[]);
     create_topic(&bootstrap, &output, 4, &[]);

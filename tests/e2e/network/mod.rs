@@ -58,14 +58,41 @@ fn faults() -> Vec<Fault> {
     ]
 }
 
+/// A private broker with Toxiproxy in front of its second listener: the
+/// proxy `kafka` listens on `through`; `bootstrap` is the direct address
+/// (for the test's own clients).
+pub(crate) struct ProxiedBroker {
+    pub proxy: Toxiproxy,
+    pub dir: tempfile::TempDir,
+    pub bootstrap: String,
+    pub through: String,
+}
+
+impl ProxiedBroker {
+    pub(crate) fn start() -> ProxiedBroker {
+        let proxy = Toxiproxy::start();
+        let proxied = free_port();
+        let dir = tempfile::tempdir().unwrap();
+        let bootstrap = start_broker_proxied(dir.path(), proxied);
+        let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
+        let through = format!("127.0.0.1:{proxied}");
+        proxy.proxy("kafka", &through, &format!("127.0.0.1:{}", port + 2));
+        ProxiedBroker {
+            proxy,
+            dir,
+            bootstrap,
+            through,
+        }
+    }
+}
+
 fn kafka_faults_keep_exactly_once(continuous: bool) {
-    let proxy = Toxiproxy::start();
-    let proxied = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let bootstrap = start_broker_proxied(dir.path(), proxied);
-    let port: u16 = bootstrap.rsplit(':').next().unwrap().parse().unwrap();
-    let through = format!("127.0.0.1:{proxied}");
-    proxy.proxy("kafka", &through, &format!("127.0.0.1:{}", port + 2));
+    let ProxiedBroker {
+        proxy,
+        dir,
+        bootstrap,
+        through,
+    } = ProxiedBroker::start();
 
     let mut p = Pipeline::on(&bootstrap, 200, 100, continuous, "");
     p.connect_through(&through);

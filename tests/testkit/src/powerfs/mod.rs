@@ -102,6 +102,18 @@ impl PowerFs {
     fn lock(&self) -> MutexGuard<'_, Shared> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// fsync(2) or fsync of a directory: the model says what reaches disk.
+    fn sync(&self, ino: u64, fh: u64, reply: ReplyEmpty) {
+        let mut s = self.lock();
+        if !s.current(fh) {
+            return reply.error(libc::EIO);
+        }
+        match s.model.fsync(ino) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
 }
 
 fn attr(m: &Model, ino: u64) -> Option<FileAttr> {
@@ -370,14 +382,7 @@ impl Filesystem for PowerFs {
     }
 
     fn fsync(&mut self, _req: &Request<'_>, ino: u64, fh: u64, _data: bool, reply: ReplyEmpty) {
-        let mut s = self.lock();
-        if !s.current(fh) {
-            return reply.error(libc::EIO);
-        }
-        match s.model.fsync(ino) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.sync(ino, fh, reply);
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
@@ -417,14 +422,7 @@ impl Filesystem for PowerFs {
     }
 
     fn fsyncdir(&mut self, _req: &Request<'_>, ino: u64, fh: u64, _data: bool, reply: ReplyEmpty) {
-        let mut s = self.lock();
-        if !s.current(fh) {
-            return reply.error(libc::EIO);
-        }
-        match s.model.fsync(ino) {
-            Ok(()) => reply.ok(),
-            Err(e) => reply.error(e),
-        }
+        self.sync(ino, fh, reply);
     }
 
     fn statfs(&mut self, _req: &Request<'_>, _ino: u64, reply: fuser::ReplyStatfs) {
