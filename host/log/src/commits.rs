@@ -212,11 +212,12 @@ impl CommitFile {
 }
 
 /// Durably write `entry` at `valid_len` of the file at `path` (created if
-/// missing), cutting whatever torn entry a crash left there. A file this
-/// call creates is named on disk too (its directory fsynced), or a power
-/// cut could take the entry with the name.
+/// missing), cutting whatever torn entry a crash left there. The first
+/// entry (at 0: the file may be new) also gets the file named on disk (its
+/// directory fsynced), or a power cut could take the entry with the name;
+/// later entries cost no more than their own fsync.
 pub(crate) fn append_entry(path: &Path, valid_len: u64, entry: &[u8]) -> std::io::Result<()> {
-    let created = !path.exists();
+    let created = valid_len == 0;
     let mut f = OpenOptions::new()
         .create(true)
         .truncate(false)

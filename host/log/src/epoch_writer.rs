@@ -154,7 +154,7 @@ impl EpochWriter {
     /// the rows it committed, `None` when this writer had committed it in
     /// an earlier run.
     pub fn commit(&self, epoch: u64) -> Result<Option<u64>, LogError> {
-        let (ends, rows, files) = {
+        let (ends, rows, files, dirs) = {
             let mut inner = self.inner();
             if inner.committed.is_some_and(|c| epoch <= c) {
                 inner.ended.remove(&epoch);
@@ -170,20 +170,17 @@ impl EpochWriter {
                 .remove(&epoch)
                 .unwrap_or_else(|| (inner.durable.clone(), 0));
             let files = inner.topic.files_from(&inner.durable);
+            let dirs = inner.topic.dirs_with_new_segments(&inner.durable);
             inner.durable.clone_from(&ends);
-            (ends, rows, files)
+            (ends, rows, files, dirs)
         };
-        let mut dirs = std::collections::BTreeSet::new();
         for path in files {
             // An fsync through any descriptor makes the file's data durable.
             let synced = File::open(&path).and_then(|f| f.sync_data());
-            if let Some(dir) = path.parent() {
-                dirs.insert(dir.to_path_buf());
-            }
             synced.map_err(|err| LogError::Io { path, err })?;
         }
-        // And their names: a segment created in this epoch is named on
-        // disk before the commit entry that counts its records.
+        // And the names of segments created in this epoch, before the
+        // commit entry that counts their records (most epochs: none).
         for dir in dirs {
             weir_engine::durable::sync_dir(&dir).map_err(|err| LogError::Io { path: dir, err })?;
         }

@@ -351,6 +351,15 @@ impl Topic {
             .collect()
     }
 
+    /// The partition directories that gained a segment file since `from`.
+    fn dirs_with_new_segments(&self, from: &[u64]) -> Vec<PathBuf> {
+        self.partitions
+            .iter()
+            .zip(from)
+            .filter_map(|(p, f)| p.dir_with_new_segments(*f))
+            .collect()
+    }
+
     /// Cut whatever a crashed writer left past the `committed` ends (the
     /// caller holds the lock), logging the cut before the first byte goes
     /// and after the last, when there is one.

@@ -78,4 +78,14 @@ impl Partition {
         }
         files
     }
+
+    /// This partition's directory if a segment holding records was created
+    /// after `from` was committed: its name is durable only once the
+    /// directory is fsynced.
+    pub(crate) fn dir_with_new_segments(&self, from: u64) -> Option<PathBuf> {
+        self.segments
+            .iter()
+            .any(|s| s.base >= from && s.end > s.base)
+            .then(|| self.dir.clone())
+    }
 }

@@ -154,27 +154,42 @@ fn rust(a: &Args, test: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     Ok(files)
 }
 
+/// A project of a language that keeps the SDK in `weir/`: its own files
+/// (`own`, filled), the template's transform, unit test and samples, the
+/// SDK's files, and a `.gitignore` with `ignore` (the language's caches).
+fn project(
+    own: &[(&str, &str)],
+    fill: impl Fn(&str) -> String,
+    template: Template,
+    lang: Lang,
+    sdk: Vec<(String, Vec<u8>)>,
+    ignore: &str,
+) -> Vec<(String, Vec<u8>)> {
+    let mut files = filled(own, &fill);
+    files.extend(template_files(template, lang, &fill));
+    files.extend(sdk.into_iter().map(|(f, b)| (format!("weir/{f}"), b)));
+    files.push(gitignore(ignore));
+    files
+}
+
 /// A C project: the SDK and the generated bindings in `weir/`, the
 /// transform in `src/transform.c`, its native unit test (`make test`), a
 /// sample and a README.
 fn c(name: &str, template: Template, test: &str) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     let fill = |t: &str| t.replace("{{name}}", name).replace("{{test}}", test);
-    let mut files = filled(
+    let mut sdk = weir::build::c::bindings()?;
+    sdk.extend(filled(weir::build::c::SDK, str::to_string));
+    Ok(project(
         &[
             ("Makefile", include_str!("scaffold/c/Makefile.tmpl")),
             ("README.md", include_str!("scaffold/c/README.md.tmpl")),
         ],
         fill,
-    );
-    files.extend(template_files(template, Lang::C, fill));
-    for (file, bytes) in weir::build::c::bindings()? {
-        files.push((format!("weir/{file}"), bytes));
-    }
-    for (file, text) in weir::build::c::SDK {
-        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
-    }
-    files.push(gitignore(""));
-    Ok(files)
+        template,
+        Lang::C,
+        sdk,
+        "",
+    ))
 }
 
 /// A Go project: `main.go` with the transform, its test, package `weir/`
@@ -191,19 +206,18 @@ fn go(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
             .replace(weir::build::go::SDK_IMPORT, &import)
             .replace(EXAMPLE_GO_IMPORT, &import)
     };
-    let mut files = filled(
+    let sdk = filled(weir::build::go::SDK, fill);
+    project(
         &[
             ("go.mod", include_str!("scaffold/go/go.mod.tmpl")),
             ("README.md", include_str!("scaffold/go/README.md.tmpl")),
         ],
         fill,
-    );
-    files.extend(template_files(template, Lang::Go, fill));
-    for (file, text) in weir::build::go::SDK {
-        files.push((format!("weir/{file}"), fill(text).into_bytes()));
-    }
-    files.push(gitignore(""));
-    files
+        template,
+        Lang::Go,
+        sdk,
+        "",
+    )
 }
 
 /// How the Go examples import the SDK: they are written for a project
@@ -218,7 +232,7 @@ fn python(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> 
             .replace("{{componentize_py}}", weir::build::python::COMPONENTIZE_PY)
             .replace("{{test}}", test)
     };
-    let mut files = filled(
+    project(
         &[
             (
                 "pyproject.toml",
@@ -227,13 +241,11 @@ fn python(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> 
             ("README.md", include_str!("scaffold/python/README.md.tmpl")),
         ],
         fill,
-    );
-    files.extend(template_files(template, Lang::Python, fill));
-    for (file, text) in weir::build::python::SDK {
-        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
-    }
-    files.push(gitignore("__pycache__/\n.pytest_cache/\n"));
-    files
+        template,
+        Lang::Python,
+        filled(weir::build::python::SDK, str::to_string),
+        "__pycache__/\n.pytest_cache/\n",
+    )
 }
 
 /// A JavaScript project: `app.js` with the transform, its unit test, the
@@ -245,7 +257,7 @@ fn js(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
             .replace("{{preview2_shim}}", weir::build::js::PREVIEW2_SHIM)
             .replace("{{test}}", test)
     };
-    let mut files = filled(
+    project(
         &[
             (
                 "package.json",
@@ -254,11 +266,9 @@ fn js(name: &str, template: Template, test: &str) -> Vec<(String, Vec<u8>)> {
             ("README.md", include_str!("scaffold/js/README.md.tmpl")),
         ],
         fill,
-    );
-    files.extend(template_files(template, Lang::Js, fill));
-    for (file, text) in weir::build::js::SDK {
-        files.push((format!("weir/{file}"), text.as_bytes().to_vec()));
-    }
-    files.push(gitignore("node_modules/\n"));
-    files
+        template,
+        Lang::Js,
+        filled(weir::build::js::SDK, str::to_string),
+        "node_modules/\n",
+    )
 }
