@@ -6,6 +6,7 @@ pub mod checkpoints;
 pub mod console;
 pub mod file_sink;
 pub mod file_source;
+#[cfg(any(feature = "kafka", feature = "object-store"))]
 mod hostname;
 pub mod kafka;
 pub mod log_sink;

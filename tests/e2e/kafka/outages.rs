@@ -46,6 +46,18 @@ pub(crate) fn wait_for(
 /// leftover `weir run` would go on retrying its broker for ever).
 pub(crate) struct Running(pub(crate) std::process::Child);
 
+impl Running {
+    /// `p` running, its stderr in `log`.
+    pub(crate) fn start(p: &Pipeline, log: &std::path::Path) -> Running {
+        Running(
+            p.command()
+                .stderr(Stdio::from(std::fs::File::create(log).unwrap()))
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -69,12 +81,7 @@ fn survives_outages(continuous: bool) {
     stop_broker(dir.path());
 
     let log = dir.path().join("weir.log");
-    let mut running = Running(
-        p.command()
-            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+    let mut running = Running::start(&p, &log);
     let child = &mut running.0;
     let started = Instant::now();
     loop {

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::ProxiedBroker;
-use crate::kafka::group::{Group, Tail, produce, values};
-use crate::kafka::{create_topic, sorted_values, unique};
+use crate::kafka::group::{Group, Tail, assert_uppercased_once, produce, values};
+use crate::kafka::{create_topic, unique};
 
 fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
     let ProxiedBroker {
@@ -86,17 +86,7 @@ fn a_member_cut_off_is_fenced_and_the_group_goes_on(continuous: bool) {
     );
     tail.wait_for(sent, Duration::from_secs(120), &logs);
     g.stop_all();
-    let got = sorted_values(&bootstrap, &output);
-    let mut expected: Vec<String> = values(0, sent)
-        .into_iter()
-        .map(|(_, v, _)| v.to_uppercase())
-        .collect();
-    expected.sort();
-    assert_eq!(got.len(), expected.len(), "{}", g.logs());
-    assert!(
-        got == expected,
-        "{mode}: output differs from the input, uppercased, exactly once"
-    );
+    assert_uppercased_once(&g, &bootstrap, &output, sent, &format!("{mode}: "));
 }
 
 #[test]

@@ -10,7 +10,6 @@ mod group;
 mod object_store;
 mod toxiproxy;
 
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -101,12 +100,7 @@ fn kafka_faults_keep_exactly_once(continuous: bool) {
     }
     p.continuous_forever();
     let log = dir.path().join("weir.log");
-    let mut running = Running(
-        p.command()
-            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
-            .spawn()
-            .unwrap(),
-    );
+    let mut running = Running::start(&p, &log);
     wait_for(&p, 200, &mut running.0, &log);
     let mode = if continuous {
         "continuous"

@@ -45,7 +45,7 @@ fn checkpoint_faults_keep_windows_exact(continuous: bool) {
         let url = format!("s3://{}/pipelines/window", s3_bucket("netfault"));
         let f = Fixture::with_checkpoint(&window_spec(continuous), &inputs, &url, env.clone());
         let log = f.path().join("weir.log");
-        let mut child = f
+        let child = f
             .command()
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -61,17 +61,19 @@ fn checkpoint_faults_keep_windows_exact(continuous: bool) {
             None => proxy.set_enabled("s3", true),
         }
         let healed = Instant::now();
-        let deadline = healed + Duration::from_secs(180);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{mode}, {name}: the run never ended"
-            );
-            std::thread::sleep(Duration::from_millis(50));
+        // Wait for the run's end itself, with a deadline.
+        let pid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut child = child;
+            let _ = tx.send(child.wait());
+        });
+        let Ok(status) = rx.recv_timeout(Duration::from_secs(180)) else {
+            // SAFETY: signalling the child this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{mode}, {name}: the run never ended");
         };
+        let status = status.unwrap();
         let stderr = std::fs::read_to_string(&log).unwrap_or_default();
         assert!(status.success(), "{mode}, {name}: {status}: {stderr}");
         eprintln!(

@@ -51,6 +51,7 @@ impl Toxiproxy {
                 .build()
                 .into(),
         };
+        // Ready is an answer on its API port; nothing else tells.
         let deadline = Instant::now() + Duration::from_secs(20);
         while t.http.get(format!("{}/version", t.api)).call().is_err() {
             assert!(

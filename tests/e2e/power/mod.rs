@@ -49,6 +49,7 @@ fn cut_at_random(
     let mut cuts = 0;
     while cuts < max_cuts {
         let mut child = command().spawn().unwrap();
+        // The sleep is the point: the cut lands at a random moment of the run.
         std::thread::sleep(Duration::from_millis(2 + next() % within_ms));
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run ended with {status}");

@@ -18,11 +18,13 @@ use std::sync::OnceLock;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod engine;
+mod files_run;
 #[cfg(target_os = "linux")]
 pub mod powerfs;
 mod s3;
 mod serve;
 pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_query, values};
+pub use files_run::{FilesRun, run_files_to_files};
 pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_options};
 pub use serve::Serve;
 
@@ -366,55 +368,4 @@ pub fn rust_guest_build(c: &mut Command) -> &mut Command {
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
         .env("CARGO_TARGET_DIR", target_tmpdir().join("scaffold-target"))
-}
-
-/// What [`run_files_to_files`] left: the committed output's and dead
-/// letters' lines (as `weir files` prints them) and `weir run`'s stderr.
-pub struct FilesRun {
-    pub output: String,
-    pub dead_letters: String,
-    pub log: String,
-}
-
-/// `weir run` over `input` (one record a line) as a user runs a pipeline
-/// in `dir`: a files source, `component` (a path), `on-error =
-/// "dead-letter"`, files sinks for the output and the dead letters
-/// (`format = "values"`), `available-now`. The run must succeed.
-pub fn run_files_to_files(dir: &Path, lang: &str, component: &Path, input: &str) -> FilesRun {
-    std::fs::create_dir_all(dir.join("in")).unwrap();
-    std::fs::write(dir.join("in/input.txt"), input).unwrap();
-    std::fs::write(
-        dir.join("p.toml"),
-        format!(
-            "checkpoint = \"ckpt\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nformat = \"raw\"\n[transform]\ncomponent = \"{}\"\non-error = \"dead-letter\"\n{}[sink.default]\ntype = \"files\"\npath = \"out\"\n[sink.dead-letter]\ntype = \"files\"\npath = \"dead\"\nformat = \"values\"\n[trigger]\ntype = \"available-now\"\n",
-            component.display(),
-            grants_line(lang)
-        ),
-    )
-    .unwrap();
-    let o = weir()
-        .args(["run", "p.toml", "--progress", "none"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    let log = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{lang}: {log}");
-    let files = |sink: &str| {
-        let o = weir()
-            .args(["files", sink])
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{lang}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8(o.stdout).unwrap()
-    };
-    FilesRun {
-        output: files("out"),
-        dead_letters: files("dead"),
-        log,
-    }
 }

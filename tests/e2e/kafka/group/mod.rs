@@ -375,15 +375,27 @@ fn group_members_share_a_topic_exactly_once_through_kills_and_stalls() {
     // Nothing more arrives: no duplicates committed late.
     std::thread::sleep(Duration::from_secs(3));
     g.stop_all();
-    let got = sorted_values(bootstrap, &output);
-    let mut expected: Vec<String> = values(0, N)
+    assert_uppercased_once(&g, bootstrap, &output, N, "");
+}
+
+/// `output` holds `values(0, n)` uppercased, each once (`context` and the
+/// members' logs say where, when not).
+pub(crate) fn assert_uppercased_once(
+    g: &Group,
+    bootstrap: &str,
+    output: &str,
+    n: usize,
+    context: &str,
+) {
+    let got = sorted_values(bootstrap, output);
+    let mut expected: Vec<String> = values(0, n)
         .into_iter()
         .map(|(_, v, _)| v.to_uppercase())
         .collect();
     expected.sort();
-    assert_eq!(got.len(), expected.len(), "{}", g.logs());
+    assert_eq!(got.len(), expected.len(), "{context}{}", g.logs());
     assert!(
         got == expected,
-        "output differs from the input, uppercased, exactly once"
+        "{context}output differs from the input, uppercased, exactly once"
     );
 }
