@@ -72,13 +72,8 @@ impl PowerMount {
     /// not synced (see [`Model::cut_power_after_writeback`]); `seed` picks
     /// which.
     pub fn cut_power_after_writeback(&self, seed: u64) {
-        let mut x = seed | 1;
-        let mut coin = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x & 1 == 1
-        };
+        let mut next = crate::xorshift(seed | 1);
+        let mut coin = move || next() & 1 == 1;
         let mut s = self.shared.lock().unwrap();
         s.model.cut_power_after_writeback(&mut coin);
         s.handles.clear();
