@@ -6,6 +6,8 @@ use weir_testkit as testkit;
 mod adversarial;
 mod bad_components;
 mod cli;
+#[cfg(feature = "kafka")]
+mod cluster;
 mod continuous;
 mod examples;
 mod golden_languages;

@@ -4,7 +4,7 @@
 
 /// The name; a host without one is refused (an empty name would make every
 /// nameless host look like this one).
-pub(crate) fn hostname() -> std::io::Result<String> {
+pub fn hostname() -> std::io::Result<String> {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most `buf.len()` bytes into `buf`.
     let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -7,7 +7,7 @@ pub mod console;
 pub mod file_sink;
 pub mod file_source;
 #[cfg(any(feature = "kafka", feature = "object-store"))]
-mod hostname;
+pub mod hostname;
 pub mod kafka;
 pub mod log_sink;
 pub mod log_source;

@@ -11,10 +11,11 @@ use axum::http::StatusCode;
 
 use super::AppState;
 use super::auth::Caller;
+use super::catalog::Change;
 use super::error::{ApiError, ApiResult};
 use super::store::ComponentRow;
 
-pub(super) fn bytes_path(state: &AppState, id: &str) -> std::path::PathBuf {
+pub(crate) fn bytes_path(state: &AppState, id: &str) -> std::path::PathBuf {
     state.data.join("components").join(format!("{id}.wasm"))
 }
 
@@ -50,10 +51,38 @@ pub async fn upload(
         )));
     }
     let st = state.clone();
-    let row = tokio::task::spawn_blocking(move || validate_and_store(&st, &bytes))
-        .await
-        .map_err(ApiError::internal)??;
-    state.store.add_component(&tenant, &row)?;
+    let row = tokio::task::spawn_blocking(move || -> ApiResult<ComponentRow> {
+        let row = validate_and_store(&st, &bytes)?;
+        // In a cluster the bytes are on the object store before any
+        // record names them, so every node can fetch what it runs.
+        if let Some(c) = &st.cluster {
+            c.put_component(&row.id, &bytes)
+                .map_err(|e| ApiError::unavailable(format!("storing the component: {e}")))?;
+        }
+        Ok(row)
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    let (owner, new) = (tenant.clone(), row.clone());
+    let row = state
+        .write(Box::new(move |store| {
+            if let Some(c) = store.component(&owner, &new.id)? {
+                return Ok((vec![], c));
+            }
+            let quota = store.tenant(&owner)?.map_or(0, |t| t.max_component_bytes);
+            let used = store.component_bytes(&owner)?;
+            if used.saturating_add(new.size) > quota {
+                return Err(ApiError::quota(format!(
+                    "tenant `{owner}` may store {quota} bytes of components and has {used}; delete one first"
+                )));
+            }
+            let change = Change::Component {
+                tenant: owner.clone(),
+                row: new.clone(),
+            };
+            Ok((vec![change], new.clone()))
+        }))
+        .await?;
     state.store.event(
         Some(&tenant),
         &row.id,
@@ -142,15 +171,26 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let tenant = caller.tenant()?;
-    find(&state, tenant, &id)?;
-    let users = state.store.pipelines_using(tenant, &id)?;
-    if !users.is_empty() {
-        return Err(ApiError::conflict(format!(
-            "component `{id}` is used by pipeline(s) {}; delete or change them first",
-            users.join(", ")
-        )));
-    }
-    state.store.delete_component(tenant, &id)?;
+    let (owner, gone) = (tenant.to_string(), id.clone());
+    state
+        .write(Box::new(move |store| {
+            if store.component(&owner, &gone)?.is_none() {
+                return Err(ApiError::not_found(&format!("component `{gone}`")));
+            }
+            let users = store.pipelines_using(&owner, &gone)?;
+            if !users.is_empty() {
+                return Err(ApiError::conflict(format!(
+                    "component `{gone}` is used by pipeline(s) {}; delete or change them first",
+                    users.join(", ")
+                )));
+            }
+            let change = Change::ComponentGone {
+                tenant: owner.clone(),
+                id: gone.clone(),
+            };
+            Ok((vec![change], ()))
+        }))
+        .await?;
     forget_bytes(&state, &id)?;
     state
         .store

@@ -50,6 +50,13 @@ impl ApiError {
         Self::new(StatusCode::CONFLICT, "conflict", detail)
     }
 
+    /// The cluster's control plane cannot take the write now (503); the
+    /// same request may succeed shortly.
+    pub fn unavailable(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", detail)
+            .retry_after(std::time::Duration::from_secs(1))
+    }
+
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!("serve: {detail}");
         Self::new(

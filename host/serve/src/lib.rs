@@ -5,6 +5,8 @@
 //! `confine`). README "Service" says what it does today.
 
 mod auth;
+mod catalog;
+mod cluster;
 mod components;
 mod confine;
 mod dashboard;
@@ -22,6 +24,8 @@ mod supervisor;
 mod tenants;
 mod view;
 
+pub use catalog::Catalog;
+pub use cluster::{Cluster, ClusterConfig};
 pub use edge::EdgeLimits;
 pub use fence::kernel_abi;
 pub use logs::GuestLogLayer;
@@ -50,6 +54,10 @@ pub const MAX_REQUEST_BODY: usize = 1 << 20;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<Store>,
+    /// Where writes go: this process's store, or the cluster's config log.
+    pub catalog: Arc<Catalog>,
+    /// This node's part in a cluster (`weir serve --cluster`).
+    pub cluster: Option<Arc<Cluster>>,
     pub runtime: Arc<Runtime>,
     /// The data directory: `weir.db`, `components/`, `tmp/`.
     pub data: PathBuf,
@@ -69,6 +77,8 @@ pub enum ServeError {
     Io { path: PathBuf, err: std::io::Error },
     #[error("{path}: the store: {err}")]
     Store { path: PathBuf, err: rusqlite::Error },
+    #[error("cluster: {0}")]
+    Cluster(String),
     #[error("cannot listen on {addr}: {err}")]
     Listen {
         addr: SocketAddr,
@@ -77,6 +87,23 @@ pub enum ServeError {
 }
 
 impl AppState {
+    /// In a cluster, have placement look at the store now (a write
+    /// changed what should run).
+    pub fn placed(&self) {
+        if let Some(c) = &self.cluster {
+            c.wake.now();
+        }
+    }
+
+    /// [`Catalog::write`] off the async workers (in a cluster it waits on
+    /// Kafka).
+    pub async fn write<T: Send + 'static>(&self, decide: catalog::Decide<T>) -> error::ApiResult<T> {
+        let st = self.clone();
+        tokio::task::spawn_blocking(move || st.catalog.write(&st.store, decide))
+            .await
+            .map_err(ApiError::internal)?
+    }
+
     /// Tenant `tenant`'s quota lock (see `quota::TenantLocks`).
     pub async fn tenant_lock(&self, tenant: &str) -> tokio::sync::OwnedMutexGuard<()> {
         self.quota_locks.lock(tenant).await
@@ -156,17 +183,27 @@ pub fn open(data: &std::path::Path) -> Result<Store, ServeError> {
     })
 }
 
-/// Issue a new admin token (replacing any earlier one) and return it: the
-/// only time it is shown.
-pub fn new_admin_token(store: &Store, data: &std::path::Path) -> Result<String, ServeError> {
-    let token = auth::new_token();
-    store
-        .set_admin(&auth::hash(&token))
-        .map_err(|err| ServeError::Store {
-            path: data.join("weir.db"),
-            err,
-        })?;
-    Ok(token)
+/// Issue a new admin token and return it (the only time it is shown):
+/// with `replace`, in place of any earlier one; otherwise only if there is
+/// none yet (of several cluster nodes started at once, one issues it).
+pub fn issue_admin_token(
+    catalog: &Catalog,
+    store: &Store,
+    replace: bool,
+) -> Result<Option<String>, error::ApiError> {
+    catalog.write(
+        store,
+        Box::new(move |store: &Store| {
+            if !replace && store.has_admin()? {
+                return Ok((vec![], None));
+            }
+            let token = auth::new_token();
+            let change = catalog::Change::Admin {
+                token_hash: auth::hash(&token),
+            };
+            Ok((vec![change], Some(token)))
+        }),
+    )
 }
 
 pub fn router(state: AppState) -> Router {
@@ -211,6 +248,7 @@ pub fn router(state: AppState) -> Router {
             "/v1/pipelines/{name}/dead-letters",
             get(reports::dead_letters),
         )
+        .route("/v1/cluster", get(cluster::overview))
         .route("/metrics", get(reports::metrics))
         .fallback(|| async { ApiError::not_found("such endpoint (the API is under /v1)") })
         .layer(DefaultBodyLimit::max(MAX_REQUEST_BODY))
@@ -230,7 +268,21 @@ pub fn run(
     limits: edge::EdgeLimits,
 ) -> Result<(), ServeError> {
     fence::report();
-    pipelines::resume_all(&state);
+    let cluster = state.cluster.clone();
+    match &cluster {
+        None => pipelines::resume_all(&state),
+        Some(c) => {
+            c.join().map_err(ServeError::Cluster)?;
+            let (st, c) = (state.clone(), c.clone());
+            std::thread::Builder::new()
+                .name("weir-cluster-placement".into())
+                .spawn(move || cluster::placement::run(st, c))
+                .map_err(|err| ServeError::Io {
+                    path: state.data.clone(),
+                    err,
+                })?;
+        }
+    }
     let (watched, interval) = (state.clone(), state.quota_interval);
     std::thread::Builder::new()
         .name("weir-quota".into())
@@ -242,6 +294,9 @@ pub fn run(
     let supervisor = state.supervisor.clone();
     let r = serve(state, listen, limits);
     supervisor.stop_all();
+    if let Some(c) = cluster {
+        c.leave();
+    }
     r
 }
 
@@ -259,6 +314,9 @@ fn serve(state: AppState, listen: SocketAddr, limits: edge::EdgeLimits) -> Resul
             .await
             .map_err(|err| ServeError::Listen { addr: listen, err })?;
         let addr = listener.local_addr().unwrap_or(listen);
+        if let Some(c) = &state.cluster {
+            c.listening(format!("http://{addr}"));
+        }
         tracing::warn!("weir serve: listening on http://{addr}");
         eprintln!("weir serve: listening on http://{addr}");
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::AppState;
 use super::auth::Caller;
+use super::catalog::Change;
 use super::confine;
 use super::error::{ApiError, ApiResult};
 use super::store::{PipelineRow, TenantRow};
@@ -31,9 +32,23 @@ fn resolve(state: &AppState, t: &TenantRow, name: &str, text: &str) -> ApiResult
     let mut table: toml::Table = toml::from_str(text)
         .map_err(|e| ApiError::bad_request(format!("pipeline: {}", e.message())))?;
     table.insert("name".into(), name.into());
-    table
-        .entry("checkpoint")
-        .or_insert_with(|| format!("checkpoints/{name}").into());
+    match &state.cluster {
+        // Every node must reach it, and the service's credentials must
+        // reach no bucket a tenant names: the cluster places it.
+        Some(c) => {
+            if table.contains_key("checkpoint") {
+                return Err(ApiError::bad_request(
+                    "checkpoint: in cluster mode the service keeps each pipeline's checkpoint on its object store; leave `checkpoint` out",
+                ));
+            }
+            table.insert("checkpoint".into(), c.checkpoint_of(tenant, name).into());
+        }
+        None => {
+            table
+                .entry("checkpoint")
+                .or_insert_with(|| format!("checkpoints/{name}").into());
+        }
+    }
     let component = table
         .get("transform")
         .and_then(|t| t.get("component"))
@@ -48,9 +63,11 @@ fn resolve(state: &AppState, t: &TenantRow, name: &str, text: &str) -> ApiResult
             component.escape_debug()
         )));
     }
-    let path = super::components::bytes_path(state, &component);
+    // Named from the tenant's root, so that the same text finds the bytes
+    // under any node's data directory.
+    let path = format!("../../components/{component}.wasm");
     if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
-        t.insert("component".into(), path.display().to_string().into());
+        t.insert("component".into(), path.into());
     }
     let text = toml::to_string(&table).map_err(ApiError::internal)?;
     let spec = confined(state, t, &text).map_err(ApiError::bad_request)?;
@@ -78,10 +95,12 @@ fn confined(state: &AppState, t: &TenantRow, text: &str) -> Result<Pipeline, Str
     })?;
     let spec = Pipeline::parse_with(text, "pipeline", root.dir(), GuestEnv::Only(&t.guest_env))
         .map_err(|e| root.redact(&e.message))?;
+    let checkpoints = state.cluster.as_ref().map(|c| c.checkpoints_of(&t.name));
     let allowed = confine::Allowed {
         brokers: &t.kafka_brokers,
         grants: &t.grants,
         max_memory: t.max_memory,
+        cluster_checkpoints: checkpoints.as_deref(),
     };
     confine::pipeline(&spec, &root, &allowed).map_err(|e| root.redact(&e))?;
     Ok(spec)
@@ -135,12 +154,6 @@ pub async fn put(
     let t = tenant_row(&state, &tenant)?;
     super::quota::check(&state, &t)?;
     let existing = state.store.pipelines(Some(&tenant))?;
-    if !existing.iter().any(|p| p.name == name) && existing.len() as u64 >= t.max_pipelines {
-        return Err(ApiError::quota(format!(
-            "tenant `{tenant}` may have {} pipeline(s); delete one first",
-            t.max_pipelines
-        )));
-    }
     let row = PipelineRow {
         tenant: tenant.clone(),
         name: name.clone(),
@@ -149,9 +162,15 @@ pub async fn put(
         desired: "running".into(),
     };
     let before = existing.into_iter().find(|p| p.name == name);
-    if let Err(e) = state
-        .start_pipeline(t.clone(), name.clone(), spec, opts.upgrade)
-        .await
+    if before.is_none() {
+        within_quota(&state.store, &t)?;
+    }
+    // On one node it starts here, and is stored only if it started; in a
+    // cluster it starts where its slot is held (see `cluster::placement`).
+    if state.cluster.is_none()
+        && let Err(e) = state
+            .start_pipeline(t.clone(), name.clone(), spec, opts.upgrade)
+            .await
     {
         // Refused (e.g. by the checkpoint's upgrade rule): the spec that
         // ran before runs on.
@@ -161,7 +180,32 @@ pub async fn put(
         }
         return Err(e);
     }
-    let new = state.store.put_pipeline(&row)?;
+    let stored = row.clone();
+    let new = state
+        .write(Box::new(move |store| {
+            let t = store
+                .tenant(&stored.tenant)?
+                .ok_or_else(|| ApiError::not_found(&format!("tenant `{}`", stored.tenant)))?;
+            let new = !store
+                .pipelines(Some(&stored.tenant))?
+                .iter()
+                .any(|p| p.name == stored.name);
+            if new {
+                within_quota(store, &t)?;
+            }
+            if store.component(&stored.tenant, &stored.component)?.is_none() {
+                return Err(ApiError::conflict(format!(
+                    "component `{}` was deleted meanwhile",
+                    stored.component
+                )));
+            }
+            let change = Change::Pipeline {
+                row: stored.clone(),
+            };
+            Ok((vec![change], new))
+        }))
+        .await?;
+    state.placed();
     state.store.event(
         Some(&tenant),
         &row.name,
@@ -174,6 +218,36 @@ pub async fn put(
         StatusCode::OK
     };
     Ok((status, Json(view(&state, &row, false))))
+}
+
+/// Room for one more pipeline of tenant `t` (counted over the store, which
+/// in a cluster holds every node's).
+fn within_quota(store: &super::store::Store, t: &TenantRow) -> ApiResult<()> {
+    if store.pipelines(Some(&t.name))?.len() as u64 >= t.max_pipelines {
+        return Err(ApiError::quota(format!(
+            "tenant `{}` may have {} pipeline(s); delete one first",
+            t.name, t.max_pipelines
+        )));
+    }
+    Ok(())
+}
+
+/// Set whether tenant `tenant`'s pipeline `name` should run.
+async fn set_desired(state: &AppState, tenant: &str, name: &str, desired: &str) -> ApiResult<()> {
+    let (tenant, name, desired) = (tenant.to_string(), name.to_string(), desired.to_string());
+    state
+        .write(Box::new(move |store| {
+            let mut row = store
+                .pipelines(Some(&tenant))?
+                .into_iter()
+                .find(|p| p.name == name)
+                .ok_or_else(|| ApiError::not_found(&format!("pipeline `{name}`")))?;
+            row.desired = desired.clone();
+            Ok((vec![Change::Pipeline { row }], ()))
+        }))
+        .await?;
+    state.placed();
+    Ok(())
 }
 
 /// A tenant's pipelines; with the admin token (and no `Weir-Tenant`),
@@ -202,8 +276,10 @@ pub async fn stop(
 ) -> ApiResult<Json<Value>> {
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
-    state.store.set_desired(&tenant, &name, "stopped")?;
-    state.stop_pipelines(&tenant, vec![name]).await?;
+    set_desired(&state, &tenant, &name, "stopped").await?;
+    if state.cluster.is_none() {
+        state.stop_pipelines(&tenant, vec![name]).await?;
+    }
     state
         .store
         .event(Some(&p.tenant), &p.name, "stopped", "by request");
@@ -224,8 +300,10 @@ pub async fn start(
     let t = tenant_row(&state, &tenant)?;
     let spec = startable(&state, &t, &p).map_err(ApiError::bad_request)?;
     super::quota::check(&state, &t)?;
-    state.start_pipeline(t, name.clone(), spec, false).await?;
-    state.store.set_desired(&tenant, &name, "running")?;
+    if state.cluster.is_none() {
+        state.start_pipeline(t, name.clone(), spec, false).await?;
+    }
+    set_desired(&state, &tenant, &name, "running").await?;
     state
         .store
         .event(Some(&tenant), &name, "started", "by request");
@@ -247,17 +325,48 @@ pub async fn delete(
 ) -> ApiResult<StatusCode> {
     let tenant = caller.tenant()?.to_string();
     let p = find(&state, &tenant, &name)?;
-    state.forget_pipelines(&tenant, vec![name.clone()]).await?;
-    state.store.delete_pipeline(&tenant, &name)?;
-    if opts.purge
-        && let Ok(spec) = stored_spec(&state, &p)
-        && let Some(dir) = spec.checkpoint.dir()
-    {
-        // Confined when it was stored and again just now.
-        let _ = std::fs::remove_dir_all(dir);
+    if state.cluster.is_none() {
+        state.forget_pipelines(&tenant, vec![name.clone()]).await?;
+    }
+    let (owner, gone) = (tenant.clone(), name.clone());
+    state
+        .write(Box::new(move |_| {
+            let change = Change::PipelineGone {
+                tenant: owner.clone(),
+                name: gone.clone(),
+            };
+            Ok((vec![change], ()))
+        }))
+        .await?;
+    state.placed();
+    if opts.purge {
+        purge(&state, &p).await?;
     }
     state.store.event(Some(&tenant), &name, "deleted", "");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Remove a deleted pipeline's checkpoint: its directory, or in a cluster
+/// its objects once the node that ran it has let go of it.
+async fn purge(state: &AppState, p: &PipelineRow) -> ApiResult<()> {
+    match &state.cluster {
+        None => {
+            if let Ok(spec) = stored_spec(state, p)
+                && let Some(dir) = spec.checkpoint.dir()
+            {
+                // Confined when it was stored and again just now.
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            Ok(())
+        }
+        Some(c) => {
+            let (c, tenant, name) = (c.clone(), p.tenant.clone(), p.name.clone());
+            tokio::task::spawn_blocking(move || c.purge_checkpoint(&tenant, &name))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(ApiError::unavailable)
+        }
+    }
 }
 
 /// A stored pipeline's spec, read as it was validated (relative to the
@@ -273,7 +382,7 @@ pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline,
 
 /// A stored pipeline's spec, confined again under its tenant's current
 /// quotas and allow-lists (the admin may have narrowed them since).
-fn startable(state: &AppState, t: &TenantRow, p: &PipelineRow) -> Result<Pipeline, String> {
+pub(crate) fn startable(state: &AppState, t: &TenantRow, p: &PipelineRow) -> Result<Pipeline, String> {
     confined(state, t, &p.spec)
 }
 

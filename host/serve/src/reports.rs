@@ -224,7 +224,10 @@ pub async fn metrics(State(state): State<AppState>, caller: Caller) -> Response 
         Caller::Admin => None,
         Caller::Tenant(t) | Caller::AdminFor(t) => Some(t.as_str()),
     };
-    let text = state.supervisor.metrics.encode(tenant);
+    let mut text = state.supervisor.metrics.encode(tenant);
+    if tenant.is_none() {
+        text.push_str(&crate::cluster::metrics(&state));
+    }
     (
         [(
             header::CONTENT_TYPE,

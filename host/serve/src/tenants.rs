@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::AppState;
 use super::auth::{Caller, hash, new_token};
+use super::catalog::Change;
 use super::error::{ApiError, ApiResult, JsonBody};
 use super::store::TenantRow;
 
@@ -24,7 +25,7 @@ pub struct NewTenant {
 
 /// Quotas and allow-lists, each optional: defaults at creation, unchanged
 /// by `PATCH` when left out.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct Quotas {
     max_pipelines: Option<u64>,
@@ -178,13 +179,23 @@ pub async fn create(
     };
     body.quotas.apply(&mut row)?;
     let token = new_token();
-    if !state.store.create_tenant(&row, &hash(&token))? {
-        return Err(ApiError::conflict(format!("tenant `{}` exists", row.name)));
-    }
+    let (new, token_hash) = (row.clone(), hash(&token));
+    state
+        .write(Box::new(move |store| {
+            if store.tenant(&new.name)?.is_some() {
+                return Err(ApiError::conflict(format!("tenant `{}` exists", new.name)));
+            }
+            let change = Change::Tenant {
+                row: new.clone(),
+                token_hash: token_hash.clone(),
+            };
+            Ok((vec![change], ()))
+        }))
+        .await?;
     state
         .store
         .event(Some(&row.name), &row.name, "tenant-created", "");
-    let mut v = serde_json::to_value(&row).expect("a tenant row serializes");
+    let mut v = row.shown();
     v["token"] = token.into();
     Ok((StatusCode::CREATED, Json(v)))
 }
@@ -192,9 +203,11 @@ pub async fn create(
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
-) -> ApiResult<Json<Vec<TenantRow>>> {
+) -> ApiResult<Json<Vec<serde_json::Value>>> {
     caller.admin()?;
-    Ok(Json(state.store.tenants()?))
+    Ok(Json(
+        state.store.tenants()?.iter().map(TenantRow::shown).collect(),
+    ))
 }
 
 /// `DELETE /v1/tenants/{name}`: its pipelines stop, then its rows, its
@@ -223,15 +236,22 @@ pub async fn delete(
         .into_iter()
         .map(|p| p.name)
         .collect();
+    let names_before = names.clone();
     state.forget_pipelines(&name, names).await?;
     if state.supervisor.tenant_still_stopping(&name) {
         return Err(ApiError::conflict(format!(
             "tenant `{name}` has pipelines that are still stopping; try again shortly"
         )));
     }
-    if !state.store.delete_tenant(&name)? {
-        return Err(ApiError::not_found(&format!("tenant `{name}`")));
-    }
+    let gone = name.clone();
+    state
+        .write(Box::new(move |store| {
+            if store.tenant(&gone)?.is_none() {
+                return Err(ApiError::not_found(&format!("tenant `{gone}`")));
+            }
+            Ok((gone_with_rows(store, &gone)?, ()))
+        }))
+        .await?;
     for id in ids {
         super::components::forget_bytes(&state, &id)?;
     }
@@ -247,6 +267,17 @@ pub async fn delete(
             "tenant `{name}` was deleted but its data was not all removed: {e}"
         )));
     }
+    if let Some(c) = state.cluster.clone() {
+        let (tenant, pipelines) = (name.clone(), names_before.clone());
+        tokio::task::spawn_blocking(move || c.purge_tenant(&tenant, &pipelines))
+            .await
+            .map_err(ApiError::internal)?
+            .map_err(|e| {
+                ApiError::unavailable(format!(
+                    "tenant `{name}` was deleted but its checkpoints were not all removed: {e}"
+                ))
+            })?;
+    }
     state.supervisor.forget_tenant(&name);
     state.quota_locks.forget(&name);
     state.rates.forget(&name);
@@ -261,9 +292,19 @@ pub async fn rotate(
 ) -> ApiResult<Json<serde_json::Value>> {
     caller.admin()?;
     let token = new_token();
-    if !state.store.set_tenant_token(&name, &hash(&token))? {
-        return Err(ApiError::not_found(&format!("tenant `{name}`")));
-    }
+    let (tenant, token_hash) = (name.clone(), hash(&token));
+    state
+        .write(Box::new(move |store| {
+            let row = store
+                .tenant(&tenant)?
+                .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))?;
+            let change = Change::Tenant {
+                row,
+                token_hash: token_hash.clone(),
+            };
+            Ok((vec![change], ()))
+        }))
+        .await?;
     state.store.event(Some(&name), &name, "token-rotated", "");
     Ok(Json(serde_json::json!({ "name": name, "token": token })))
 }
@@ -275,16 +316,47 @@ pub async fn update(
     caller: Caller,
     Path(name): Path<String>,
     JsonBody(body): JsonBody<Quotas>,
-) -> ApiResult<Json<TenantRow>> {
+) -> ApiResult<Json<serde_json::Value>> {
     caller.admin()?;
-    let mut row = state
-        .store
-        .tenant(&name)?
-        .ok_or_else(|| ApiError::not_found(&format!("tenant `{name}`")))?;
-    body.apply(&mut row)?;
-    state.store.update_tenant(&row)?;
+    let tenant = name.clone();
+    let row = state
+        .write(Box::new(move |store| {
+            let mut row = store
+                .tenant(&tenant)?
+                .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))?;
+            let token_hash = store.token_hash(&tenant)?.unwrap_or_default();
+            body.clone().apply(&mut row)?;
+            Ok((vec![Change::Tenant { row: row.clone(), token_hash }], row))
+        }))
+        .await?;
     state.rates.set(&name, row.max_requests_per_second);
     state.store.event(Some(&name), &name, "tenant-updated", "");
     super::pipelines::restart_running(&state, &row).await;
-    Ok(Json(row))
+    Ok(Json(row.shown()))
+}
+
+/// A deleted tenant's changes: its components and pipelines go too, each
+/// by its own record, so no row of it outlives it in a compacted log.
+fn gone_with_rows(store: &super::store::Store, name: &str) -> ApiResult<Vec<Change>> {
+    let mut changes: Vec<Change> = store
+        .pipelines(Some(name))?
+        .into_iter()
+        .map(|p| Change::PipelineGone {
+            tenant: name.to_string(),
+            name: p.name,
+        })
+        .collect();
+    changes.extend(
+        store
+            .components(name)?
+            .into_iter()
+            .map(|c| Change::ComponentGone {
+                tenant: name.to_string(),
+                id: c.id,
+            }),
+    );
+    changes.push(Change::TenantGone {
+        name: name.to_string(),
+    });
+    Ok(changes)
 }

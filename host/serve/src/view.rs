@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::AppState;
 use super::store::PipelineRow;
+use super::supervisor::Status;
 use weir_engine::durable::read_entry;
 use weir_engine::wal::Metadata;
 use weir_engine::{CheckpointStore, LocalCheckpointStore};
@@ -14,7 +15,7 @@ use weir_metrics::PipelineLabels;
 /// The list's view of `p`; `detail` adds the newest progress report, the
 /// spec and the checkpoint.
 pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
-    let s = state.supervisor.status(&p.tenant, &p.name);
+    let (s, nodes) = status(state, p);
     // The stored spec as the service runs it (confined under the tenant's
     // current quotas); a spec they no longer allow shows its reason.
     let spec = super::pipelines::stored_spec(state, p);
@@ -34,6 +35,15 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
         "watermark": Value::Null,
         "metrics": state.supervisor.metrics.summary(&labels),
     });
+    if let Some(nodes) = nodes {
+        let grouped = spec.as_ref().is_ok_and(|s| s.group.is_some());
+        if grouped {
+            v["node"] = Value::Null;
+            v["nodes"] = nodes.into();
+        } else {
+            v["node"] = nodes.first().cloned().into();
+        }
+    }
     if let Some(pr) = &s.progress {
         v["input-rows-per-second"] = pr.input_rows_per_second.into();
         v["processed-rows-per-second"] = pr.processed_rows_per_second.into();
@@ -58,6 +68,40 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
     // What the engine reports names places by their server paths.
     super::confine::TenantRoot::shown(&state.data, &p.tenant).redact_json(&mut v);
     v
+}
+
+/// How `p` is doing and, in a cluster, the nodes running it: this node's
+/// own word if it runs it, else what the live nodes report.
+fn status(state: &AppState, p: &PipelineRow) -> (Status, Option<Vec<String>>) {
+    let local = state.supervisor.status(&p.tenant, &p.name);
+    let Some(c) = &state.cluster else {
+        return (local, None);
+    };
+    let runners = c.runners(&p.tenant, &p.name);
+    let mut nodes: Vec<String> = runners.iter().map(|(n, _)| n.clone()).collect();
+    let here = state
+        .supervisor
+        .running()
+        .contains(&(p.tenant.clone(), p.name.clone()));
+    if here {
+        if !nodes.iter().any(|n| n == c.node()) {
+            nodes.insert(0, c.node().to_string());
+        }
+        return (local, Some(nodes));
+    }
+    let s = match runners.first() {
+        Some((_, r)) => Status {
+            state: r.state.clone(),
+            last_error: r.last_error.clone(),
+            restarts: r.restarts,
+            progress: None,
+        },
+        None => Status {
+            state: if p.desired == "running" { "unassigned" } else { "stopped" }.into(),
+            ..Status::default()
+        },
+    };
+    (s, Some(nodes))
 }
 
 /// The stored TOML as its owner wrote it: the transform names the

@@ -41,6 +41,10 @@ pub struct Args {
     /// Connections held at once from one client address (default 256).
     #[arg(long, value_name = "N")]
     max_connections_per_client: Option<usize>,
+    /// Run as a node of a cluster: the TOML file names its Kafka control
+    /// plane and object store (README "Running a cluster").
+    #[arg(long, value_name = "FILE")]
+    cluster: Option<PathBuf>,
 }
 
 /// A weir built without the service (`./scripts/demo` builds one, to start
@@ -55,26 +59,53 @@ pub fn run(_: Runtime, _: Args) -> anyhow::Result<ExitCode> {
 #[cfg(feature = "serve")]
 pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
     use std::sync::Arc;
-    let store = weir_serve::open(&args.data)?;
-    // Stored component paths and tenant roots are absolute: a relative
-    // `--data` must mean the same directory whatever the cwd later is.
+    let store = Arc::new(weir_serve::open(&args.data)?);
+    // Tenant roots are absolute: a relative `--data` must mean the same
+    // directory whatever the cwd later is.
     let data = std::fs::canonicalize(&args.data)
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.data.display()))?;
-    if args.init || !store.has_admin()? {
-        let token = weir_serve::new_admin_token(&store, &args.data)?;
+    let cluster = match &args.cluster {
+        None => None,
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let host = weir_connectors::hostname::hostname()
+                .map_err(|e| anyhow::anyhow!("this host's name: {e}"))?;
+            let config = weir_serve::ClusterConfig::parse(
+                &text,
+                &file.display().to_string(),
+                &format!("{host}:{}", args.listen.port()),
+            )
+            .map_err(|e| anyhow::anyhow!(e))?;
+            Some(weir_serve::Cluster::open(config, store.clone()).map_err(|e| anyhow::anyhow!(e))?)
+        }
+    };
+    let catalog = Arc::new(match &cluster {
+        None => weir_serve::Catalog::local(),
+        Some(c) => weir_serve::Catalog::Cluster(c.log.clone()),
+    });
+    // Of several cluster nodes started at once, one issues the token.
+    let issued = weir_serve::issue_admin_token(&catalog, &store, args.init)
+        .map_err(|e| anyhow::anyhow!("issuing the admin token: {}", e.detail))?;
+    if let Some(token) = issued {
         // The only time the admin token exists outside the caller's hands.
         println!("{token}");
         eprintln!(
-            "weir serve: admin token printed above; it is stored only as a hash in {}",
-            args.data.join("weir.db").display()
+            "weir serve: admin token printed above; it is stored only as a hash{}",
+            match &cluster {
+                None => format!(" in {}", args.data.join("weir.db").display()),
+                Some(c) => format!(" in the cluster's config topic {}", c.config.config_topic()),
+            }
         );
-        if args.init {
-            return Ok(ExitCode::SUCCESS);
-        }
+    }
+    if args.init {
+        return Ok(ExitCode::SUCCESS);
     }
     let runtime = Arc::new(runtime);
     let state = AppState {
-        store: Arc::new(store),
+        store,
+        catalog,
+        cluster,
         supervisor: Arc::new(weir_serve::Supervisor::new(runtime.clone(), &data)),
         runtime,
         quota_locks: Default::default(),

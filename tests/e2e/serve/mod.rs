@@ -58,7 +58,9 @@ impl Server {
         ))
     }
 
-    fn wrap(serve: crate::testkit::Serve) -> Server {
+    /// A spawned server with the client (the cluster tests spawn theirs
+    /// with their own arguments, environment and admin token).
+    pub(crate) fn wrap(serve: crate::testkit::Serve) -> Server {
         Server {
             serve,
             http: ureq::Agent::config_builder()

@@ -1,8 +1,24 @@
 //! A `weir serve` process for the service's tests and benchmarks.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+
+/// Lines of the server's log kept for [`Serve::log_tail`].
+const LOG_LINES: usize = 200;
+
+/// The newest lines of a server's log.
+type LogTail = Arc<Mutex<VecDeque<String>>>;
+
+fn keep(log: &LogTail, line: String) {
+    let mut l = log.lock().unwrap_or_else(|e| e.into_inner());
+    if l.len() == LOG_LINES {
+        l.pop_front();
+    }
+    l.push_back(line);
+}
 
 /// `weir serve` on a free local port, killed (SIGKILL) when dropped.
 pub struct Serve {
@@ -11,6 +27,7 @@ pub struct Serve {
     pub base: String,
     /// The admin token.
     pub admin: String,
+    log: LogTail,
 }
 
 impl Serve {
@@ -55,18 +72,43 @@ impl Serve {
             }
         };
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let log = LogTail::default();
         let base = loop {
-            let line = lines
-                .next()
-                .expect("serve exited before listening")
-                .unwrap();
+            let line = lines.next().unwrap_or_else(|| {
+                let seen = Vec::from(log.lock().unwrap_or_else(|e| e.into_inner()).clone());
+                panic!("serve exited before listening:\n{}", seen.join("\n"))
+            });
+            let line = line.unwrap();
             if let Some(addr) = line.strip_prefix("weir serve: listening on ") {
                 break addr.trim().to_string();
             }
+            keep(&log, line);
         };
-        // Keep draining the server's log so it never blocks on it.
-        std::thread::spawn(move || for _ in lines {});
-        Serve { child, base, admin }
+        // Keep draining the server's log so it never blocks on it, keeping
+        // its newest lines.
+        let kept = log.clone();
+        std::thread::spawn(move || {
+            for line in lines {
+                match line {
+                    Ok(line) => keep(&kept, line),
+                    // A line that is not UTF-8: skipped, the rest still read.
+                    Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {}
+                    Err(_) => break,
+                }
+            }
+        });
+        Serve {
+            child,
+            base,
+            admin,
+            log,
+        }
+    }
+
+    /// The newest lines the server logged (at most 200).
+    pub fn log_tail(&self) -> String {
+        let l = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        Vec::from(l.clone()).join("\n")
     }
 
     pub fn pid(&self) -> u32 {

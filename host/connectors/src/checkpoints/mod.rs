@@ -5,6 +5,8 @@
 //! is not the only copy.
 
 #[cfg(feature = "object-store")]
+mod files;
+#[cfg(feature = "object-store")]
 mod lease;
 #[cfg(feature = "object-store")]
 mod object;
@@ -12,6 +14,8 @@ mod object;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+#[cfg(feature = "object-store")]
+pub use files::ObjectFiles;
 #[cfg(feature = "object-store")]
 pub use object::ObjectCheckpointStore;
 

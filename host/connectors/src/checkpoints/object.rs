@@ -67,6 +67,13 @@ impl ObjectCheckpointStore {
     /// environment's settings by their `object_store` names (for example
     /// `aws_endpoint`, `aws_allow_http`).
     pub fn open(url: &str, options: &[(&str, &str)]) -> Result<Self, CheckpointError> {
+        Ok(ObjectCheckpointStore(Arc::new(Objects::open(url, options)?)))
+    }
+}
+
+impl Objects {
+    /// The bucket of `url` (see [`ObjectCheckpointStore::open`]).
+    pub(super) fn open(url: &str, options: &[(&str, &str)]) -> Result<Objects, CheckpointError> {
         let bad =
             |problem: String| CheckpointError::Mismatch(format!("checkpoint {url}: {problem}"));
         let (scheme, rest) = url
@@ -129,13 +136,9 @@ impl ObjectCheckpointStore {
                 path: url.to_string(),
                 err: e,
             })?;
-        Ok(ObjectCheckpointStore(Arc::new(Objects::over(
-            url, store, prefix, runtime,
-        ))))
+        Ok(Objects::over(url, store, prefix, runtime))
     }
-}
 
-impl Objects {
     pub(super) fn over(
         url: &str,
         store: Arc<dyn ObjectStore>,
@@ -345,13 +348,25 @@ impl Objects {
         }
     }
 
+    /// The objects and the "directories" right under `dir`.
+    pub(super) fn list(&self, dir: &str) -> Result<object_store::ListResult, CheckpointError> {
+        self.retried("listing", dir, || {
+            let (store, key) = (self.store.clone(), self.key(dir.trim_end_matches('/')));
+            self.run(async move { store.list_with_delimiter(Some(&key)).await })
+        })
+        .map_err(|e| self.io(dir, e))
+    }
+
+    /// `location` (as listed) relative to the prefix.
+    pub(super) fn relative(&self, location: &Path) -> String {
+        let full = location.as_ref();
+        full.strip_prefix(self.prefix.as_str())
+            .unwrap_or(full)
+            .to_string()
+    }
+
     pub(super) fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError> {
-        let listed = self
-            .retried("listing", dir, || {
-                let (store, key) = (self.store.clone(), self.key(dir.trim_end_matches('/')));
-                self.run(async move { store.list_with_delimiter(Some(&key)).await })
-            })
-            .map_err(|e| self.io(dir, e))?;
+        let listed = self.list(dir)?;
         let mut out: Vec<u64> = listed
             .objects
             .iter()

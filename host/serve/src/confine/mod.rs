@@ -24,26 +24,48 @@ pub struct Allowed<'a> {
     pub grants: &'a [String],
     /// The tenant's guest memory quota.
     pub max_memory: u64,
+    /// In a cluster: the object-store prefix its checkpoints live under
+    /// (no `/` at the end). Every place must then be one every node
+    /// reaches.
+    pub cluster_checkpoints: Option<&'a str>,
+}
+
+/// Why a place on one machine's disk cannot be used in a cluster.
+fn node_local(what: &str) -> String {
+    format!(
+        "{what}: in cluster mode a pipeline may run on any node, so it reads and writes only what every node reaches (Kafka, the object store); a path is one machine's"
+    )
 }
 
 /// Every place of `p` inside `root`; every number under its ceiling, every
 /// Kafka client and grant within what `allowed` says.
 pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Result<(), String> {
     let (brokers, grants, max_memory) = (allowed.brokers, allowed.grants, allowed.max_memory);
-    if p.group.is_some() {
+    let cluster = allowed.cluster_checkpoints;
+    if p.group.is_some() && cluster.is_none() {
         return Err(
-            "[group] pipelines run as `weir run` processes (the service does not run group members)"
+            "[group] pipelines run as `weir run` processes or on a cluster of `weir serve --cluster` nodes (one node does not run group members)"
                 .into(),
         );
     }
     // The service's credentials must not reach a bucket a tenant names.
-    match &p.checkpoint {
-        CheckpointLocation::Dir(dir) => {
+    match (&p.checkpoint, cluster) {
+        (CheckpointLocation::Dir(dir), None) => {
             root.place(dir, "checkpoint")?;
         }
-        other => {
+        (CheckpointLocation::Url(url), Some(prefix))
+            if url
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/') && !rest.contains("..")) => {}
+        (other, None) => {
             return Err(format!(
                 "checkpoint {other}: the service keeps checkpoints under its data directory; an object store URL is for `weir run`"
+            ));
+        }
+        (other, Some(_)) => {
+            return Err(format!(
+                "checkpoint {}: in cluster mode the service places checkpoints on its object store",
+                root.redact(&other.to_string())
             ));
         }
     }
@@ -51,6 +73,9 @@ pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Resul
     // it is placed here.
     for s in &p.sources {
         match s {
+            SourceSpec::Log { .. } | SourceSpec::Files { .. } if cluster.is_some() => {
+                return Err(node_local("source"));
+            }
             SourceSpec::Log { root: r, topic, .. } => {
                 root.place(r, "source path")?;
                 root.place_in(r, topic, "source topic")?;
@@ -64,6 +89,9 @@ pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Resul
     }
     for (_, s) in &p.sinks {
         match s {
+            SinkSpec::Log { .. } | SinkSpec::Files { .. } if cluster.is_some() => {
+                return Err(node_local("sink"));
+            }
             SinkSpec::Log { root: r, topic, .. } => {
                 root.place(r, "sink path")?;
                 root.place_in(r, topic, "sink topic")?;
@@ -77,6 +105,9 @@ pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Resul
     }
     if let Some(t) = &p.transform {
         for (dir, _) in &t.sandbox.dirs {
+            if cluster.is_some() {
+                return Err(node_local("transform.sandbox.dirs"));
+            }
             root.place(dir, "sandbox directory")?;
         }
         if let Some(g) = t.grants.iter().find(|g| !grants.contains(g)) {
@@ -103,6 +134,7 @@ mod tests {
             brokers,
             grants: &[],
             max_memory: 1 << 30,
+            cluster_checkpoints: None,
         }
     }
 
@@ -122,7 +154,7 @@ mod tests {
         let p = Pipeline::parse(&text("[group]\nid = \"g\"\n", "c"), "p.toml", base).unwrap();
         let err = pipeline(&p, &root, &allow(&brokers)).unwrap_err();
         assert!(
-            err.contains("the service does not run group members"),
+            err.contains("one node does not run group members"),
             "{err}"
         );
         let p = Pipeline::parse(&text("", "s3://bucket/x"), "p.toml", base).unwrap();
@@ -151,5 +183,33 @@ mod tests {
             let err = pipeline(&p, &root, &allow(&[])).unwrap_err();
             assert!(err.contains("outside the tenant's data"), "{to}: {err}");
         }
+    }
+
+    #[test]
+    fn in_a_cluster_only_shared_places_and_the_clusters_checkpoints_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TenantRoot::open(dir.path(), "t").unwrap();
+        let brokers = vec!["k:9092".to_string()];
+        let allowed = Allowed {
+            cluster_checkpoints: Some("s3://b/c/checkpoints/t"),
+            ..allow(&brokers)
+        };
+        let kafka = "[[source]]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopics = [\"in\"]\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopic = \"out\"\n";
+        let parse = |text: &str| Pipeline::parse(text, "p.toml", root.dir()).unwrap();
+        let ok = format!("checkpoint = \"s3://b/c/checkpoints/t/p\"\n[group]\nid = \"g\"\n{kafka}");
+        pipeline(&parse(&ok), &root, &allowed).unwrap();
+        for checkpoint in [
+            "s3://b/c/checkpoints/t2/p",
+            "s3://b/c/checkpoints/t/../u/p",
+            "s3://other/x",
+            "c",
+        ] {
+            let text = ok.replace("s3://b/c/checkpoints/t/p", checkpoint);
+            let err = pipeline(&parse(&text), &root, &allowed).unwrap_err();
+            assert!(err.contains("places checkpoints on its object store"), "{checkpoint}: {err}");
+        }
+        let files = "checkpoint = \"s3://b/c/checkpoints/t/p\"\n[[source]]\ntype = \"files\"\npath = \"in\"\n[sink.default]\ntype = \"console\"\n";
+        let err = pipeline(&parse(files), &root, &allowed).unwrap_err();
+        assert!(err.contains("in cluster mode"), "{err}");
     }
 }

@@ -2,12 +2,13 @@
 //! content-addressed files under `<data>/components/`).
 
 use rusqlite::{OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{Store, now_ms};
+use super::Store;
 
 /// A stored component (its bytes are `<data>/components/<id>.wasm`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ComponentRow {
     pub id: String,
     pub size: u64,
@@ -28,23 +29,6 @@ fn component_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ComponentRow> {
 }
 
 impl Store {
-    pub fn add_component(&self, tenant: &str, c: &ComponentRow) -> Result<bool, rusqlite::Error> {
-        let n = self.db().execute(
-            "INSERT INTO components (tenant, id, size, world, imports, exports, created_ms)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (tenant, id) DO NOTHING",
-            params![
-                tenant,
-                c.id,
-                c.size as i64,
-                c.world,
-                c.imports.join("\n"),
-                c.exports.join("\n"),
-                now_ms()
-            ],
-        )?;
-        Ok(n == 1)
-    }
-
     pub fn components(&self, tenant: &str) -> Result<Vec<ComponentRow>, rusqlite::Error> {
         let db = self.db();
         let mut q = db.prepare(
@@ -88,14 +72,6 @@ impl Store {
         )?;
         let rows = q.query_map(params![tenant, id], |r| r.get(0))?;
         rows.collect()
-    }
-
-    pub fn delete_component(&self, tenant: &str, id: &str) -> Result<bool, rusqlite::Error> {
-        let n = self.db().execute(
-            "DELETE FROM components WHERE tenant = ?1 AND id = ?2",
-            params![tenant, id],
-        )?;
-        Ok(n == 1)
     }
 
     /// Whether any tenant still has component `id` (its bytes are shared).

@@ -10,6 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::auth::Caller;
 
+mod changes;
 mod components;
 mod pipelines;
 mod tenants;
@@ -114,15 +115,6 @@ impl Store {
             .map(|n| n > 0)
     }
 
-    pub fn set_admin(&self, token_hash: &str) -> Result<(), rusqlite::Error> {
-        self.db().execute(
-            "INSERT INTO admin (id, token_hash) VALUES (1, ?1)
-             ON CONFLICT (id) DO UPDATE SET token_hash = excluded.token_hash",
-            params![token_hash],
-        )?;
-        Ok(())
-    }
-
     /// Who holds the token with this hash.
     pub fn caller(&self, token_hash: &str) -> Result<Option<Caller>, rusqlite::Error> {
         let db = self.db();
@@ -160,12 +152,16 @@ impl Store {
 mod tests {
     use super::*;
 
+    use crate::catalog::Change;
+
     #[test]
     fn migrations_run_once_and_callers_are_found_by_hash() {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(dir.path()).unwrap();
         assert!(!s.has_admin().unwrap());
-        s.set_admin("h-admin").unwrap();
+        let admin = Change::Admin {
+            token_hash: "h-admin".into(),
+        };
         let t = TenantRow {
             name: "acme".into(),
             max_pipelines: 2,
@@ -178,8 +174,21 @@ mod tests {
             grants: vec!["wasi:sockets".into()],
             max_requests_per_second: 20,
         };
-        assert!(s.create_tenant(&t, "h-acme").unwrap());
-        assert!(!s.create_tenant(&t, "h-other").unwrap());
+        let tenant = |row: &TenantRow| Change::Tenant {
+            row: row.clone(),
+            token_hash: "h-acme".into(),
+        };
+        let pipeline = Change::Pipeline {
+            row: PipelineRow {
+                tenant: "acme".into(),
+                name: "p".into(),
+                spec: "s".into(),
+                component: "c".into(),
+                desired: "running".into(),
+            },
+        };
+        s.apply(&[admin.clone(), tenant(&t), pipeline.clone()])
+            .unwrap();
         drop(s);
         let s = Store::open(dir.path()).unwrap();
         assert_eq!(s.caller("h-admin").unwrap(), Some(Caller::Admin));
@@ -189,11 +198,22 @@ mod tests {
         );
         assert_eq!(s.caller("nope").unwrap(), None);
         assert_eq!(s.tenants().unwrap(), vec![t.clone()]);
+        assert_eq!(s.token_hash("acme").unwrap().as_deref(), Some("h-acme"));
         let mut t2 = t.clone();
         t2.kafka_brokers.clear();
         t2.max_data_bytes = u64::MAX;
-        assert!(s.update_tenant(&t2).unwrap());
+        s.apply(&[tenant(&t2)]).unwrap();
         t2.max_data_bytes = i64::MAX as u64;
         assert_eq!(s.tenant("acme").unwrap(), Some(t2));
+        assert_eq!(s.pipelines(None).unwrap().len(), 1);
+        // Rebuilt from records in any order: rows come before their dependents.
+        s.rebuild(&mut [pipeline, tenant(&t), admin]).unwrap();
+        assert_eq!(s.pipelines(Some("acme")).unwrap().len(), 1);
+        s.apply(&[Change::TenantGone {
+            name: "acme".into(),
+        }])
+        .unwrap();
+        assert!(s.pipelines(None).unwrap().is_empty());
+        assert_eq!(s.caller("h-acme").unwrap(), None);
     }
 }

@@ -3,13 +3,13 @@
 use std::collections::BTreeMap;
 
 use rusqlite::{OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{Store, now_ms};
+use super::Store;
 
 /// A tenant and its quotas.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct TenantRow {
     pub name: String,
     pub max_pipelines: u64,
@@ -21,9 +21,8 @@ pub struct TenantRow {
     /// `host:port` of the Kafka brokers its pipelines may name.
     pub kafka_brokers: Vec<String>,
     /// Variables its guests may be given by name (`[transform.sandbox]
-    /// env`), with their values; the API shows only the names, since
-    /// values may be credentials.
-    #[serde(serialize_with = "names_only")]
+    /// env`), with their values; the API shows only the names
+    /// ([`TenantRow::shown`]), since values may be credentials.
     pub guest_env: BTreeMap<String, String>,
     /// Interfaces beyond the world its pipelines may grant (`grants = [..]`
     /// in a pipeline), e.g. `wasi:sockets` for Python guests.
@@ -32,11 +31,13 @@ pub struct TenantRow {
     pub max_requests_per_second: u64,
 }
 
-fn names_only<S: serde::Serializer>(
-    env: &BTreeMap<String, String>,
-    s: S,
-) -> Result<S::Ok, S::Error> {
-    s.collect_seq(env.keys())
+impl TenantRow {
+    /// The tenant as the API shows it: its guest variables by name only.
+    pub fn shown(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).expect("a tenant row serializes");
+        v["guest-env"] = self.guest_env.keys().cloned().collect::<Vec<_>>().into();
+        v
+    }
 }
 
 const COLUMNS: &str = "name, max_pipelines, max_memory, cpu_weight, max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, max_requests_per_second";
@@ -59,31 +60,6 @@ fn tenant_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<TenantRow> {
 }
 
 impl Store {
-    /// Create a tenant; false if the name is taken.
-    pub fn create_tenant(&self, t: &TenantRow, token_hash: &str) -> Result<bool, rusqlite::Error> {
-        let n = self.db().execute(
-            "INSERT INTO tenants (name, token_hash, max_pipelines, max_memory, cpu_weight,
-                 max_component_bytes, max_data_bytes, kafka_brokers, guest_env, grants, created_ms,
-                 max_requests_per_second)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT (name) DO NOTHING",
-            params![
-                t.name,
-                token_hash,
-                sql_int(t.max_pipelines),
-                sql_int(t.max_memory),
-                sql_int(t.cpu_weight),
-                sql_int(t.max_component_bytes),
-                sql_int(t.max_data_bytes),
-                t.kafka_brokers.join("\n"),
-                env_json(&t.guest_env),
-                t.grants.join("\n"),
-                now_ms(),
-                sql_int(t.max_requests_per_second),
-            ],
-        )?;
-        Ok(n == 1)
-    }
-
     pub fn tenants(&self) -> Result<Vec<TenantRow>, rusqlite::Error> {
         let db = self.db();
         let mut q = db.prepare(&format!("SELECT {COLUMNS} FROM tenants ORDER BY name"))?;
@@ -101,52 +77,24 @@ impl Store {
             .optional()
     }
 
-    /// Delete a tenant and its rows; false if there was none.
-    pub fn delete_tenant(&self, name: &str) -> Result<bool, rusqlite::Error> {
-        let n = self
-            .db()
-            .execute("DELETE FROM tenants WHERE name = ?1", params![name])?;
-        Ok(n == 1)
-    }
-
-    pub fn set_tenant_token(&self, name: &str, token_hash: &str) -> Result<bool, rusqlite::Error> {
-        let n = self.db().execute(
-            "UPDATE tenants SET token_hash = ?2 WHERE name = ?1",
-            params![name, token_hash],
-        )?;
-        Ok(n == 1)
-    }
-
-    /// Replace a tenant's quotas and broker allow-list; false if there is
-    /// no such tenant.
-    pub fn update_tenant(&self, t: &TenantRow) -> Result<bool, rusqlite::Error> {
-        let n = self.db().execute(
-            "UPDATE tenants SET max_pipelines = ?2, max_memory = ?3, cpu_weight = ?4,
-                 max_component_bytes = ?5, max_data_bytes = ?6, kafka_brokers = ?7,
-                 guest_env = ?8, grants = ?9, max_requests_per_second = ?10
-             WHERE name = ?1",
-            params![
-                t.name,
-                sql_int(t.max_pipelines),
-                sql_int(t.max_memory),
-                sql_int(t.cpu_weight),
-                sql_int(t.max_component_bytes),
-                sql_int(t.max_data_bytes),
-                t.kafka_brokers.join("\n"),
-                env_json(&t.guest_env),
-                t.grants.join("\n"),
-                sql_int(t.max_requests_per_second),
-            ],
-        )?;
-        Ok(n == 1)
+    /// The hash of tenant `name`'s token (a change of the tenant carries
+    /// it whole).
+    pub fn token_hash(&self, name: &str) -> Result<Option<String>, rusqlite::Error> {
+        self.db()
+            .query_row(
+                "SELECT token_hash FROM tenants WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
     }
 }
 
 /// SQLite integers are signed; quotas above `i64::MAX` mean "no limit".
-fn sql_int(n: u64) -> i64 {
+pub(super) fn sql_int(n: u64) -> i64 {
     n.min(i64::MAX as u64) as i64
 }
 
-fn env_json(env: &BTreeMap<String, String>) -> String {
+pub(super) fn env_json(env: &BTreeMap<String, String>) -> String {
     serde_json::to_string(env).expect("a map of strings serializes")
 }

@@ -1,0 +1,143 @@
+//! The tenancy rules against one node of the cluster: a tenant cannot see
+//! or touch another's pipeline or component there, nor reach the cluster's
+//! own view; a pipeline naming a broker off its allow-list, its own
+//! checkpoint or a node's disk is refused with its reason, and nothing of
+//! them is stored.
+
+use serde_json::Value;
+
+use super::Tenants;
+use super::nodes::Cluster;
+use super::workload::{Deployed, Kind};
+use crate::serve::Server;
+use crate::serve::pipelines::put;
+
+/// A refusal: `status`, and an API error whose detail holds `needle`.
+fn refused(got: (u16, Value), status: u16, needle: &str, what: &str) {
+    let (st, v) = got;
+    assert_eq!(st, status, "{what}: {v}");
+    let detail = v["detail"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: not an API error: {v}"));
+    assert!(v["error"].is_string(), "{what}: {v}");
+    assert!(detail.contains(needle), "{what}: `{needle}` not in: {detail}");
+}
+
+/// A pipeline file with these source and sink lines.
+fn text(top: &str, source: &str, component: &str, sink: &str) -> String {
+    format!("{top}\n[[source]]\n{source}\n[transform]\ncomponent = \"{component}\"\n[sink.default]\n{sink}\n")
+}
+
+/// acme attacks globex through node `k`.
+pub(super) fn tenancy_holds_on(c: &Cluster, k: usize, t: &Tenants, ps: &[Deployed], bootstrap: &str) {
+    let s: &Server = c.server(k);
+    let (acme, globex) = (&t.tokens["acme"], &t.tokens["globex"]);
+    let victim = ps
+        .iter()
+        .find(|p| p.tenant == "globex" && p.kind == Kind::Windows)
+        .expect("a windowed count of globex's");
+    let path = format!("/v1/pipelines/{}", victim.name);
+
+    // Another tenant's pipeline: not found, whatever is asked of it.
+    let (st, v) = s.call("GET", &path, Some(acme), None);
+    assert_eq!((st, v["error"].as_str()), (404, Some("not-found")), "{v}");
+    for action in ["stop", "start"] {
+        let p = format!("{path}/{action}");
+        assert_eq!(s.call("POST", &p, Some(acme), None).0, 404, "{p}");
+    }
+    assert_eq!(s.call("DELETE", &path, Some(acme), None).0, 404);
+    let purge = format!("{path}?purge=true");
+    assert_eq!(s.call("DELETE", &purge, Some(acme), None).0, 404);
+    // Another tenant's component: not found, not deletable, not usable.
+    let component = format!("/v1/components/{}", t.windows);
+    let (st, v) = s.call("GET", &component, Some(acme), None);
+    assert_eq!((st, v["error"].as_str()), (404, Some("not-found")), "{v}");
+    assert_eq!(s.call("DELETE", &component, Some(acme), None).0, 404);
+    let (st, v) = s.call("GET", "/v1/components", Some(acme), None);
+    assert_eq!(st, 200, "{v}");
+    assert!(
+        !v.to_string().contains(&t.windows),
+        "acme lists globex's component: {v}"
+    );
+    // The cluster's view and the tenants are the admin's.
+    let (st, v) = s.call("GET", "/v1/cluster", Some(acme), None);
+    assert_eq!((st, v["error"].as_str()), (403, Some("forbidden")), "{v}");
+    assert_eq!(s.call("GET", "/v1/cluster", None, None).0, 401);
+    assert_eq!(s.call("GET", "/v1/cluster", Some("weir_nope"), None).0, 401);
+    assert_eq!(s.call("GET", "/v1/tenants", Some(acme), None).0, 403);
+
+    // Pipelines that would leave the tenant's bounds, each refused with
+    // its reason. acme's own topics, and its own component otherwise.
+    let own = ps
+        .iter()
+        .find(|p| p.tenant == "acme" && p.kind == Kind::Upper)
+        .expect("an uppercase pipeline of acme's");
+    let source = format!(
+        "type = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopics = [\"{}\"]",
+        own.input
+    );
+    let sink = format!(
+        "type = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopic = \"{}\"",
+        own.output
+    );
+    let elsewhere = "127.0.0.1:1";
+    let far_source = source.replace(bootstrap, elsewhere);
+    let far_sink = sink.replace(bootstrap, elsewhere);
+    let log_source = "type = \"log\"\npath = \"log\"\ntopic = \"in\"";
+    let files_sink = "type = \"files\"\npath = \"out\"";
+    let upper = t.upper.as_str();
+    for (file, needle, what) in [
+        (
+            text("", &far_source, upper, &sink),
+            "not on this tenant's allow-list",
+            "a source broker off the allow-list",
+        ),
+        (
+            text("", &source, upper, &far_sink),
+            "not on this tenant's allow-list",
+            "a sink broker off the allow-list",
+        ),
+        (
+            text("checkpoint = \"s3://other-bucket/x\"", &source, upper, &sink),
+            "checkpoint",
+            "a checkpoint in another bucket",
+        ),
+        (
+            text("", &source, upper, files_sink),
+            "cluster mode",
+            "a files sink",
+        ),
+        (
+            text("", log_source, upper, &sink),
+            "cluster mode",
+            "an embedded-log source",
+        ),
+        (
+            text("", &source, &t.windows, &sink),
+            "component",
+            "globex's component",
+        ),
+    ] {
+        refused(put(s, acme, "intruder", &file), 400, needle, what);
+    }
+    assert_eq!(
+        s.call("GET", "/v1/pipelines/intruder", Some(acme), None).0,
+        404,
+        "a refused pipeline is not stored"
+    );
+
+    // The victim runs on, as its owner sees it on every live node.
+    for n in c.live() {
+        let (st, v) = n.server.call("GET", &path, Some(globex), None);
+        assert_eq!(st, 200, "{v}");
+        assert_eq!(
+            (v["state"].as_str(), v["desired"].as_str()),
+            (Some("running"), Some("running")),
+            "globex's {} on {}: {v}",
+            victim.name,
+            n.name
+        );
+    }
+    let (st, v) = s.call("GET", &component, Some(globex), None);
+    assert_eq!(st, 200, "globex's component is still there: {v}");
+}
