@@ -97,7 +97,10 @@ impl AppState {
 
     /// [`Catalog::write`] off the async workers (in a cluster it waits on
     /// Kafka).
-    pub async fn write<T: Send + 'static>(&self, decide: catalog::Decide<T>) -> error::ApiResult<T> {
+    pub async fn write<T: Send + 'static>(
+        &self,
+        decide: catalog::Decide<T>,
+    ) -> error::ApiResult<T> {
         let st = self.clone();
         tokio::task::spawn_blocking(move || st.catalog.write(&st.store, decide))
             .await

@@ -193,7 +193,10 @@ pub async fn put(
             if new {
                 within_quota(store, &t)?;
             }
-            if store.component(&stored.tenant, &stored.component)?.is_none() {
+            if store
+                .component(&stored.tenant, &stored.component)?
+                .is_none()
+            {
                 return Err(ApiError::conflict(format!(
                     "component `{}` was deleted meanwhile",
                     stored.component
@@ -382,7 +385,11 @@ pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline,
 
 /// A stored pipeline's spec, confined again under its tenant's current
 /// quotas and allow-lists (the admin may have narrowed them since).
-pub(crate) fn startable(state: &AppState, t: &TenantRow, p: &PipelineRow) -> Result<Pipeline, String> {
+pub(crate) fn startable(
+    state: &AppState,
+    t: &TenantRow,
+    p: &PipelineRow,
+) -> Result<Pipeline, String> {
     confined(state, t, &p.spec)
 }
 

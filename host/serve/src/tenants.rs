@@ -206,7 +206,12 @@ pub async fn list(
 ) -> ApiResult<Json<Vec<serde_json::Value>>> {
     caller.admin()?;
     Ok(Json(
-        state.store.tenants()?.iter().map(TenantRow::shown).collect(),
+        state
+            .store
+            .tenants()?
+            .iter()
+            .map(TenantRow::shown)
+            .collect(),
     ))
 }
 
@@ -326,7 +331,13 @@ pub async fn update(
                 .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))?;
             let token_hash = store.token_hash(&tenant)?.unwrap_or_default();
             body.clone().apply(&mut row)?;
-            Ok((vec![Change::Tenant { row: row.clone(), token_hash }], row))
+            Ok((
+                vec![Change::Tenant {
+                    row: row.clone(),
+                    token_hash,
+                }],
+                row,
+            ))
         }))
         .await?;
     state.rates.set(&name, row.max_requests_per_second);

@@ -97,7 +97,12 @@ fn status(state: &AppState, p: &PipelineRow) -> (Status, Option<Vec<String>>) {
             progress: None,
         },
         None => Status {
-            state: if p.desired == "running" { "unassigned" } else { "stopped" }.into(),
+            state: if p.desired == "running" {
+                "unassigned"
+            } else {
+                "stopped"
+            }
+            .into(),
             ..Status::default()
         },
     };

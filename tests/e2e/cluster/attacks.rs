@@ -20,16 +20,27 @@ fn refused(got: (u16, Value), status: u16, needle: &str, what: &str) {
         .as_str()
         .unwrap_or_else(|| panic!("{what}: not an API error: {v}"));
     assert!(v["error"].is_string(), "{what}: {v}");
-    assert!(detail.contains(needle), "{what}: `{needle}` not in: {detail}");
+    assert!(
+        detail.contains(needle),
+        "{what}: `{needle}` not in: {detail}"
+    );
 }
 
 /// A pipeline file with these source and sink lines.
 fn text(top: &str, source: &str, component: &str, sink: &str) -> String {
-    format!("{top}\n[[source]]\n{source}\n[transform]\ncomponent = \"{component}\"\n[sink.default]\n{sink}\n")
+    format!(
+        "{top}\n[[source]]\n{source}\n[transform]\ncomponent = \"{component}\"\n[sink.default]\n{sink}\n"
+    )
 }
 
 /// acme attacks globex through node `k`.
-pub(super) fn tenancy_holds_on(c: &Cluster, k: usize, t: &Tenants, ps: &[Deployed], bootstrap: &str) {
+pub(super) fn tenancy_holds_on(
+    c: &Cluster,
+    k: usize,
+    t: &Tenants,
+    ps: &[Deployed],
+    bootstrap: &str,
+) {
     let s: &Server = c.server(k);
     let (acme, globex) = (&t.tokens["acme"], &t.tokens["globex"]);
     let victim = ps
@@ -98,7 +109,12 @@ pub(super) fn tenancy_holds_on(c: &Cluster, k: usize, t: &Tenants, ps: &[Deploye
             "a sink broker off the allow-list",
         ),
         (
-            text("checkpoint = \"s3://other-bucket/x\"", &source, upper, &sink),
+            text(
+                "checkpoint = \"s3://other-bucket/x\"",
+                &source,
+                upper,
+                &sink,
+            ),
             "checkpoint",
             "a checkpoint in another bucket",
         ),

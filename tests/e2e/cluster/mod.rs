@@ -85,7 +85,11 @@ fn tenants(c: &Cluster, bootstrap: &str) -> Tenants {
     let again = c.server(3).upload(&tokens["globex"], "uppercase");
     assert_eq!(upper, again, "components are named by their bytes");
     let windows = c.server(3).upload(&tokens["globex"], "window_count");
-    for (k, tenant, id) in [(3, "acme", &upper), (2, "globex", &upper), (2, "globex", &windows)] {
+    for (k, tenant, id) in [
+        (3, "acme", &upper),
+        (2, "globex", &upper),
+        (2, "globex", &windows),
+    ] {
         let path = format!("/v1/components/{id}");
         let what = format!("node-{k} knows {tenant}'s component {id}");
         let probe = || known(c, k, &tokens[tenant], &path);
@@ -110,8 +114,17 @@ fn deploy(c: &Cluster, t: &Tenants, ps: &[Deployed], bootstrap: &str) {
         };
         let s = c.server(p.via);
         let (st, v) = put(s, token, &p.name, &p.spec(bootstrap, component));
-        assert_eq!(st, 201, "{}/{} through node-{}: {v}", p.tenant, p.name, p.via);
-        let (st, v) = s.call("GET", &format!("/v1/pipelines/{}", p.name), Some(token), None);
+        assert_eq!(
+            st, 201,
+            "{}/{} through node-{}: {v}",
+            p.tenant, p.name, p.via
+        );
+        let (st, v) = s.call(
+            "GET",
+            &format!("/v1/pipelines/{}", p.name),
+            Some(token),
+            None,
+        );
         assert_eq!(st, 200, "node-{} does not show what it took: {v}", p.via);
     }
 }

@@ -162,8 +162,11 @@ node = "{name}"
     /// SIGKILL node `k` (and wait for it): `Serve` does so when dropped.
     pub fn kill(&mut self, k: usize) {
         let n = self.nodes[k - 1].take().expect("killed once");
-        self.dead_logs
-            .push(format!("--- {} (killed) ---\n{}", n.name, n.server.log_tail()));
+        self.dead_logs.push(format!(
+            "--- {} (killed) ---\n{}",
+            n.name,
+            n.server.log_tail()
+        ));
         drop(n);
     }
 

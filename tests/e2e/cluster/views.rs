@@ -33,7 +33,11 @@ fn key(v: &Value) -> Key {
 
 fn placement(v: &Value) -> Placement {
     Placement {
-        state: v["state"].as_str().unwrap_or("?").to_string(),
+        // A failure names its reason, so a test that waits in vain says it.
+        state: match (v["state"].as_str(), v["last-error"].as_str()) {
+            (Some("failed"), Some(why)) => format!("failed: {why}"),
+            (s, _) => s.unwrap_or("?").to_string(),
+        },
         node: v["node"].as_str().map(String::from),
         members: v["nodes"].as_array().map(|a| {
             a.iter()
@@ -66,7 +70,8 @@ fn runners(pl: &Placement) -> BTreeSet<String> {
 pub(super) fn on_node(p: &Placements, node: &str) -> Vec<Key> {
     p.iter()
         .filter(|(_, pl)| {
-            pl.node.as_deref() == Some(node) || pl.members.as_ref().is_some_and(|m| m.contains(node))
+            pl.node.as_deref() == Some(node)
+                || pl.members.as_ref().is_some_and(|m| m.contains(node))
         })
         .map(|(k, _)| k.clone())
         .collect()
@@ -166,7 +171,11 @@ impl Cluster {
         for n in self.live() {
             let p = placements(&n.server, &self.admin)?;
             if p.len() != expect {
-                return Err(format!("{} lists {} pipelines, not {expect}", n.name, p.len()));
+                return Err(format!(
+                    "{} lists {} pipelines, not {expect}",
+                    n.name,
+                    p.len()
+                ));
             }
             for (k, pl) in &p {
                 let placed = match &pl.members {
@@ -204,7 +213,10 @@ impl Cluster {
             }
             held.sort();
             if held != (0..SLOTS).collect::<Vec<u64>>() {
-                return Err(format!("{} shows slots held {held:?}: {:?}", n.name, c.nodes));
+                return Err(format!(
+                    "{} shows slots held {held:?}: {:?}",
+                    n.name, c.nodes
+                ));
             }
             for m in self.live() {
                 let Some(v) = c.nodes.get(&m.name) else {
@@ -216,7 +228,9 @@ impl Cluster {
                         n.name, m.name, v.url, m.server.base
                     ));
                 }
-                let runs = p.values().any(|pl| pl.node.as_deref() == Some(m.name.as_str()));
+                let runs = p
+                    .values()
+                    .any(|pl| pl.node.as_deref() == Some(m.name.as_str()));
                 if spread && (v.slots.is_empty() || v.pipelines == 0 || !runs) {
                     return Err(format!(
                         "{} shows {} with slots {:?} and {} pipelines",

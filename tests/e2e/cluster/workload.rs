@@ -228,7 +228,11 @@ transaction-timeout = "10s"
     pub fn expected(&self) -> Vec<String> {
         match self.kind {
             Kind::Windows => {
-                assert!(self.flushed, "{}: windows are complete once flushed", self.name);
+                assert!(
+                    self.flushed,
+                    "{}: windows are complete once flushed",
+                    self.name
+                );
                 windows_until(&self.events, 1_000, i64::MAX)
             }
             _ => {
@@ -249,8 +253,14 @@ transaction-timeout = "10s"
         if got == want {
             return Ok(());
         }
-        let missing: Vec<&String> = want.iter().filter(|w| got.binary_search(w).is_err()).collect();
-        let extra: Vec<&String> = got.iter().filter(|g| want.binary_search(g).is_err()).collect();
+        let missing: Vec<&String> = want
+            .iter()
+            .filter(|w| got.binary_search(w).is_err())
+            .collect();
+        let extra: Vec<&String> = got
+            .iter()
+            .filter(|g| want.binary_search(g).is_err())
+            .collect();
         let mut once = got.clone();
         once.dedup();
         Err(format!(

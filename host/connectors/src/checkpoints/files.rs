@@ -44,3 +44,38 @@ impl ObjectFiles {
         self.0.url()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_engine::CheckpointStore;
+
+    fn bucket() -> Arc<Objects> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let store = Arc::new(object_store::memory::InMemory::new());
+        Arc::new(Objects::over("memory://test", store, "root", runtime))
+    }
+
+    #[test]
+    fn numbered_directories_are_listed_as_a_local_directory_lists_them() {
+        let objects = bucket();
+        let cp = super::super::ObjectCheckpointStore::over(objects.clone());
+        cp.write("state/0/0/snapshots/1", b"s").unwrap();
+        cp.write("state/0/4/deltas/2", b"d").unwrap();
+        cp.write("state/0/12", b"a file named like one").unwrap();
+        cp.write("state/0/x/deltas/2", b"not numbered").unwrap();
+        assert_eq!(cp.list_numbered("state/0").unwrap(), vec![0, 4, 12]);
+        let files = ObjectFiles(objects);
+        files.create("c/a.wasm", b"a").unwrap();
+        files.create("c/a.wasm", b"a").unwrap();
+        assert!(files.create("c/a.wasm", b"b").is_err());
+        assert_eq!(files.read("c/a.wasm").unwrap().as_deref(), Some(&b"a"[..]));
+        files.remove_all("state").unwrap();
+        assert!(cp.list_numbered("state/0").unwrap().is_empty());
+        assert_eq!(files.read("c/a.wasm").unwrap().as_deref(), Some(&b"a"[..]));
+    }
+}

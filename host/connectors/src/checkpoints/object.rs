@@ -67,7 +67,16 @@ impl ObjectCheckpointStore {
     /// environment's settings by their `object_store` names (for example
     /// `aws_endpoint`, `aws_allow_http`).
     pub fn open(url: &str, options: &[(&str, &str)]) -> Result<Self, CheckpointError> {
-        Ok(ObjectCheckpointStore(Arc::new(Objects::open(url, options)?)))
+        Ok(ObjectCheckpointStore(Arc::new(Objects::open(
+            url, options,
+        )?)))
+    }
+}
+
+impl ObjectCheckpointStore {
+    #[cfg(test)]
+    pub(super) fn over(objects: Arc<Objects>) -> Self {
+        ObjectCheckpointStore(objects)
     }
 }
 
@@ -365,14 +374,18 @@ impl Objects {
             .to_string()
     }
 
+    /// Numbered objects and numbered "directories" (prefixes with objects
+    /// under them), as a local directory lists both: a stateful query
+    /// finds its state partitions (`state/<op>/<n>/...`) this way.
     pub(super) fn list_numbered(&self, dir: &str) -> Result<Vec<u64>, CheckpointError> {
         let listed = self.list(dir)?;
-        let mut out: Vec<u64> = listed
-            .objects
-            .iter()
-            .filter_map(|o| o.location.filename().and_then(|n| n.parse().ok()))
+        let objects = listed.objects.iter().map(|o| &o.location);
+        let mut out: Vec<u64> = objects
+            .chain(&listed.common_prefixes)
+            .filter_map(|p| p.filename().and_then(|n| n.parse().ok()))
             .collect();
         out.sort_unstable();
+        out.dedup();
         Ok(out)
     }
 

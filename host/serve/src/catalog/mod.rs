@@ -20,15 +20,33 @@ use crate::store::{ComponentRow, PipelineRow, Store, TenantRow};
 #[serde(rename_all = "kebab-case")]
 pub enum Change {
     /// The admin token's hash.
-    Admin { token_hash: String },
+    Admin {
+        token_hash: String,
+    },
     /// A tenant with its quotas and its token's hash.
-    Tenant { row: TenantRow, token_hash: String },
+    Tenant {
+        row: TenantRow,
+        token_hash: String,
+    },
     /// The tenant and everything of it is gone.
-    TenantGone { name: String },
-    Component { tenant: String, row: ComponentRow },
-    ComponentGone { tenant: String, id: String },
-    Pipeline { row: PipelineRow },
-    PipelineGone { tenant: String, name: String },
+    TenantGone {
+        name: String,
+    },
+    Component {
+        tenant: String,
+        row: ComponentRow,
+    },
+    ComponentGone {
+        tenant: String,
+        id: String,
+    },
+    Pipeline {
+        row: PipelineRow,
+    },
+    PipelineGone {
+        tenant: String,
+        name: String,
+    },
 }
 
 impl Change {
@@ -51,15 +69,19 @@ impl Change {
     /// key) for a row that is gone.
     pub fn value(&self) -> Option<Vec<u8>> {
         match self {
-            Change::TenantGone { .. } | Change::ComponentGone { .. } | Change::PipelineGone { .. } => {
-                None
-            }
+            Change::TenantGone { .. }
+            | Change::ComponentGone { .. }
+            | Change::PipelineGone { .. } => None,
             c => Some(serde_json::to_vec(c).expect("a change serializes")),
         }
     }
 
     /// The change a record holds; `None` for a key weir does not write.
     pub fn from_record(key: &str, value: Option<&[u8]>) -> Result<Option<Change>, String> {
+        let ours = ["admin", "tenant/", "component/", "pipeline/"];
+        if !ours.iter().any(|k| key.starts_with(k)) {
+            return Ok(None);
+        }
         if let Some(v) = value {
             let c: Change = serde_json::from_slice(v).map_err(|e| format!("record {key}: {e}"))?;
             if c.key() != key {
@@ -125,7 +147,7 @@ impl Catalog {
                 store.apply(&changes)?;
                 Ok(answer)
             }
-                    Catalog::Cluster(log) => log.write(store, &mut decide).map_err(|e| match e {
+            Catalog::Cluster(log) => log.write(store, &mut decide).map_err(|e| match e {
                 crate::cluster::WriteError::Refused(api) => api,
                 other => ApiError::unavailable(other.to_string()),
             }),
@@ -165,6 +187,7 @@ mod tests {
             Some(gone)
         );
         assert_eq!(Change::from_record("other", None).unwrap(), None);
+        assert_eq!(Change::from_record("seal", Some(b"node-1")).unwrap(), None);
         let err = Change::from_record("tenant/b", p.value().as_deref()).unwrap_err();
         assert!(err.contains("holds a change of pipeline/acme/p1"), "{err}");
     }

@@ -16,6 +16,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 
 use super::ClusterConfig;
+use super::client::Quiet;
 
 /// A node's report of itself.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -51,7 +52,7 @@ struct Known {
 
 pub struct Board {
     config: ClusterConfig,
-    producer: BaseProducer,
+    producer: BaseProducer<Quiet>,
     known: Mutex<Known>,
     /// What this node said last of each of its pipelines (said again only
     /// when it changes).
@@ -68,11 +69,11 @@ fn pipeline_key(pipeline: &str, node: &str) -> String {
 
 impl Board {
     pub fn new(config: &ClusterConfig) -> Result<Arc<Board>, String> {
-        let producer: BaseProducer = config
+        let producer: BaseProducer<Quiet> = config
             .client()
             .set("enable.idempotence", "true")
             .set("linger.ms", "5")
-            .create()
+            .create_with_context(Quiet)
             .map_err(|e| format!("a Kafka producer for {}: {e}", config.status_topic()))?;
         Ok(Arc::new(Board {
             config: config.clone(),
@@ -122,7 +123,12 @@ impl Board {
 
     /// The pipelines this node said it runs.
     pub fn said(&self) -> Vec<String> {
-        self.said.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
+        self.said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// Whether a node's newest report arrived within the session timeout.
@@ -148,7 +154,11 @@ impl Board {
         };
         by_node
             .iter()
-            .filter(|(node, _)| k.nodes.get(*node).is_some_and(|(_, seen)| self.alive(*seen)))
+            .filter(|(node, _)| {
+                k.nodes
+                    .get(*node)
+                    .is_some_and(|(_, seen)| self.alive(*seen))
+            })
             .map(|(n, r)| (n.clone(), r.clone()))
             .collect()
     }
@@ -164,12 +174,15 @@ impl Board {
     }
 
     fn read_pass(&self) -> Result<(), String> {
-        let consumer: BaseConsumer = self
+        let consumer: BaseConsumer<Quiet> = self
             .config
             .client()
-            .set("group.id", format!("{}.status-readers", self.config.topic_prefix))
+            .set(
+                "group.id",
+                format!("{}.status-readers", self.config.topic_prefix),
+            )
             .set("enable.auto.commit", "false")
-            .create()
+            .create_with_context(Quiet)
             .map_err(|e| e.to_string())?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&self.config.status_topic(), 0, Offset::Beginning)
@@ -205,8 +218,9 @@ impl Board {
                     }
                     Some(Err(e)) => tracing::warn!("cluster: status {key}: {e}"),
                 }
-            } else if let Some((pipeline, node)) =
-                key.strip_prefix("pipeline/").and_then(|r| r.rsplit_once('@'))
+            } else if let Some((pipeline, node)) = key
+                .strip_prefix("pipeline/")
+                .and_then(|r| r.rsplit_once('@'))
             {
                 let entry = k.pipelines.entry(pipeline.to_string()).or_default();
                 match m.payload().map(serde_json::from_slice::<PipelineReport>) {

@@ -84,7 +84,10 @@ impl ClusterConfig {
         }
         let slots = raw.slots.unwrap_or(DEFAULT_SLOTS);
         if !(1..=MAX_SLOTS).contains(&slots) {
-            return Err(bad("slots", format!("{slots} is not between 1 and {MAX_SLOTS}")));
+            return Err(bad(
+                "slots",
+                format!("{slots} is not between 1 and {MAX_SLOTS}"),
+            ));
         }
         let session_timeout = match raw.session_timeout {
             None => Duration::from_secs(10),
@@ -94,15 +97,22 @@ impl ClusterConfig {
         if !(MIN_SESSION..=MAX_SESSION).contains(&session_timeout) {
             return Err(bad(
                 "session-timeout",
-                format!("{session_timeout:?} is not between {MIN_SESSION:?} and {MAX_SESSION:?} (Kafka's group limits)"),
+                format!(
+                    "{session_timeout:?} is not between {MIN_SESSION:?} and {MAX_SESSION:?} (Kafka's group limits)"
+                ),
             ));
         }
         let object_store = raw.object_store.trim_end_matches('/').to_string();
         let scheme = object_store.split_once("://").map(|(s, _)| s);
-        if !matches!(scheme, Some("s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss")) {
+        if !matches!(
+            scheme,
+            Some("s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss")
+        ) {
             return Err(bad(
                 "object-store",
-                format!("`{object_store}` is not an object store URL (s3://bucket/prefix, gs://, az://)"),
+                format!(
+                    "`{object_store}` is not an object store URL (s3://bucket/prefix, gs://, az://)"
+                ),
             ));
         }
         let node = raw.node.unwrap_or_else(|| default_node.to_string());
@@ -113,7 +123,10 @@ impl ClusterConfig {
         if !node_ok {
             return Err(bad(
                 "node",
-                format!("`{}` is not a node name (1-100 letters, digits, `.`, `_`, `-`, `:`)", node.escape_debug()),
+                format!(
+                    "`{}` is not a node name (1-100 letters, digits, `.`, `_`, `-`, `:`)",
+                    node.escape_debug()
+                ),
             ));
         }
         Ok(ClusterConfig {
@@ -166,7 +179,10 @@ mod tests {
         assert_eq!(c.config_topic(), "weir.config");
         for (extra, says) in [
             ("slots = 0\n", "slots: 0 is not between"),
-            ("session-timeout = \"1s\"\n", "session-timeout: 1s is not between"),
+            (
+                "session-timeout = \"1s\"\n",
+                "session-timeout: 1s is not between",
+            ),
             ("topic-prefix = \"a b\"\n", "topic-prefix: use"),
             ("node = \"a/b\"\n", "node: `a/b` is not a node name"),
             ("colour = 1\n", "unknown field `colour`"),

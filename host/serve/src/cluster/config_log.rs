@@ -25,6 +25,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ProducerContext};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use super::ClusterConfig;
+use super::client::Quiet;
 use crate::catalog::{Change, Decide};
 use crate::error::ApiError;
 use crate::store::Store;
@@ -52,7 +53,15 @@ struct Delivered {
     failed: Mutex<Option<String>>,
 }
 
-impl ClientContext for Delivered {}
+impl ClientContext for Delivered {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, fac: &str, message: &str) {
+        super::client::log(level, fac, message)
+    }
+
+    fn error(&self, e: KafkaError, reason: &str) {
+        super::client::error(e, reason)
+    }
+}
 
 impl ProducerContext for Delivered {
     type DeliveryOpaque = ();
@@ -86,7 +95,7 @@ pub struct ConfigLog {
     applied: Mutex<Applied>,
     moved: Condvar,
     /// A consumer kept for watermark requests.
-    watermarks: BaseConsumer,
+    watermarks: BaseConsumer<Quiet>,
 }
 
 fn kafka(e: KafkaError) -> WriteError {
@@ -95,9 +104,9 @@ fn kafka(e: KafkaError) -> WriteError {
 
 impl ConfigLog {
     pub fn new(config: &ClusterConfig) -> Result<ConfigLog, String> {
-        let watermarks: BaseConsumer = config
+        let watermarks: BaseConsumer<Quiet> = config
             .client()
-            .create()
+            .create_with_context(Quiet)
             .map_err(|e| format!("a Kafka client for {}: {e}", config.bootstrap_servers))?;
         Ok(ConfigLog {
             topic: config.config_topic(),
@@ -126,7 +135,11 @@ impl ConfigLog {
             if left.is_zero() {
                 return false;
             }
-            a = self.moved.wait_timeout(a, left).unwrap_or_else(|e| e.into_inner()).0;
+            a = self
+                .moved
+                .wait_timeout(a, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         true
     }
@@ -147,10 +160,14 @@ impl ConfigLog {
     /// node that held it) and sealed.
     fn take_turn(&self) -> Result<BaseProducer<Delivered>, WriteError> {
         let mut c = self.config.client();
-        c.set("transactional.id", format!("{}.config-writer", self.config.topic_prefix))
-            .set("transaction.timeout.ms", "10000")
-            .set("enable.idempotence", "true");
-        let p: BaseProducer<Delivered> = c.create_with_context(Delivered::default()).map_err(kafka)?;
+        c.set(
+            "transactional.id",
+            format!("{}.config-writer", self.config.topic_prefix),
+        )
+        .set("transaction.timeout.ms", "10000")
+        .set("enable.idempotence", "true");
+        let p: BaseProducer<Delivered> =
+            c.create_with_context(Delivered::default()).map_err(kafka)?;
         p.init_transactions(REQUEST_TIMEOUT).map_err(kafka)?;
         p.begin_transaction().map_err(kafka)?;
         let node = self.config.node.clone();
@@ -181,7 +198,9 @@ impl ConfigLog {
                 }
             }
         }
-        Err(WriteError::Kafka(format!("no write within {WRITE_TIMEOUT:?}: {last_error}")))
+        Err(WriteError::Kafka(format!(
+            "no write within {WRITE_TIMEOUT:?}: {last_error}"
+        )))
     }
 
     fn write_once<T>(
@@ -218,7 +237,13 @@ impl ConfigLog {
             p.send(r).map_err(|(e, _)| kafka(e))?;
         }
         p.commit_transaction(REQUEST_TIMEOUT).map_err(kafka)?;
-        if let Some(e) = p.context().failed.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(e) = p
+            .context()
+            .failed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
             return Err(WriteError::Kafka(e));
         }
         let last = p
@@ -226,11 +251,15 @@ impl ConfigLog {
             .last
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .ok_or_else(|| WriteError::Kafka("the committed records' offsets were not reported".into()))?;
+            .ok_or_else(|| {
+                WriteError::Kafka("the committed records' offsets were not reported".into())
+            })?;
         // Read-your-writes on this node: the answer goes out once the
         // store holds the change.
         if !self.applied_to(last + 1, WRITE_TIMEOUT) {
-            return Err(WriteError::Kafka("the write was committed but not read back".into()));
+            return Err(WriteError::Kafka(
+                "the write was committed but not read back".into(),
+            ));
         }
         Ok(answer)
     }
@@ -242,21 +271,27 @@ impl ConfigLog {
     pub fn read_into(self: Arc<Self>, store: Arc<Store>, changed: impl Fn()) {
         loop {
             if let Err(e) = self.read_pass(&store, &changed) {
-                tracing::error!("cluster: reading {}: {e}; reading it again from its start", self.topic);
+                tracing::error!(
+                    "cluster: reading {}: {e}; reading it again from its start",
+                    self.topic
+                );
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
     }
 
     fn read_pass(&self, store: &Store, changed: &impl Fn()) -> Result<(), String> {
-        let consumer: BaseConsumer = self
+        let consumer: BaseConsumer<Quiet> = self
             .config
             .client()
-            .set("group.id", format!("{}.config-readers", self.config.topic_prefix))
+            .set(
+                "group.id",
+                format!("{}.config-readers", self.config.topic_prefix),
+            )
             .set("enable.auto.commit", "false")
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
-            .create()
+            .create_with_context(Quiet)
             .map_err(|e| e.to_string())?;
         let mut tpl = TopicPartitionList::new();
         tpl.add_partition_offset(&self.topic, 0, Offset::Beginning)
@@ -289,7 +324,9 @@ impl ConfigLog {
             }
         }
         let mut all: Vec<Change> = newest.into_values().flatten().collect();
-        store.rebuild(&mut all).map_err(|e| format!("rebuilding the store: {e}"))?;
+        store
+            .rebuild(&mut all)
+            .map_err(|e| format!("rebuilding the store: {e}"))?;
         self.advance(next, true);
         changed();
         // Then each record as it comes, a poll's worth per transaction.
@@ -318,7 +355,9 @@ impl ConfigLog {
             }
             // A row whose parent is not there (records compacted out of
             // their order while this node lagged): rebuild from the start.
-            store.apply(&batch).map_err(|e| format!("applying records: {e}"))?;
+            store
+                .apply(&batch)
+                .map_err(|e| format!("applying records: {e}"))?;
             let moved = self.applied.lock().unwrap_or_else(|e| e.into_inner()).next != next;
             self.advance(next, true);
             if moved {

@@ -15,6 +15,7 @@
 //!   ([`board`]), read by every node for listings and `/v1/cluster`.
 
 pub mod board;
+mod client;
 mod config;
 mod config_log;
 mod overview;
@@ -103,7 +104,9 @@ impl Cluster {
 
     /// Say where this node's API listens (for `/v1/cluster`).
     pub fn listening(&self, url: String) {
-        let _ = self.url.set(self.config.advertise_url.clone().unwrap_or(url));
+        let _ = self
+            .url
+            .set(self.config.advertise_url.clone().unwrap_or(url));
     }
 
     /// The slots this node holds.
@@ -134,7 +137,12 @@ impl Cluster {
 
     /// Make sure component `id`'s bytes are at `path` on this node,
     /// fetching (and checking) them from the object store if not.
-    pub fn fetch_component(&self, id: &str, path: &std::path::Path, tmp: &std::path::Path) -> Result<(), String> {
+    pub fn fetch_component(
+        &self,
+        id: &str,
+        path: &std::path::Path,
+        tmp: &std::path::Path,
+    ) -> Result<(), String> {
         if path.exists() {
             return Ok(());
         }
@@ -144,7 +152,9 @@ impl Cluster {
             .map_err(|e| format!("fetching component {id}: {e}"))?
             .ok_or_else(|| format!("component {id} is not on the object store"))?;
         if weir_runtime::sha256_hex(&bytes) != id {
-            return Err(format!("component {id} on the object store does not hash to its id"));
+            return Err(format!(
+                "component {id} on the object store does not hash to its id"
+            ));
         }
         weir_engine::durable::create_dir_all(tmp).map_err(|e| e.to_string())?;
         let mut f = tempfile::Builder::new()
@@ -162,10 +172,13 @@ impl Cluster {
     /// once no live node reports running `pipelines` (waiting at most a
     /// session timeout and a lease's time for them to stop).
     fn purge(&self, dir: &str, pipelines: &[String]) -> Result<(), String> {
-        let until = std::time::Instant::now() + self.config.session_timeout + Duration::from_secs(20);
+        let until =
+            std::time::Instant::now() + self.config.session_timeout + Duration::from_secs(20);
         while pipelines.iter().any(|p| !self.board.runners(p).is_empty()) {
             if std::time::Instant::now() > until {
-                return Err("a node still runs the pipeline; purge again once it has stopped".into());
+                return Err(
+                    "a node still runs the pipeline; purge again once it has stopped".into(),
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -174,7 +187,10 @@ impl Cluster {
 
     /// Remove a deleted pipeline's checkpoint.
     pub fn purge_checkpoint(&self, tenant: &str, name: &str) -> Result<(), String> {
-        self.purge(&format!("checkpoints/{tenant}/{name}"), &[format!("{tenant}/{name}")])
+        self.purge(
+            &format!("checkpoints/{tenant}/{name}"),
+            &[format!("{tenant}/{name}")],
+        )
     }
 
     /// Remove a deleted tenant's checkpoints, so a later tenant of the
@@ -219,7 +235,11 @@ impl Wake {
     pub fn wait(&self, d: Duration) {
         let mut r = self.raised.lock().unwrap_or_else(|e| e.into_inner());
         if !*r {
-            r = self.cond.wait_timeout(r, d).unwrap_or_else(|e| e.into_inner()).0;
+            r = self
+                .cond
+                .wait_timeout(r, d)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         *r = false;
     }

@@ -63,7 +63,12 @@ pub fn metrics(state: &AppState) -> String {
     let Some(c) = &state.cluster else {
         return String::new();
     };
-    let alive = c.board.nodes().iter().filter(|(_, alive, _)| *alive).count();
+    let alive = c
+        .board
+        .nodes()
+        .iter()
+        .filter(|(_, alive, _)| *alive)
+        .count();
     let running = state.supervisor.running().len();
     let lag = c.log.lag().unwrap_or(-1);
     format!(

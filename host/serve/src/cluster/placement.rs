@@ -93,7 +93,10 @@ impl Placement {
     fn is_grouped(&mut self, spec: &str) -> bool {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         spec.hash(&mut h);
-        *self.grouped.entry(h.finish()).or_insert_with(|| grouped(spec))
+        *self
+            .grouped
+            .entry(h.finish())
+            .or_insert_with(|| grouped(spec))
     }
 
     /// The pipelines this node should run now, with their tenants.
@@ -106,15 +109,19 @@ impl Placement {
                 return BTreeMap::new();
             }
         };
-        let tenants: HashMap<String, TenantRow> = tenants.into_iter().map(|t| (t.name.clone(), t)).collect();
+        let tenants: HashMap<String, TenantRow> =
+            tenants.into_iter().map(|t| (t.name.clone(), t)).collect();
         let held = self.cluster.held();
         let mut want = BTreeMap::new();
         for p in rows {
-            let Some(t) = tenants.get(&p.tenant) else { continue };
+            let Some(t) = tenants.get(&p.tenant) else {
+                continue;
+            };
             if p.desired != "running" {
                 continue;
             }
-            let mine = self.is_grouped(&p.spec) || held.contains(&slot_of(&p.tenant, &p.name, self.cluster.slots));
+            let mine = self.is_grouped(&p.spec)
+                || held.contains(&slot_of(&p.tenant, &p.name, self.cluster.slots));
             if mine {
                 want.insert((p.tenant.clone(), p.name.clone()), (p, t.clone()));
             }
@@ -132,10 +139,17 @@ impl Placement {
                             Err(why) => {
                                 tracing::warn!(tenant = %key.0, pipeline = %key.1, "cluster: start failed: {why}");
                                 let (backoff, restarts) = match &pl.phase {
-                                    Phase::Failed { backoff, restarts, .. } => ((*backoff * 2).min(MAX_BACKOFF), restarts + 1),
+                                    Phase::Failed {
+                                        backoff, restarts, ..
+                                    } => ((*backoff * 2).min(MAX_BACKOFF), restarts + 1),
                                     _ => (FIRST_BACKOFF, 0),
                                 };
-                                Phase::Failed { why, retry: Instant::now() + backoff, backoff, restarts }
+                                Phase::Failed {
+                                    why,
+                                    retry: Instant::now() + backoff,
+                                    backoff,
+                                    restarts,
+                                }
                             }
                         };
                     }
@@ -148,11 +162,18 @@ impl Placement {
         let want = self.wanted();
         // Stop what is no longer this node's, or changed.
         for (key, pl) in self.placed.iter_mut() {
-            let keep = want.get(key).is_some_and(|(p, t)| fingerprint(p, t) == pl.fingerprint);
+            let keep = want
+                .get(key)
+                .is_some_and(|(p, t)| fingerprint(p, t) == pl.fingerprint);
             if keep || matches!(pl.phase, Phase::Starting | Phase::Stopping) {
                 continue;
             }
-            let deleted = !want.contains_key(key) && self.state.store.pipelines(Some(&key.0)).is_ok_and(|r| !r.iter().any(|p| p.name == key.1));
+            let deleted = !want.contains_key(key)
+                && self
+                    .state
+                    .store
+                    .pipelines(Some(&key.0))
+                    .is_ok_and(|r| !r.iter().any(|p| p.name == key.1));
             pl.phase = Phase::Stopping;
             let (state, done, key) = (self.state.clone(), self.done.clone(), key.clone());
             let wake = self.cluster.wake.clone();
@@ -170,9 +191,10 @@ impl Placement {
         for (key, (p, t)) in &want {
             let due = match self.placed.get(key) {
                 None => true,
-                Some(Placed { phase: Phase::Failed { retry, .. }, fingerprint: f }) => {
-                    *f != fingerprint(p, t) || Instant::now() >= *retry
-                }
+                Some(Placed {
+                    phase: Phase::Failed { retry, .. },
+                    fingerprint: f,
+                }) => *f != fingerprint(p, t) || Instant::now() >= *retry,
                 Some(_) => false,
             };
             if !due {
@@ -189,10 +211,17 @@ impl Placement {
                     pl.fingerprint = f;
                 }
                 None => {
-                    self.placed.insert(key.clone(), Placed { fingerprint: f, phase: Phase::Starting });
+                    self.placed.insert(
+                        key.clone(),
+                        Placed {
+                            fingerprint: f,
+                            phase: Phase::Starting,
+                        },
+                    );
                 }
             }
-            let (state, cluster, done) = (self.state.clone(), self.cluster.clone(), self.done.clone());
+            let (state, cluster, done) =
+                (self.state.clone(), self.cluster.clone(), self.done.clone());
             let (p, t, key) = (p.clone(), t.clone(), key.clone());
             spawn("start", move || {
                 let r = start(&state, &cluster, &p, &t);
@@ -210,7 +239,12 @@ impl Placement {
         for (key, pl) in &self.placed {
             let name = format!("{}/{}", key.0, key.1);
             let report = match &pl.phase {
-                Phase::Starting => PipelineReport { state: "starting".into(), restarts: 0, last_error: None, lag: None },
+                Phase::Starting => PipelineReport {
+                    state: "starting".into(),
+                    restarts: 0,
+                    last_error: None,
+                    lag: None,
+                },
                 Phase::Failed { why, restarts, .. } => PipelineReport {
                     state: "restarting".into(),
                     restarts: *restarts,
@@ -246,14 +280,22 @@ impl Placement {
 }
 
 fn spawn(what: &str, f: impl FnOnce() + Send + 'static) {
-    if let Err(e) = std::thread::Builder::new().name(format!("weir-cluster-{what}")).spawn(f) {
+    if let Err(e) = std::thread::Builder::new()
+        .name(format!("weir-cluster-{what}"))
+        .spawn(f)
+    {
         tracing::error!("cluster: a thread to {what} a pipeline: {e}");
     }
 }
 
 /// Start tenant `t`'s pipeline `p` on this node: its component fetched if
 /// this node has not got it, its spec confined as on one node.
-fn start(state: &AppState, cluster: &Cluster, p: &PipelineRow, t: &TenantRow) -> Result<(), String> {
+fn start(
+    state: &AppState,
+    cluster: &Cluster,
+    p: &PipelineRow,
+    t: &TenantRow,
+) -> Result<(), String> {
     let path = crate::components::bytes_path(state, &p.component);
     cluster.fetch_component(&p.component, &path, &state.data.join("tmp"))?;
     let spec = crate::pipelines::startable(state, t, p)?;

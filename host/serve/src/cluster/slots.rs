@@ -88,7 +88,10 @@ impl ConsumerContext for GroupEvents {
 
 /// Join the nodes' group and keep polling it (which is what keeps this
 /// node a member) on a thread of its own; returns the held slots.
-pub fn join(config: &ClusterConfig, changed: impl Fn() + Send + Sync + 'static) -> Result<Arc<Held>, String> {
+pub fn join(
+    config: &ClusterConfig,
+    changed: impl Fn() + Send + Sync + 'static,
+) -> Result<Arc<Held>, String> {
     let held = Arc::new(Held {
         slots: Mutex::new(BTreeSet::new()),
         changed: Box::new(changed),
@@ -122,9 +125,17 @@ pub fn join(config: &ClusterConfig, changed: impl Fn() + Send + Sync + 'static) 
             }
             // Closing leaves the group (its revocation runs first).
             drop(consumer);
-            let slots = leaving.slots.lock().unwrap_or_else(|e| e.into_inner()).len();
+            let slots = leaving
+                .slots
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .len();
             if slots > 0 {
-                leaving.slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
+                leaving
+                    .slots
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
             }
         })
         .map_err(|e| e.to_string())?;
@@ -138,7 +149,10 @@ mod tests {
     #[test]
     fn slots_are_stable_and_spread() {
         assert_eq!(slot_of("acme", "p1", 12), slot_of("acme", "p1", 12));
-        assert_ne!(slot_of("acme", "p1", 1 << 20), slot_of("acm", "ep1", 1 << 20));
+        assert_ne!(
+            slot_of("acme", "p1", 1 << 20),
+            slot_of("acm", "ep1", 1 << 20)
+        );
         let mut seen = BTreeSet::new();
         for i in 0..200 {
             seen.insert(slot_of("t", &format!("p{i}"), 12));

@@ -20,18 +20,31 @@ pub fn ensure(config: &ClusterConfig) -> Result<u32, String> {
         .client()
         .create()
         .map_err(|e| format!("a Kafka admin client for {}: {e}", config.bootstrap_servers))?;
-    let (config_topic, status_topic, slots_topic) =
-        (config.config_topic(), config.status_topic(), config.slots_topic());
+    let (config_topic, status_topic, slots_topic) = (
+        config.config_topic(),
+        config.status_topic(),
+        config.slots_topic(),
+    );
     let compacted = [("cleanup.policy", "compact")];
     // The broker's default replication factor (-1).
     let topics = [
-        NewTopic::new(&config_topic, 1, TopicReplication::Fixed(-1)).set(compacted[0].0, compacted[0].1),
-        NewTopic::new(&status_topic, 1, TopicReplication::Fixed(-1)).set(compacted[0].0, compacted[0].1),
-        NewTopic::new(&slots_topic, config.slots as i32, TopicReplication::Fixed(-1)),
+        NewTopic::new(&config_topic, 1, TopicReplication::Fixed(-1))
+            .set(compacted[0].0, compacted[0].1),
+        NewTopic::new(&status_topic, 1, TopicReplication::Fixed(-1))
+            .set(compacted[0].0, compacted[0].1),
+        NewTopic::new(
+            &slots_topic,
+            config.slots as i32,
+            TopicReplication::Fixed(-1),
+        ),
     ];
     let opts = AdminOptions::new().request_timeout(Some(REQUEST_TIMEOUT));
-    let made = futures::executor::block_on(admin.create_topics(&topics, &opts))
-        .map_err(|e| format!("creating the cluster's topics on {}: {e}", config.bootstrap_servers))?;
+    let made = futures::executor::block_on(admin.create_topics(&topics, &opts)).map_err(|e| {
+        format!(
+            "creating the cluster's topics on {}: {e}",
+            config.bootstrap_servers
+        )
+    })?;
     for r in made {
         match r {
             Ok(t) => tracing::info!("cluster: made topic {t}"),

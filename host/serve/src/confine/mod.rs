@@ -153,10 +153,7 @@ mod tests {
         pipeline(&p, &root, &allow(&brokers)).unwrap();
         let p = Pipeline::parse(&text("[group]\nid = \"g\"\n", "c"), "p.toml", base).unwrap();
         let err = pipeline(&p, &root, &allow(&brokers)).unwrap_err();
-        assert!(
-            err.contains("one node does not run group members"),
-            "{err}"
-        );
+        assert!(err.contains("one node does not run group members"), "{err}");
         let p = Pipeline::parse(&text("", "s3://bucket/x"), "p.toml", base).unwrap();
         let err = pipeline(&p, &root, &allow(&brokers)).unwrap_err();
         assert!(
@@ -206,7 +203,10 @@ mod tests {
         ] {
             let text = ok.replace("s3://b/c/checkpoints/t/p", checkpoint);
             let err = pipeline(&parse(&text), &root, &allowed).unwrap_err();
-            assert!(err.contains("places checkpoints on its object store"), "{checkpoint}: {err}");
+            assert!(
+                err.contains("places checkpoints on its object store"),
+                "{checkpoint}: {err}"
+            );
         }
         let files = "checkpoint = \"s3://b/c/checkpoints/t/p\"\n[[source]]\ntype = \"files\"\npath = \"in\"\n[sink.default]\ntype = \"console\"\n";
         let err = pipeline(&parse(files), &root, &allowed).unwrap_err();
