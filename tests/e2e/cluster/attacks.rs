@@ -97,7 +97,31 @@ pub(super) fn tenancy_holds_on(
     let log_source = "type = \"log\"\npath = \"log\"\ntopic = \"in\"";
     let files_sink = "type = \"files\"\npath = \"out\"";
     let upper = t.upper.as_str();
+    // The control plane on the tenant's own allowed broker: its records
+    // hold every tenant's rows, and one written there would forge them.
+    let config_topic = format!("{}.config", c.prefix);
+    let control_sink = sink.replace(&own.output, &config_topic);
+    let control_source = source.replace(&own.input, &config_topic);
+    let nodes_group = format!(
+        "[group]\nid = \"{}.nodes\"\nsession-timeout = \"6s\"",
+        c.prefix
+    );
     for (file, needle, what) in [
+        (
+            text("", &source, upper, &control_sink),
+            "the cluster's control plane",
+            "a sink into the config topic",
+        ),
+        (
+            text("", &control_source, upper, &sink),
+            "the cluster's control plane",
+            "a source reading the config topic",
+        ),
+        (
+            text(&nodes_group, &source, upper, &sink),
+            "the cluster's control plane",
+            "a group joining the nodes' group",
+        ),
         (
             text("", &far_source, upper, &sink),
             "not on this tenant's allow-list",

@@ -48,7 +48,7 @@ pub(super) struct Cluster {
     dir: tempfile::TempDir,
     bootstrap: String,
     bucket: String,
-    prefix: String,
+    pub prefix: String,
     /// Node `k` (from 1) at index `k - 1`; `None` once SIGKILLed.
     nodes: Vec<Option<Node>>,
     /// What killed nodes logged last.

@@ -176,7 +176,7 @@ mod tests {
             },
         };
         let back = Change::from_record(&p.key(), p.value().as_deref()).unwrap();
-        assert_eq!(back, Some(p));
+        assert_eq!(back, Some(p.clone()));
         let gone = Change::PipelineGone {
             tenant: "acme".into(),
             name: "p1".into(),

@@ -59,6 +59,56 @@ pub(super) fn kafka(
     Ok(())
 }
 
+/// Refuse a pipeline that would read or write the cluster's control
+/// plane (its topics carry token hashes and every tenant's rows; writing
+/// one would forge them) or join its groups (the nodes' group hands out
+/// slots), whichever broker it names.
+pub(super) fn clear_of_control_plane(
+    p: &weir_pipeline::spec::Pipeline,
+    prefix: &str,
+) -> Result<(), String> {
+    use weir_connectors::kafka::KafkaTopics;
+    use weir_pipeline::spec::{SinkSpec, SourceSpec};
+    let ours = |name: &str| name.starts_with(&format!("{prefix}."));
+    let refuse = |what: &str, name: &str| {
+        Err(format!(
+            "{what} `{}`: names beginning `{prefix}.` belong to the cluster's control plane",
+            name.escape_debug()
+        ))
+    };
+    let control = ["config", "status", "slots"].map(|t| format!("{prefix}.{t}"));
+    for s in &p.sources {
+        let SourceSpec::Kafka(k) = s else { continue };
+        match &k.topics {
+            KafkaTopics::List(topics) => {
+                if let Some(t) = topics.iter().find(|t| ours(t)) {
+                    return refuse("source topic", t);
+                }
+            }
+            KafkaTopics::Pattern(pattern) => {
+                let re =
+                    regex::Regex::new(&format!("^(?:{pattern})$")).map_err(|e| e.to_string())?;
+                if let Some(t) = control.iter().find(|t| re.is_match(t)) {
+                    return refuse("source topic-pattern matches", t);
+                }
+            }
+        }
+    }
+    for (_, s) in &p.sinks {
+        if let SinkSpec::Kafka(k) = s
+            && ours(&k.topic)
+        {
+            return refuse("sink topic", &k.topic);
+        }
+    }
+    if let Some(g) = &p.group
+        && ours(&g.id)
+    {
+        return refuse("group.id", &g.id);
+    }
+    Ok(())
+}
+
 /// A broker address as the allow-list holds it: `host:port`.
 pub fn broker_address(b: &str) -> Result<(), String> {
     let ok = b.rsplit_once(':').is_some_and(|(host, port)| {

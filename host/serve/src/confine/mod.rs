@@ -24,10 +24,20 @@ pub struct Allowed<'a> {
     pub grants: &'a [String],
     /// The tenant's guest memory quota.
     pub max_memory: u64,
-    /// In a cluster: the object-store prefix its checkpoints live under
-    /// (no `/` at the end). Every place must then be one every node
-    /// reaches.
-    pub cluster_checkpoints: Option<&'a str>,
+    /// In a cluster, what its pipelines must keep to. Every place must
+    /// then be one every node reaches.
+    pub cluster: Option<ClusterPlaces<'a>>,
+}
+
+/// A cluster's places a tenant's pipeline is held to.
+#[derive(Clone, Copy)]
+pub struct ClusterPlaces<'a> {
+    /// The object-store prefix its checkpoints live under (no `/` at the
+    /// end).
+    pub checkpoints: &'a str,
+    /// The control plane's topic prefix: its topics and consumer groups
+    /// (`<prefix>.config`, `<prefix>.nodes`...) are the cluster's own.
+    pub control: &'a str,
 }
 
 /// Why a place on one machine's disk cannot be used in a cluster.
@@ -41,7 +51,10 @@ fn node_local(what: &str) -> String {
 /// Kafka client and grant within what `allowed` says.
 pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Result<(), String> {
     let (brokers, grants, max_memory) = (allowed.brokers, allowed.grants, allowed.max_memory);
-    let cluster = allowed.cluster_checkpoints;
+    let cluster = allowed.cluster.map(|c| c.checkpoints);
+    if let Some(c) = allowed.cluster {
+        kafka::clear_of_control_plane(p, c.control)?;
+    }
     if p.group.is_some() && cluster.is_none() {
         return Err(
             "[group] pipelines run as `weir run` processes or on a cluster of `weir serve --cluster` nodes (one node does not run group members)"
@@ -134,7 +147,7 @@ mod tests {
             brokers,
             grants: &[],
             max_memory: 1 << 30,
-            cluster_checkpoints: None,
+            cluster: None,
         }
     }
 
@@ -188,13 +201,21 @@ mod tests {
         let root = TenantRoot::open(dir.path(), "t").unwrap();
         let brokers = vec!["k:9092".to_string()];
         let allowed = Allowed {
-            cluster_checkpoints: Some("s3://b/c/checkpoints/t"),
+            cluster: Some(ClusterPlaces {
+                checkpoints: "s3://b/c/checkpoints/t",
+                control: "weir",
+            }),
             ..allow(&brokers)
         };
         let kafka = "[[source]]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopics = [\"in\"]\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"k:9092\"\ntopic = \"out\"\n";
         let parse = |text: &str| Pipeline::parse(text, "p.toml", root.dir()).unwrap();
-        let ok = format!("checkpoint = \"s3://b/c/checkpoints/t/p\"\n[group]\nid = \"g\"\n{kafka}");
+        let ok = format!("checkpoint = \"s3://b/c/checkpoints/t/p\"\n{kafka}");
         pipeline(&parse(&ok), &root, &allowed).unwrap();
+        let grouped = ok.replace("[[source]]", "[group]\nid = \"g\"\n[[source]]");
+        pipeline(&parse(&grouped), &root, &allowed).unwrap();
+        let text = grouped.replace("id = \"g\"", "id = \"weir.nodes\"");
+        let err = pipeline(&parse(&text), &root, &allowed).unwrap_err();
+        assert!(err.contains("the cluster's control plane"), "{err}");
         for checkpoint in [
             "s3://b/c/checkpoints/t2/p",
             "s3://b/c/checkpoints/t/../u/p",
@@ -211,5 +232,15 @@ mod tests {
         let files = "checkpoint = \"s3://b/c/checkpoints/t/p\"\n[[source]]\ntype = \"files\"\npath = \"in\"\n[sink.default]\ntype = \"console\"\n";
         let err = pipeline(&parse(files), &root, &allowed).unwrap_err();
         assert!(err.contains("in cluster mode"), "{err}");
+        // The control plane's topics and groups are not a tenant's.
+        for (from, to) in [
+            ("topics = [\"in\"]", "topics = [\"in\", \"weir.config\"]"),
+            ("topics = [\"in\"]", "topic-pattern = \"w.*\""),
+            ("topic = \"out\"", "topic = \"weir.status\""),
+        ] {
+            let text = ok.replace(from, to);
+            let err = pipeline(&parse(&text), &root, &allowed).unwrap_err();
+            assert!(err.contains("the cluster's control plane"), "{to}: {err}");
+        }
     }
 }

@@ -10,100 +10,26 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 
+mod local;
+mod spec;
+
+pub use local::{restart_running, resume_all};
+pub(crate) use spec::{startable, stored_spec};
+
+use local::start_or_halt;
+use spec::{Resolved, resolve};
+
 use super::AppState;
 use super::auth::Caller;
 use super::catalog::Change;
-use super::confine;
 use super::error::{ApiError, ApiResult};
 use super::store::{PipelineRow, TenantRow};
-use weir_pipeline::spec::{GuestEnv, Pipeline};
 
 pub(super) fn tenant_row(state: &AppState, tenant: &str) -> ApiResult<TenantRow> {
     state
         .store
         .tenant(tenant)?
         .ok_or_else(|| ApiError::not_found(&format!("tenant `{tenant}`")))
-}
-
-/// The pipeline TOML with its component id resolved to the stored bytes,
-/// its name set and a default checkpoint; validated and confined.
-fn resolve(state: &AppState, t: &TenantRow, name: &str, text: &str) -> ApiResult<Resolved> {
-    let tenant = t.name.as_str();
-    let mut table: toml::Table = toml::from_str(text)
-        .map_err(|e| ApiError::bad_request(format!("pipeline: {}", e.message())))?;
-    table.insert("name".into(), name.into());
-    match &state.cluster {
-        // Every node must reach it, and the service's credentials must
-        // reach no bucket a tenant names: the cluster places it.
-        Some(c) => {
-            if table.contains_key("checkpoint") {
-                return Err(ApiError::bad_request(
-                    "checkpoint: in cluster mode the service keeps each pipeline's checkpoint on its object store; leave `checkpoint` out",
-                ));
-            }
-            table.insert("checkpoint".into(), c.checkpoint_of(tenant, name).into());
-        }
-        None => {
-            table
-                .entry("checkpoint")
-                .or_insert_with(|| format!("checkpoints/{name}").into());
-        }
-    }
-    let component = table
-        .get("transform")
-        .and_then(|t| t.get("component"))
-        .and_then(|c| c.as_str())
-        .map(|c| c.trim_start_matches("sha256:").to_string())
-        .ok_or_else(|| {
-            ApiError::bad_request("transform.component: give the id of an uploaded component")
-        })?;
-    if state.store.component(tenant, &component)?.is_none() {
-        return Err(ApiError::bad_request(format!(
-            "transform.component: no component `{}` (upload it to /v1/components first)",
-            component.escape_debug()
-        )));
-    }
-    // Named from the tenant's root, so that the same text finds the bytes
-    // under any node's data directory.
-    let path = format!("../../components/{component}.wasm");
-    if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
-        t.insert("component".into(), path.into());
-    }
-    let text = toml::to_string(&table).map_err(ApiError::internal)?;
-    let spec = confined(state, t, &text).map_err(ApiError::bad_request)?;
-    Ok(Resolved {
-        spec,
-        text,
-        component,
-    })
-}
-
-/// A pipeline as PUT: validated, with the text stored and the component.
-struct Resolved {
-    spec: Pipeline,
-    text: String,
-    component: String,
-}
-
-/// `text` parsed as tenant `t`'s pipeline: relative to its data root, its
-/// guest variables from its own list, every place, number and client
-/// confined. Refusals name no server path.
-fn confined(state: &AppState, t: &TenantRow, text: &str) -> Result<Pipeline, String> {
-    let root = confine::TenantRoot::open(&state.data, &t.name).map_err(|e| {
-        tracing::error!("serve: the data root of {}: {e}", t.name);
-        "the tenant's data directory cannot be opened (see the server's log)".to_string()
-    })?;
-    let spec = Pipeline::parse_with(text, "pipeline", root.dir(), GuestEnv::Only(&t.guest_env))
-        .map_err(|e| root.redact(&e.message))?;
-    let checkpoints = state.cluster.as_ref().map(|c| c.checkpoints_of(&t.name));
-    let allowed = confine::Allowed {
-        brokers: &t.kafka_brokers,
-        grants: &t.grants,
-        max_memory: t.max_memory,
-        cluster_checkpoints: checkpoints.as_deref(),
-    };
-    confine::pipeline(&spec, &root, &allowed).map_err(|e| root.redact(&e))?;
-    Ok(spec)
 }
 
 fn view(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
@@ -140,6 +66,11 @@ pub async fn put(
         return Err(ApiError::bad_request(format!(
             "pipeline name `{name}`: use 1-63 lowercase letters, digits and dashes"
         )));
+    }
+    if opts.upgrade && state.cluster.is_some() {
+        return Err(ApiError::bad_request(
+            "upgrade: in cluster mode a changed component cannot yet keep a stateful checkpoint's state; deploy it under a new name, or run `weir run --upgrade` on the checkpoint",
+        ));
     }
     let t = tenant_row(&state, &tenant)?;
     let Resolved {
@@ -368,82 +299,6 @@ async fn purge(state: &AppState, p: &PipelineRow) -> ApiResult<()> {
                 .await
                 .map_err(ApiError::internal)?
                 .map_err(ApiError::unavailable)
-        }
-    }
-}
-
-/// A stored pipeline's spec, read as it was validated (relative to the
-/// tenant's data root, with its guest variables).
-pub(super) fn stored_spec(state: &AppState, p: &PipelineRow) -> Result<Pipeline, String> {
-    let t = state
-        .store
-        .tenant(&p.tenant)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no tenant `{}`", p.tenant))?;
-    startable(state, &t, p)
-}
-
-/// A stored pipeline's spec, confined again under its tenant's current
-/// quotas and allow-lists (the admin may have narrowed them since).
-pub(crate) fn startable(
-    state: &AppState,
-    t: &TenantRow,
-    p: &PipelineRow,
-) -> Result<Pipeline, String> {
-    confined(state, t, &p.spec)
-}
-
-/// After a tenant's quotas changed: its running pipelines start again
-/// under them (or stop, failed, when they no longer fit).
-pub async fn restart_running(state: &AppState, t: &TenantRow) {
-    let rows = match state.store.pipelines(Some(&t.name)) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("serve: listing pipelines of {}: {e}", t.name);
-            return;
-        }
-    };
-    let (state, t) = (state.clone(), t.clone());
-    let _ = tokio::task::spawn_blocking(move || {
-        for p in rows.iter().filter(|p| p.desired == "running") {
-            start_or_halt(&state, &t, p, "restarted");
-        }
-    })
-    .await;
-}
-
-/// Start a stored pipeline, or mark it failed with the reason it cannot.
-fn start_or_halt(state: &AppState, t: &TenantRow, p: &PipelineRow, event: &str) {
-    let started = (|| -> Result<(), String> {
-        let spec = startable(state, t, p)?;
-        if let Some(why) = super::quota::over(state, t) {
-            return Err(why);
-        }
-        state.supervisor.start(&state.store, t, &p.name, &spec)
-    })();
-    match started {
-        Ok(()) => state.store.event(Some(&p.tenant), &p.name, event, ""),
-        Err(e) => {
-            state.supervisor.halt(&p.tenant, &p.name, &e);
-            state.store.event(Some(&p.tenant), &p.name, "failed", &e);
-        }
-    }
-}
-
-/// At start: every pipeline that should run, runs again from its checkpoint.
-pub fn resume_all(state: &AppState) {
-    let rows = match state.store.pipelines(None) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!("serve: listing pipelines to resume: {e}");
-            return;
-        }
-    };
-    for p in rows.into_iter().filter(|p| p.desired == "running") {
-        match state.store.tenant(&p.tenant) {
-            Ok(Some(t)) => start_or_halt(state, &t, &p, "resumed"),
-            Ok(None) => {}
-            Err(e) => tracing::error!("serve: reading tenant {}: {e}", p.tenant),
         }
     }
 }
