@@ -318,7 +318,12 @@ fn serve(state: AppState, listen: SocketAddr, limits: edge::EdgeLimits) -> Resul
             .map_err(|err| ServeError::Listen { addr: listen, err })?;
         let addr = listener.local_addr().unwrap_or(listen);
         if let Some(c) = &state.cluster {
-            c.listening(format!("http://{addr}"));
+            // Listening on every address: other machines know it by name.
+            let shown = match weir_connectors::hostname::hostname() {
+                Ok(name) if addr.ip().is_unspecified() => format!("{name}:{}", addr.port()),
+                _ => addr.to_string(),
+            };
+            c.listening(format!("http://{shown}"));
         }
         tracing::warn!("weir serve: listening on http://{addr}");
         eprintln!("weir serve: listening on http://{addr}");

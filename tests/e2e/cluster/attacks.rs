@@ -181,3 +181,100 @@ pub(super) fn tenancy_holds_on(
     let (st, v) = s.call("GET", &component, Some(globex), None);
     assert_eq!(st, 200, "globex's component is still there: {v}");
 }
+
+/// A tenant allowed 3 pipelines PUTs 9 at once through every live node:
+/// exactly 3 are created, the others refused with 403 `quota-exceeded`,
+/// and every node lists the same 3. Deleted after, its pipelines stop
+/// wherever they ran.
+pub(super) fn quotas_count_every_node(c: &Cluster, t: &Tenants, ps: &[Deployed], bootstrap: &str) {
+    let admin = c.admin.as_str();
+    let body = serde_json::json!({
+        "name": "hoarder",
+        "kafka-brokers": [bootstrap],
+        "max-pipelines": 3,
+        "max-requests-per-second": 1000,
+    });
+    let (st, v) = c.any().call(
+        "POST",
+        "/v1/tenants",
+        Some(admin),
+        Some(crate::serve::Body::Json(body)),
+    );
+    assert_eq!(st, 201, "{v}");
+    let token = v["token"].as_str().unwrap().to_string();
+    let id = c.any().upload(&token, "uppercase");
+    assert_eq!(id, t.upper, "the same bytes, the same id");
+    let source = ps
+        .iter()
+        .find(|p| p.kind == Kind::Upper)
+        .expect("an uppercase pipeline");
+    let live: Vec<&Server> = c.live().into_iter().map(|n| &n.server).collect();
+    // Every node must know the tenant and its component before the race.
+    for s in &live {
+        super::nodes::wait_until(
+            std::time::Instant::now() + std::time::Duration::from_secs(30),
+            "every node knowing the hoarder's component",
+            || match s.call("GET", &format!("/v1/components/{id}"), Some(&token), None) {
+                (200, _) => Ok(()),
+                (st, v) => Err(format!("{st} {v}")),
+            },
+            &|| c.logs(),
+        );
+    }
+    let answers: Vec<(u16, Value)> = std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..9)
+            .map(|i| {
+                let s = live[i % live.len()];
+                let (token, id) = (&token, &id);
+                let file = text(
+                    "",
+                    &format!(
+                        "type = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopics = [\"{}\"]",
+                        source.input
+                    ),
+                    id,
+                    &format!(
+                        "type = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopic = \"hoarded-{i}\""
+                    ),
+                );
+                scope.spawn(move || put(s, token, &format!("h{i}"), &file))
+            })
+            .collect();
+        calls.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let created = answers.iter().filter(|(st, _)| *st == 201).count();
+    assert_eq!(created, 3, "created past the quota: {answers:?}");
+    for (st, v) in answers.iter().filter(|(st, _)| *st != 201) {
+        assert_eq!(
+            (*st, v["error"].as_str()),
+            (403, Some("quota-exceeded")),
+            "{v}"
+        );
+    }
+    for s in &live {
+        super::nodes::wait_until(
+            std::time::Instant::now() + std::time::Duration::from_secs(30),
+            "every node listing the hoarder's 3 pipelines",
+            || match s.call("GET", "/v1/pipelines", Some(&token), None) {
+                (200, v) if v.as_array().is_some_and(|a| a.len() == 3) => Ok(()),
+                (st, v) => Err(format!("{st} {v}")),
+            },
+            &|| c.logs(),
+        );
+    }
+    let (st, v) = c
+        .any()
+        .call("DELETE", "/v1/tenants/hoarder", Some(admin), None);
+    assert_eq!(st, 204, "{v}");
+    for s in &live {
+        super::nodes::wait_until(
+            std::time::Instant::now() + std::time::Duration::from_secs(30),
+            "every node forgetting the hoarder",
+            || match s.call("GET", "/v1/pipelines", Some(admin), None) {
+                (200, v) if !v.to_string().contains("\"hoarder\"") => Ok(()),
+                (st, v) => Err(format!("{st} {v}")),
+            },
+            &|| c.logs(),
+        );
+    }
+}

@@ -289,8 +289,37 @@ fn a_cluster_of_serve_nodes_runs_every_pipeline_exactly_once_through_kills_stall
     );
     own_lists(&c, &t, &ps);
 
+    // A rolling restart of node 1 with input in flight: on SIGTERM it stops
+    // its pipelines and leaves the group, so they run on the others well
+    // within a session timeout of its exit; back, it takes slots again.
+    let on_1 = on_node(&placed, "node-1");
+    assert!(!on_1.is_empty(), "node-1 runs nothing");
+    feed_all(&mut ps, bootstrap, 2);
+    let exited = c.terminate(1);
+    wait_until(
+        exited + nodes::SESSION,
+        "node-1's pipelines running elsewhere within a session timeout of its exit",
+        || c.moved(&on_1, "node-1"),
+        &|| c.logs(),
+    );
+    eprintln!(
+        "cluster: node-1's {} pipelines running elsewhere {} ms after its SIGTERM exit",
+        on_1.len(),
+        exited.elapsed().as_millis()
+    );
+    feed_all(&mut ps, bootstrap, 2);
+    c.start_again(1);
+    wait_until(
+        Instant::now() + secs(60),
+        "node-1 back, everything running",
+        || c.steady(PIPELINES, false),
+        &|| c.logs(),
+    );
+    out.wait_all(&ps, secs(120), "after node-1's restart", &|| c.logs());
+
     // The tenancy rules against node 3 (stopped and resumed before).
     attacks::tenancy_holds_on(&c, 3, &t, &ps, bootstrap);
+    attacks::quotas_count_every_node(&c, &t, &ps, bootstrap);
 
     // The last round, then what closes every window.
     feed_all(&mut ps, bootstrap, 1);

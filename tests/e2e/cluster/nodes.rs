@@ -96,6 +96,32 @@ node = "{name}"
     /// admin token on its first line, the others are given it.
     pub fn add_node(&mut self) {
         let k = self.nodes.len() + 1;
+        let node = self.spawn(k);
+        self.nodes.push(Some(node));
+    }
+
+    /// Stop node `k` as an orchestrator does (a rolling restart's first
+    /// half): SIGTERM, then wait for its exit. Returns when it exited.
+    pub fn terminate(&mut self, k: usize) -> Instant {
+        let mut n = self.nodes[k - 1].take().expect("a live node");
+        let status = n.server.terminate();
+        let exited = Instant::now();
+        assert!(status.success(), "node-{k} exited with {status} on SIGTERM");
+        self.dead_logs.push(format!(
+            "--- {} (before its restart) ---\n{}",
+            n.name,
+            n.server.log_tail()
+        ));
+        exited
+    }
+
+    /// Start node `k` again over its data directory, with its name.
+    pub fn start_again(&mut self, k: usize) {
+        assert!(self.nodes[k - 1].is_none(), "node-{k} is running");
+        self.nodes[k - 1] = Some(self.spawn(k));
+    }
+
+    fn spawn(&mut self, k: usize) -> Node {
         let name = format!("node-{k}");
         let file = self.dir.path().join(format!("{name}.toml"));
         std::fs::write(&file, self.cluster_file(&name)).unwrap();
@@ -106,11 +132,11 @@ node = "{name}"
         let serve = crate::testkit::Serve::spawn_with(
             &data,
             &["--cluster", file.as_str()],
-            (k > 1).then_some(self.admin.as_str()),
+            (!self.admin.is_empty()).then_some(self.admin.as_str()),
             &env,
             None,
         );
-        if k == 1 {
+        if self.admin.is_empty() {
             assert!(
                 serve.admin.starts_with("weir_"),
                 "node-1 printed no admin token: {:?}\n{}",
@@ -119,11 +145,11 @@ node = "{name}"
             );
             self.admin = serve.admin.clone();
         }
-        self.nodes.push(Some(Node {
+        Node {
             name,
             server: Server::wrap(serve),
             stopped: false,
-        }));
+        }
     }
 
     fn node(&self, k: usize) -> &Node {

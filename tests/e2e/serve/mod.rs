@@ -31,6 +31,12 @@ impl std::ops::Deref for Server {
     }
 }
 
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.serve
+    }
+}
+
 impl Server {
     pub(crate) fn start(data: &Path, extra: &[&str]) -> Server {
         Self::spawn(data, extra, None)

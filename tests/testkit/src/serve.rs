@@ -114,6 +114,14 @@ impl Serve {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// SIGTERM it and wait for it to exit, as an orchestrator stops a
+    /// service: its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: a plain signal to our own child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
 }
 
 impl Drop for Serve {

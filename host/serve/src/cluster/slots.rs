@@ -98,7 +98,12 @@ pub fn join(
         leaving: AtomicBool::new(false),
     });
     let session = config.session_timeout.as_millis().to_string();
-    let heartbeat = (config.session_timeout / 3).as_millis().to_string();
+    // Members learn of a rebalance (a node joining or leaving) at their
+    // next heartbeat: a sixth of the session, at least every 3 s.
+    let heartbeat = (config.session_timeout / 6)
+        .clamp(Duration::from_millis(500), Duration::from_secs(3))
+        .as_millis()
+        .to_string();
     let consumer: BaseConsumer<GroupEvents> = config
         .client()
         .set("group.id", format!("{}.nodes", config.topic_prefix))

@@ -18,10 +18,13 @@
     const lag = p.lag !== undefined ? p.lag : m.lag;
     const err = p['last-error'];
     const desired = p.desired && p.desired !== p.state ? ` title="desired: ${esc(p.desired)}"` : '';
+    // In a cluster: the node running it (a group pipeline's: every member's).
+    const where = p.nodes ? p.nodes.join(', ') : p.node;
+    const node = where ? ` <span class="node muted" title="node">${esc(where)}</span>` : '';
     return `<tr data-pipeline="${esc(tenant)}/${esc(p.name)}" data-href="${esc(pipelineHref(tenant, p.name))}">`
       + (admin ? `<td class="tenant">${esc(tenant)}</td>` : '')
       + `<td class="name"><a href="${esc(pipelineHref(tenant, p.name))}">${esc(p.name)}</a></td>`
-      + `<td class="state"${desired}>${badge(p.state)}</td>`
+      + `<td class="state"${desired}>${badge(p.state)}${node}</td>`
       + `<td class="mode">${esc(p.mode || '–')}</td>`
       + `<td class="num input-rate">${fmtNum(p['input-rows-per-second'])}</td>`
       + `<td class="num processed-rate">${fmtNum(p['processed-rows-per-second'])}</td>`
