@@ -131,7 +131,7 @@ impl AppState {
         .map_err(ApiError::internal)?
         .map_err(|e| {
             let root = confine::TenantRoot::shown(&self.data, &t_name);
-            ApiError::bad_request(root.redact(&e))
+            ApiError::bad_request(root.redact(&e.why))
         })
     }
 
@@ -296,6 +296,9 @@ pub fn run(
         })?;
     let supervisor = state.supervisor.clone();
     let r = serve(state, listen, limits);
+    if let Some(c) = &cluster {
+        c.shutting_down();
+    }
     supervisor.stop_all();
     if let Some(c) = cluster {
         c.leave();

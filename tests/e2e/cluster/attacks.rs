@@ -278,3 +278,99 @@ pub(super) fn quotas_count_every_node(c: &Cluster, t: &Tenants, ps: &[Deployed],
         );
     }
 }
+
+/// A stateful pipeline's component swapped through the cluster: put
+/// through one node without `?upgrade=true`, its node refuses to start it
+/// (`failed`, naming `?upgrade=true`) and every node shows so; put again
+/// with it through another node, it runs.
+pub(super) fn an_upgrade_is_honoured_where_it_starts(c: &Cluster, bootstrap: &str) {
+    let admin = c.admin.as_str();
+    let body = serde_json::json!({"name": "swapper", "kafka-brokers": [bootstrap]});
+    let (st, v) = c.any().call(
+        "POST",
+        "/v1/tenants",
+        Some(admin),
+        Some(crate::serve::Body::Json(body)),
+    );
+    assert_eq!(st, 201, "{v}");
+    let token = v["token"].as_str().unwrap().to_string();
+    let dedup = c.any().upload(&token, "dedup");
+    let counts = c.any().upload(&token, "window-count");
+    let (input, output) = (
+        crate::kafka::unique("swap-in"),
+        crate::kafka::unique("swap-out"),
+    );
+    crate::kafka::create_topic(bootstrap, &input, 2, &[]);
+    crate::kafka::create_topic(bootstrap, &output, 1, &[]);
+    crate::kafka::produce_numbers(bootstrap, &input, 0, 50);
+    let spec = |id: &str| {
+        format!(
+            "[[source]]\ntype = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopics = [\"{input}\"]\nstarting-offsets = \"earliest\"\n[state]\nkey-field = \"id\"\n[transform]\ncomponent = \"{id}\"\n[transform.config]\nkey-field = \"id\"\n[sink.default]\ntype = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopic = \"{output}\"\n[trigger]\ntype = \"processing-time\"\ninterval = \"200ms\"\n"
+        )
+    };
+    let live: Vec<&Server> = c.live().into_iter().map(|n| &n.server).collect();
+    let shown = |s: &Server, want: &dyn Fn(&Value) -> bool, what: &str| {
+        super::nodes::wait_until(
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+            what,
+            || match s.call("GET", "/v1/pipelines/keyed", Some(&token), None) {
+                (200, v) if want(&v) => Ok(()),
+                (st, v) => Err(format!("{st} {v}")),
+            },
+            &|| c.logs(),
+        )
+    };
+    let (st, v) = put(live[0], &token, "keyed", &spec(&dedup));
+    assert_eq!(st, 201, "{v}");
+    // Running, with state in its checkpoint (the input is read).
+    super::nodes::wait_until(
+        std::time::Instant::now() + std::time::Duration::from_secs(60),
+        "the dedup pipeline's output",
+        || match crate::kafka::read_committed(bootstrap, &output).len() {
+            0 => Err("no output yet".into()),
+            _ => Ok(()),
+        },
+        &|| c.logs(),
+    );
+    let (st, v) = put(live[1], &token, "keyed", &spec(&counts));
+    assert_eq!(st, 200, "accepted where it is received: {v}");
+    for s in &live {
+        shown(
+            s,
+            &|v| {
+                v["state"] == "failed"
+                    && v["last-error"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("?upgrade=true"))
+            },
+            "every node showing the swap refused, naming ?upgrade=true",
+        );
+    }
+    let url = format!(
+        "{}/v1/pipelines/keyed?upgrade=true",
+        live[2 % live.len()].base
+    );
+    let mut r = live[2 % live.len()]
+        .http
+        .put(&url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .send(spec(&counts).as_str())
+        .unwrap();
+    assert_eq!(
+        r.status().as_u16(),
+        200,
+        "{}",
+        r.body_mut().read_to_string().unwrap_or_default()
+    );
+    for s in &live {
+        shown(
+            s,
+            &|v| v["state"] == "running" && v["component"] == counts.as_str(),
+            "every node showing the swapped component running",
+        );
+    }
+    let (st, v) = c
+        .any()
+        .call("DELETE", "/v1/tenants/swapper", Some(admin), None);
+    assert_eq!(st, 204, "{v}");
+}

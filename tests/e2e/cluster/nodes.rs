@@ -47,7 +47,7 @@ impl Drop for Node {
 pub(super) struct Cluster {
     dir: tempfile::TempDir,
     bootstrap: String,
-    bucket: String,
+    pub bucket: String,
     pub prefix: String,
     /// Node `k` (from 1) at index `k - 1`; `None` once SIGKILLed.
     nodes: Vec<Option<Node>>,

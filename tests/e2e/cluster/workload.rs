@@ -2,6 +2,8 @@
 //! each with its own topics), the input the test produces for them, what
 //! each output must hold, and a read_committed consumer of every output.
 
+use crate::kafka::group::base;
+use crate::kafka::group::windows::WINDOWS;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -36,28 +38,6 @@ fn per_round(kind: Kind) -> usize {
         Kind::Windows => 1_000,
         Kind::Group => 2_000,
     }
-}
-
-/// The windowed count's lines after `[transform]`.
-const WINDOWS: &str = r#"[transform.config]
-size = "1s"
-[event-time]
-field = "ts"
-delay = "500ms"
-[state]
-key-field = "key"
-"#;
-
-/// Event times near now: the test broker deletes segments whose records
-/// are older than its retention.
-fn base() -> i64 {
-    static BASE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
-    *BASE.get_or_init(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64
-    })
 }
 
 /// One pipeline of the test, its topics and the input sent to it so far.

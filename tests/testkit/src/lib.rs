@@ -25,7 +25,7 @@ mod s3;
 mod serve;
 pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_query, values};
 pub use files_run::{FilesRun, run_files_to_files};
-pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_options};
+pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_keys, s3_options};
 pub use serve::Serve;
 
 use weir_engine::RecordBatch;

@@ -69,6 +69,31 @@ pub fn s3_bucket(prefix: &str) -> String {
     name
 }
 
+/// The keys in `bucket` under `prefix` (an unsigned list, which moto
+/// accepts), at most the first 1,000.
+pub fn s3_keys(bucket: &str, prefix: &str) -> Vec<String> {
+    let endpoint = s3_endpoint();
+    let addr = endpoint.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(addr).expect("connecting to the S3 server");
+    write!(
+        conn,
+        "GET /{bucket}?prefix={prefix} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = String::new();
+    conn.read_to_string(&mut reply).unwrap();
+    assert!(
+        reply.starts_with("HTTP/1.1 200"),
+        "listing {bucket}: {reply}"
+    );
+    reply
+        .split("<Key>")
+        .skip(1)
+        .filter_map(|k| k.split('<').next())
+        .map(str::to_string)
+        .collect()
+}
+
 /// The settings a client of the server needs, as `object_store` option
 /// names (and, upper-cased, the environment variables `weir run` reads).
 pub fn s3_options() -> Vec<(&'static str, String)> {

@@ -46,23 +46,27 @@ impl ObjectFiles {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use weir_engine::CheckpointStore;
-
-    fn bucket() -> Arc<Objects> {
+impl Objects {
+    /// A bucket in memory (object_store's own, with its conditional puts).
+    pub(super) fn in_memory(prefix: &str) -> Arc<Objects> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
-            .unwrap();
+            .expect("a runtime");
         let store = Arc::new(object_store::memory::InMemory::new());
-        Arc::new(Objects::over("memory://test", store, "root", runtime))
+        Arc::new(Objects::over("memory://test", store, prefix, runtime))
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weir_engine::CheckpointStore;
 
     #[test]
     fn numbered_directories_are_listed_as_a_local_directory_lists_them() {
-        let objects = bucket();
+        let objects = Objects::in_memory("root");
         let cp = super::super::ObjectCheckpointStore::over(objects.clone());
         cp.write("state/0/0/snapshots/1", b"s").unwrap();
         cp.write("state/0/4/deltas/2", b"d").unwrap();

@@ -182,7 +182,7 @@ impl Lease {
                 let who = holder
                     .map(|h| format!("pid {} on {}", h.pid, h.host))
                     .unwrap_or_else(|| "unknown".into());
-                return Err(CheckpointError::Mismatch(format!(
+                return Err(CheckpointError::InUse(format!(
                     "checkpoint {} is in use by another weir process ({who}); stop it first, or give this pipeline its own checkpoint",
                     objects.url()
                 )));
@@ -192,7 +192,7 @@ impl Lease {
                 return match objects.update(PATH, fresh, tag) {
                     Ok(t) => Ok(t),
                     Err(object_store::Error::Precondition { .. }) => {
-                        Err(CheckpointError::Mismatch(format!(
+                        Err(CheckpointError::InUse(format!(
                             "checkpoint {} was just taken by another weir process",
                             objects.url()
                         )))
@@ -227,15 +227,8 @@ mod tests {
 
     const SHORT: Duration = Duration::from_millis(600);
 
-    /// A bucket in memory (object_store's own, with its conditional puts).
     fn bucket() -> Arc<Objects> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let store = Arc::new(object_store::memory::InMemory::new());
-        Arc::new(Objects::over("memory://test", store, "cp", runtime))
+        Objects::in_memory("cp")
     }
 
     fn holder(objects: &Objects) -> Holder {

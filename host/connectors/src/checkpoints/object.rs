@@ -73,8 +73,8 @@ impl ObjectCheckpointStore {
     }
 }
 
+#[cfg(test)]
 impl ObjectCheckpointStore {
-    #[cfg(test)]
     pub(super) fn over(objects: Arc<Objects>) -> Self {
         ObjectCheckpointStore(objects)
     }

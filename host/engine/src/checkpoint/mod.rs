@@ -20,6 +20,10 @@ pub enum CheckpointError {
     Corrupt { path: String, problem: String },
     #[error("{0}")]
     Mismatch(String),
+    /// Another process holds the checkpoint's lock (or lease): trying
+    /// again once it has stopped will do.
+    #[error("{0}")]
+    InUse(String),
     /// A write-once file is already there with other bytes: another
     /// process wrote it (two queries on one checkpoint, or a member of a
     /// group that lost its partitions). Never overwritten.
@@ -284,7 +288,7 @@ impl CheckpointStore for LocalCheckpointStore {
             }
             let mut holder = String::new();
             let _ = file.read_to_string(&mut holder);
-            return Err(CheckpointError::Mismatch(format!(
+            return Err(CheckpointError::InUse(format!(
                 "checkpoint {} is in use by another weir process (pid {}); stop it first, or give this pipeline its own checkpoint",
                 self.root.display(),
                 holder.trim()

@@ -173,6 +173,7 @@ mod tests {
                 spec: "x".into(),
                 component: "ab".into(),
                 desired: "running".into(),
+                upgrade: false,
             },
         };
         let back = Change::from_record(&p.key(), p.value().as_deref()).unwrap();

@@ -101,6 +101,11 @@ impl Board {
         self.send(&node_key(&report.node), Some(v));
     }
 
+    /// Say this node is gone (shut down): other nodes forget it at once.
+    pub fn gone(&self, node: &str) {
+        self.send(&node_key(node), None);
+    }
+
     /// Say how this node runs `pipeline` (`tenant/name`), or with `None`
     /// that it no longer runs it.
     pub fn report_pipeline(&self, pipeline: &str, report: Option<PipelineReport>) {
@@ -118,6 +123,13 @@ impl Board {
                 self.send(&key, None);
                 said.remove(pipeline);
             }
+        }
+    }
+
+    /// Deliver what was said (before the process exits).
+    pub fn flush(&self) {
+        if let Err(e) = rdkafka::producer::Producer::flush(&self.producer, Duration::from_secs(5)) {
+            tracing::warn!("cluster: the last status reports: {e}");
         }
     }
 

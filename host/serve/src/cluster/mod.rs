@@ -46,6 +46,12 @@ pub struct Cluster {
     pub wake: Arc<Wake>,
     /// Where this node's API listens, once it does.
     pub(crate) url: OnceLock<String>,
+    /// Set when the node shuts down: placement starts and reports nothing
+    /// more.
+    pub(crate) leaving: std::sync::atomic::AtomicBool,
+    /// Held by each placement step, so that leaving waits for one under
+    /// way: no report of this node's follows its last word.
+    pub(crate) placing: Mutex<()>,
 }
 
 impl Cluster {
@@ -71,6 +77,8 @@ impl Cluster {
             files,
             wake: wake.clone(),
             url: OnceLock::new(),
+            leaving: std::sync::atomic::AtomicBool::new(false),
+            placing: Mutex::new(()),
         });
         std::thread::Builder::new()
             .name("weir-cluster-config".into())
@@ -206,12 +214,23 @@ impl Cluster {
         self.board.runners(&format!("{tenant}/{name}"))
     }
 
-    /// Leave: say this node runs nothing, so its pipelines move at once
-    /// rather than after the session timeout.
+    /// Shutting down: placement starts nothing more and stops reporting
+    /// (the supervisor stops this node's pipelines next).
+    pub fn shutting_down(&self) {
+        self.leaving
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Leave: say this node runs nothing and is gone, and leave the group,
+    /// so its pipelines move at once rather than after the session timeout.
     pub fn leave(&self) {
+        self.shutting_down();
+        let _no_placement = self.placing.lock().unwrap_or_else(|e| e.into_inner());
         for p in self.board.said() {
             self.board.report_pipeline(&p, None);
         }
+        self.board.gone(self.node());
+        self.board.flush();
         if let Some(h) = self.held.get() {
             h.leave();
         }

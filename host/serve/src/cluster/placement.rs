@@ -17,6 +17,7 @@ use super::board::{NodeReport, PipelineReport};
 use super::slots::slot_of;
 use crate::AppState;
 use crate::store::{PipelineRow, TenantRow};
+use crate::supervisor::NotStarted;
 
 type Key = (String, String);
 
@@ -27,10 +28,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 enum Phase {
     Starting,
     Running,
-    /// The start failed; tried again at `retry`.
+    /// The start failed; tried again at `retry` (`None`: it would only
+    /// fail the same way, until its spec or tenant changes).
     Failed {
         why: String,
-        retry: Instant,
+        retry: Option<Instant>,
         backoff: Duration,
         restarts: u64,
     },
@@ -44,7 +46,7 @@ struct Placed {
 }
 
 enum Done {
-    Started(Key, Result<(), String>),
+    Started(Key, Result<(), NotStarted>),
     Stopped(Key),
 }
 
@@ -52,6 +54,7 @@ fn fingerprint(p: &PipelineRow, t: &TenantRow) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     p.spec.hash(&mut h);
     p.component.hash(&mut h);
+    p.upgrade.hash(&mut h);
     serde_json::to_string(t).unwrap_or_default().hash(&mut h);
     h.finish()
 }
@@ -84,7 +87,11 @@ pub fn run(state: AppState, cluster: Arc<Cluster>) {
         finished,
     };
     loop {
-        p.tick();
+        {
+            let cluster = p.cluster.clone();
+            let _step = cluster.placing.lock().unwrap_or_else(|e| e.into_inner());
+            p.tick();
+        }
         p.cluster.wake.wait(TICK);
     }
 }
@@ -130,14 +137,22 @@ impl Placement {
     }
 
     fn tick(&mut self) {
+        // Shutting down: the supervisor stops what runs; nothing starts.
+        if self
+            .cluster
+            .leaving
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
         while let Ok(d) = self.finished.try_recv() {
             match d {
                 Done::Started(key, r) => {
                     if let Some(pl) = self.placed.get_mut(&key) {
                         pl.phase = match r {
                             Ok(()) => Phase::Running,
-                            Err(why) => {
-                                tracing::warn!(tenant = %key.0, pipeline = %key.1, "cluster: start failed: {why}");
+                            Err(e) => {
+                                tracing::warn!(tenant = %key.0, pipeline = %key.1, "cluster: start failed: {e}");
                                 let (backoff, restarts) = match &pl.phase {
                                     Phase::Failed {
                                         backoff, restarts, ..
@@ -145,8 +160,8 @@ impl Placement {
                                     _ => (FIRST_BACKOFF, 0),
                                 };
                                 Phase::Failed {
-                                    why,
-                                    retry: Instant::now() + backoff,
+                                    retry: e.retry.then(|| Instant::now() + backoff),
+                                    why: e.why,
                                     backoff,
                                     restarts,
                                 }
@@ -194,7 +209,7 @@ impl Placement {
                 Some(Placed {
                     phase: Phase::Failed { retry, .. },
                     fingerprint: f,
-                }) => *f != fingerprint(p, t) || Instant::now() >= *retry,
+                }) => *f != fingerprint(p, t) || retry.is_some_and(|r| Instant::now() >= r),
                 Some(_) => false,
             };
             if !due {
@@ -245,8 +260,18 @@ impl Placement {
                     last_error: None,
                     lag: None,
                 },
-                Phase::Failed { why, restarts, .. } => PipelineReport {
-                    state: "restarting".into(),
+                Phase::Failed {
+                    why,
+                    restarts,
+                    retry,
+                    ..
+                } => PipelineReport {
+                    state: if retry.is_some() {
+                        "restarting"
+                    } else {
+                        "failed"
+                    }
+                    .into(),
                     restarts: *restarts,
                     last_error: Some(why.clone()),
                     lag: None,
@@ -295,12 +320,18 @@ fn start(
     cluster: &Cluster,
     p: &PipelineRow,
     t: &TenantRow,
-) -> Result<(), String> {
+) -> Result<(), NotStarted> {
     let path = crate::components::bytes_path(state, &p.component);
-    cluster.fetch_component(&p.component, &path, &state.data.join("tmp"))?;
-    let spec = crate::pipelines::startable(state, t, p)?;
+    // The bucket not reached: worth another try.
+    cluster
+        .fetch_component(&p.component, &path, &state.data.join("tmp"))
+        .map_err(|why| NotStarted { why, retry: true })?;
+    let refused = |why| NotStarted { why, retry: false };
+    let spec = crate::pipelines::startable(state, t, p).map_err(refused)?;
     if let Some(why) = crate::quota::over(state, t) {
-        return Err(why);
+        return Err(refused(why));
     }
-    state.supervisor.start(&state.store, t, &p.name, &spec)
+    state
+        .supervisor
+        .start_with(&state.store, t, &p.name, &spec, p.upgrade)
 }

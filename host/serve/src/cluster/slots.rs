@@ -32,15 +32,21 @@ pub struct Held {
     slots: Mutex<BTreeSet<u32>>,
     changed: Box<dyn Fn() + Send + Sync>,
     leaving: AtomicBool,
+    /// Told when the group's consumer has closed (left the group).
+    closed: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
 }
 
 impl Held {
-    /// Leave the group (closing the consumer), so the slots move now.
+    /// Leave the group, so the slots move now rather than after the
+    /// session timeout: returns once the consumer has closed (its
+    /// LeaveGroup sent), or after 10 s.
     pub fn leave(&self) {
         self.leaving.store(true, Ordering::SeqCst);
-        let until = std::time::Instant::now() + Duration::from_secs(10);
-        while !self.now().is_empty() && std::time::Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
+        let closed = self.closed.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(closed) = closed
+            && closed.recv_timeout(Duration::from_secs(10)).is_err()
+        {
+            tracing::warn!("cluster: the nodes' group was not left within 10 s");
         }
     }
 
@@ -96,7 +102,10 @@ pub fn join(
         slots: Mutex::new(BTreeSet::new()),
         changed: Box::new(changed),
         leaving: AtomicBool::new(false),
+        closed: Mutex::new(None),
     });
+    let (tell_closed, closed) = std::sync::mpsc::channel();
+    *held.closed.lock().unwrap_or_else(|e| e.into_inner()) = Some(closed);
     let session = config.session_timeout.as_millis().to_string();
     // Members learn of a rebalance (a node joining or leaving) at their
     // next heartbeat: a sixth of the session, at least every 3 s.
@@ -130,18 +139,12 @@ pub fn join(
             }
             // Closing leaves the group (its revocation runs first).
             drop(consumer);
-            let slots = leaving
+            leaving
                 .slots
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .len();
-            if slots > 0 {
-                leaving
-                    .slots
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clear();
-            }
+                .clear();
+            let _ = tell_closed.send(());
         })
         .map_err(|e| e.to_string())?;
     Ok(held)

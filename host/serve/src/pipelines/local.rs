@@ -38,7 +38,10 @@ pub(super) fn start_or_halt(state: &AppState, t: &TenantRow, p: &PipelineRow, ev
         if let Some(why) = super::super::quota::over(state, t) {
             return Err(why);
         }
-        state.supervisor.start(&state.store, t, &p.name, &spec)
+        state
+            .supervisor
+            .start(&state.store, t, &p.name, &spec)
+            .map_err(|e| e.why)
     })();
     match started {
         Ok(()) => state.store.event(Some(&p.tenant), &p.name, event, ""),

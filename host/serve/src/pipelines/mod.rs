@@ -67,11 +67,6 @@ pub async fn put(
             "pipeline name `{name}`: use 1-63 lowercase letters, digits and dashes"
         )));
     }
-    if opts.upgrade && state.cluster.is_some() {
-        return Err(ApiError::bad_request(
-            "upgrade: in cluster mode a changed component cannot yet keep a stateful checkpoint's state; deploy it under a new name, or run `weir run --upgrade` on the checkpoint",
-        ));
-    }
     let t = tenant_row(&state, &tenant)?;
     let Resolved {
         spec,
@@ -91,6 +86,7 @@ pub async fn put(
         spec: text,
         component,
         desired: "running".into(),
+        upgrade: opts.upgrade,
     };
     let before = existing.into_iter().find(|p| p.name == name);
     if before.is_none() {

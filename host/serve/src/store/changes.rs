@@ -99,10 +99,12 @@ fn apply_one(tx: &Transaction<'_>, c: &Change) -> Result<(), rusqlite::Error> {
         }
         Change::Pipeline { row: p } => {
             tx.execute(
-                "INSERT INTO pipelines (tenant, name, spec, component, desired) VALUES (?1, ?2, ?3, ?4, ?5)
+                "INSERT INTO pipelines (tenant, name, spec, component, desired, upgrade)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (tenant, name) DO UPDATE SET spec = excluded.spec,
-                     component = excluded.component, desired = excluded.desired",
-                params![p.tenant, p.name, p.spec, p.component, p.desired],
+                     component = excluded.component, desired = excluded.desired,
+                     upgrade = excluded.upgrade",
+                params![p.tenant, p.name, p.spec, p.component, p.desired, p.upgrade],
             )?;
         }
         Change::PipelineGone { tenant, name } => {

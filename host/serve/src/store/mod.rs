@@ -66,6 +66,9 @@ const MIGRATIONS: &[&str] = &[
     "ALTER TABLE tenants ADD COLUMN grants TEXT NOT NULL DEFAULT '';",
     // 5: the tenant's API request rate (requests per second).
     "ALTER TABLE tenants ADD COLUMN max_requests_per_second INTEGER NOT NULL DEFAULT 100;",
+    // 6: whether a pipeline was put with `?upgrade=true` (a cluster node
+    // starting it later must know).
+    "ALTER TABLE pipelines ADD COLUMN upgrade INTEGER NOT NULL DEFAULT 0;",
 ];
 
 pub struct Store {
@@ -185,6 +188,7 @@ mod tests {
                 spec: "s".into(),
                 component: "c".into(),
                 desired: "running".into(),
+                upgrade: false,
             },
         };
         s.apply(&[admin.clone(), tenant(&t), pipeline.clone()])

@@ -16,6 +16,11 @@ pub struct PipelineRow {
     pub component: String,
     /// `running` or `stopped`.
     pub desired: String,
+    /// Put with `?upgrade=true`: a changed component keeps a stateful
+    /// checkpoint's state when this spec starts (where it starts in a
+    /// cluster).
+    #[serde(default)]
+    pub upgrade: bool,
 }
 
 impl Store {
@@ -23,7 +28,7 @@ impl Store {
     pub fn pipelines(&self, tenant: Option<&str>) -> Result<Vec<PipelineRow>, rusqlite::Error> {
         let db = self.db();
         let mut q = db.prepare(
-            "SELECT tenant, name, spec, component, desired FROM pipelines
+            "SELECT tenant, name, spec, component, desired, upgrade FROM pipelines
              WHERE ?1 IS NULL OR tenant = ?1 ORDER BY tenant, name",
         )?;
         let rows = q.query_map(params![tenant], |r| {
@@ -33,6 +38,7 @@ impl Store {
                 spec: r.get(2)?,
                 component: r.get(3)?,
                 desired: r.get(4)?,
+                upgrade: r.get(5)?,
             })
         })?;
         rows.collect()

@@ -29,7 +29,7 @@ pub fn permanent(e: &EngineError) -> bool {
     use weir_engine::CheckpointError;
     match e {
         EngineError::Source { .. } | EngineError::Sink { .. } => false,
-        EngineError::Checkpoint(CheckpointError::Io { .. }) => false,
+        EngineError::Checkpoint(CheckpointError::Io { .. } | CheckpointError::InUse(_)) => false,
         EngineError::Transform { err, .. } | EngineError::StatePartition { err, .. } => {
             !err.poisons_instance()
         }

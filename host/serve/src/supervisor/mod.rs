@@ -17,7 +17,7 @@ use super::store::{Store, TenantRow};
 use weir_engine::Progress;
 use weir_metrics::{Metrics, PipelineLabels};
 use weir_pipeline::spec::Pipeline;
-use weir_pipeline::{GuestScope, build_query};
+use weir_pipeline::{BuildError, GuestScope, build_query};
 use weir_runtime::tenant::{Scheduler, Tenant};
 use weir_runtime::{Abort, Runtime};
 
@@ -36,6 +36,45 @@ pub struct Status {
 }
 
 use stopping::Running;
+
+/// Why a pipeline did not start, and whether trying again may do (its
+/// checkpoint still held by an earlier run, Kafka or the store not
+/// reached) or would only fail the same way (its spec, its component, its
+/// checkpoint's rules).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotStarted {
+    pub why: String,
+    pub retry: bool,
+}
+
+impl NotStarted {
+    fn of(e: &BuildError) -> NotStarted {
+        use weir_engine::CheckpointError;
+        let retry = match e {
+            BuildError::Engine(e) => !job::permanent(e),
+            BuildError::Checkpoint(CheckpointError::InUse(_) | CheckpointError::Io { .. }) => true,
+            BuildError::Connector(_) => true,
+            _ => false,
+        };
+        NotStarted {
+            why: e.to_string(),
+            retry,
+        }
+    }
+
+    fn final_(why: impl Into<String>) -> NotStarted {
+        NotStarted {
+            why: why.into(),
+            retry: false,
+        }
+    }
+}
+
+impl std::fmt::Display for NotStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
 
 type Key = (String, String);
 /// (guest memory, CPU weight) a tenant's shared quota was made for.
@@ -104,7 +143,7 @@ impl Supervisor {
         t: &TenantRow,
         name: &str,
         spec: &Pipeline,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotStarted> {
         self.start_with(store, t, name, spec, false)
     }
 
@@ -117,13 +156,16 @@ impl Supervisor {
         name: &str,
         spec: &Pipeline,
         upgrade: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), NotStarted> {
         self.stop(&t.name, name);
         let key = (t.name.clone(), name.to_string());
         if self.still_stopping(&key) {
-            return Err(format!(
-                "pipeline `{name}` is still stopping (its previous run has not ended); try again shortly"
-            ));
+            return Err(NotStarted {
+                why: format!(
+                    "pipeline `{name}` is still stopping (its previous run has not ended); try again shortly"
+                ),
+                retry: true,
+            });
         }
         let runtime = self.runtime.clone();
         let abort = Abort::new();
@@ -167,18 +209,18 @@ impl Supervisor {
         // The query is built on its own thread, inside the fence, so that
         // every thread it starts is fenced too; the build's outcome comes
         // back here.
-        let (built, ready) = std::sync::mpsc::sync_channel::<Result<(), String>>(1);
+        let (built, ready) = std::sync::mpsc::sync_channel::<Result<(), NotStarted>>(1);
         let handle = std::thread::Builder::new()
             .name(format!("weir-pipeline-{}-{name}", t.name))
             .spawn(move || {
                 if let Err(e) = fence.enter() {
-                    let _ = built.send(Err(e));
+                    let _ = built.send(Err(NotStarted::final_(e)));
                     return;
                 }
                 let query = match build() {
                     Ok(q) => q,
                     Err(e) => {
-                        let _ = built.send(Err(e.to_string()));
+                        let _ = built.send(Err(NotStarted::of(&e)));
                         return;
                     }
                 };
@@ -186,7 +228,10 @@ impl Supervisor {
                 let _ = built.send(Ok(()));
                 job.supervise(query, build)
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| NotStarted {
+                why: e.to_string(),
+                retry: true,
+            })?;
         match ready.recv() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
@@ -195,7 +240,9 @@ impl Supervisor {
             }
             Err(_) => {
                 let _ = handle.join();
-                return Err("the pipeline's thread ended while it was being built".into());
+                return Err(NotStarted::final_(
+                    "the pipeline's thread ended while it was being built",
+                ));
             }
         }
         self.pipelines

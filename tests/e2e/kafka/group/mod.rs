@@ -13,7 +13,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 
-mod windows;
+pub(crate) mod windows;
 
 use super::{broker, create_topic, sorted_values, unique};
 use crate::testkit::{guest, weir};
@@ -316,7 +316,7 @@ impl Tail {
 
 /// Event times near now: the test broker deletes segments whose records
 /// are older than its retention within a second.
-fn base() -> i64 {
+pub(crate) fn base() -> i64 {
     static BASE: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
     *BASE.get_or_init(|| {
         std::time::SystemTime::now()

@@ -7,7 +7,7 @@ use super::super::{broker, create_topic, sorted_values, unique};
 use super::{Group, Tail, base, produce};
 
 /// The windowed count's pipeline lines (after `[transform]`).
-const WINDOWS: &str = r#"
+pub(crate) const WINDOWS: &str = r#"
 [transform.config]
 size = "1s"
 [event-time]
