@@ -46,7 +46,37 @@ impl Cluster {
             let s = c.spawn(k);
             c.nodes.push(Some(s));
         }
+        c.settled(n);
         c
+    }
+
+    /// Wait until `n` live nodes hold every slot between them, each at
+    /// least one: the group has settled, so what is measured next is not
+    /// a rebalance of the nodes just started.
+    fn settled(&self, n: usize) {
+        let until = Instant::now() + Duration::from_secs(120);
+        loop {
+            let v = self.view();
+            let holders: Vec<u64> = v["nodes"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter(|x| x["alive"] == true)
+                        .map(|x| x["slots"].as_array().map_or(0, |s| s.len() as u64))
+                        .filter(|&s| s > 0)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if holders.len() == n && holders.iter().sum::<u64>() == SLOTS {
+                return;
+            }
+            assert!(
+                Instant::now() < until,
+                "the nodes' group never settled: {v}\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Start node `k` over its data directory with its cluster file (the

@@ -291,6 +291,9 @@ impl ConfigLog {
             .set("enable.auto.commit", "false")
             .set("isolation.level", "read_committed")
             .set("enable.partition.eof", "true")
+            // A write answers once read back: the broker holds an empty
+            // fetch this long at most.
+            .set("fetch.wait.max.ms", "10")
             .create_with_context(Quiet)
             .map_err(|e| e.to_string())?;
         let mut tpl = TopicPartitionList::new();
