@@ -12,6 +12,7 @@
 //! rules hold against a cluster node.
 
 mod attacks;
+mod guest_env;
 mod nodes;
 mod views;
 mod workload;
@@ -363,6 +364,8 @@ fn a_cluster_of_serve_nodes_runs_every_pipeline_exactly_once_through_kills_stall
     attacks::tenancy_holds_on(&c, 3, &t, &ps, bootstrap);
     attacks::quotas_count_every_node(&c, &t, &ps, bootstrap);
     attacks::an_upgrade_is_honoured_where_it_starts(&c, bootstrap);
+    guest_env::guests_see_only_their_tenants_variables(&c, bootstrap);
+    guest_env::hostile_numbers_are_refused(&c, &t.tokens["acme"], &t.upper);
 
     // The last round, then what closes every window.
     feed_all(&mut ps, bootstrap, 1);

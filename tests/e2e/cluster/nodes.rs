@@ -126,7 +126,8 @@ node = "{name}"
         let file = self.dir.path().join(format!("{name}.toml"));
         std::fs::write(&file, self.cluster_file(&name)).unwrap();
         let data = self.dir.path().join(&name);
-        let env = s3_env();
+        let mut env = s3_env();
+        env.push((super::guest_env::SECRET.into(), "s3cr3t".into()));
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
         let file = file.display().to_string();
         let serve = crate::testkit::Serve::spawn_with(
