@@ -76,6 +76,14 @@ pub(super) fn tenancy_holds_on(
     assert_eq!(s.call("GET", "/v1/cluster", None, None).0, 401);
     assert_eq!(s.call("GET", "/v1/cluster", Some("weir_nope"), None).0, 401);
     assert_eq!(s.call("GET", "/v1/tenants", Some(acme), None).0, 403);
+    // Its metrics, on a node that runs the other tenant's pipelines too:
+    // its own samples only, and none of the cluster's series.
+    let own = s.metrics(acme);
+    assert!(own.contains("tenant=\"acme\""), "{own}");
+    assert!(
+        !own.contains("globex") && !own.contains("weir_cluster_"),
+        "acme's /metrics shows another tenant's or the cluster's series:\n{own}"
+    );
 
     // Pipelines that would leave the tenant's bounds, each refused with
     // its reason. acme's own topics, and its own component otherwise.
