@@ -118,25 +118,9 @@ impl Server {
         assert_eq!(st, 201, "{name}: {v}");
     }
 
-    /// (RSS bytes, threads, CPU seconds so far) of the server process.
-    fn usage(&self) -> (u64, u64, f64) {
-        let pid = self.serve.pid();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let field = |k: &str| -> u64 {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap_or(0)
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = after.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 (1-based, from the pid).
-        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-        // SAFETY: a plain sysconf query.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        (field("VmRSS:") * 1024, field("Threads:"), ticks as f64 / hz)
+    /// What the server process is using.
+    fn usage(&self) -> weir_testkit::ProcessUsage {
+        weir_testkit::process_usage(self.serve.pid())
     }
 }
 
@@ -298,7 +282,8 @@ fn density() {
     let (token, id) = s.tenant(&admin, n + 1);
     let root = s.log_root();
     std::fs::create_dir_all(&root).unwrap();
-    let (rss0, threads0, _) = s.usage();
+    let start = s.usage();
+    let (rss0, threads0) = (start.rss_bytes, start.threads);
     let started = Instant::now();
     for p in 0..n {
         Topic::create(&root, &format!("in{p}"), 1).unwrap();
@@ -311,16 +296,17 @@ fn density() {
     );
     std::thread::sleep(Duration::from_secs(5));
     // Idle: no data arrives for the whole window.
-    let (_, _, cpu0) = s.usage();
+    let cpu0 = s.usage().cpu_seconds;
     let t0 = Instant::now();
     let (mut peak_rss, mut peak_threads) = (0, 0);
     while t0.elapsed() < window {
         std::thread::sleep(Duration::from_secs(1));
-        let (rss, threads, _) = s.usage();
+        let now = s.usage();
+        let (rss, threads) = (now.rss_bytes, now.threads);
         peak_rss = peak_rss.max(rss);
         peak_threads = peak_threads.max(threads);
     }
-    let (_, _, cpu1) = s.usage();
+    let cpu1 = s.usage().cpu_seconds;
     let secs = t0.elapsed().as_secs_f64();
     println!(
         "serve density: {n} idle pipelines over {secs:.0} s: peak RSS {} MiB, {peak_threads} threads, CPU {:.1}% of one core",

@@ -286,13 +286,14 @@ fn idle(bootstrap: &str, n: usize) -> (usize, Vec<Idle>) {
     let placed = per_node(&c.view());
     // 30 s with no data and no API calls: CPU over the window, RSS and
     // threads sampled each second (their peaks).
-    let before: Vec<f64> = (1..=3).map(|k| c.usage(k).2).collect();
+    let before: Vec<f64> = (1..=3).map(|k| c.usage(k).cpu_seconds).collect();
     let mut peaks = [(0u64, 0u64); 3];
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_secs(1));
         for (k, peak) in peaks.iter_mut().enumerate() {
-            let (rss, threads, _) = c.usage(k + 1);
+            let now = c.usage(k + 1);
+            let (rss, threads) = (now.rss_bytes, now.threads);
             *peak = (peak.0.max(rss), peak.1.max(threads));
         }
     }
@@ -301,7 +302,7 @@ fn idle(bootstrap: &str, n: usize) -> (usize, Vec<Idle>) {
         .map(|k| {
             let name = format!("node-{k}");
             let pipelines = placed.iter().find(|(n, _)| *n == name).map_or(0, |p| p.1);
-            let cpu = 100.0 * (c.usage(k).2 - before[k - 1]) / secs;
+            let cpu = 100.0 * (c.usage(k).cpu_seconds - before[k - 1]) / secs;
             let (rss, threads) = peaks[k - 1];
             println!(
                 "cluster idle: {name}: {pipelines} pipelines, peak RSS {} MiB, {threads} threads, \

@@ -242,25 +242,9 @@ impl Cluster {
         }
     }
 
-    /// (RSS bytes, threads, CPU seconds so far) of node `k`'s process.
-    pub fn usage(&self, k: usize) -> (u64, u64, f64) {
-        let pid = self.node(k).pid();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-        let field = |k: &str| -> u64 {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                .unwrap_or(0)
-        };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-        let after = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<&str> = after.split_whitespace().collect();
-        // utime and stime are fields 14 and 15 (1-based, from the pid).
-        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
-        // SAFETY: a plain sysconf query.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-        (field("VmRSS:") * 1024, field("Threads:"), ticks as f64 / hz)
+    /// What node `k`'s process is using.
+    pub fn usage(&self, k: usize) -> weir_testkit::ProcessUsage {
+        weir_testkit::process_usage(self.node(k).pid())
     }
 
     /// The newest lines every live node logged, for a failure's message.

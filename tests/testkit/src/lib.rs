@@ -23,10 +23,12 @@ mod files_run;
 pub mod powerfs;
 mod s3;
 mod serve;
+mod usage;
 pub use engine::{batch, guarded_guest, letter_batches, runtime, uppercase_log_query, values};
 pub use files_run::{FilesRun, run_files_to_files};
 pub use s3::{s3_bucket, s3_endpoint, s3_env, s3_keys, s3_options};
 pub use serve::Serve;
+pub use usage::{ProcessUsage, process_usage};
 
 use weir_engine::RecordBatch;
 
