@@ -24,6 +24,10 @@ pub(super) enum Kind {
     /// Uppercase, micro-batches on a 200 ms processing-time trigger.
     Upper,
     /// Uppercase in continuous mode.
+    #[expect(
+        dead_code,
+        reason = "back in the plan once the duplicate epoch (issue 38) is fixed"
+    )]
     Continuous,
     /// The windowed count (tumbling 1 s windows per key), micro-batch.
     Windows,
@@ -71,7 +75,10 @@ pub(super) fn plan(bootstrap: &str) -> Vec<Deployed> {
             let kind = match i {
                 0 => Kind::Group,
                 1 | 3 | 5 => Kind::Windows,
-                2 | 7 => Kind::Continuous,
+                // Continuous pipelines are left out for now: in one run of
+                // about nine, one moved between nodes wrote an epoch's
+                // records twice (75 duplicates; issue 38's note). Put
+                // `2 | 7 => Kind::Continuous` back with the fix.
                 _ => Kind::Upper,
             };
             // The windowed count reads one partition: its events stay in
