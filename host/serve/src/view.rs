@@ -79,10 +79,8 @@ fn status(state: &AppState, p: &PipelineRow) -> (Status, Option<Vec<String>>) {
     };
     let runners = c.runners(&p.tenant, &p.name);
     let mut nodes: Vec<String> = runners.iter().map(|(n, _)| n.clone()).collect();
-    let here = state
-        .supervisor
-        .running()
-        .contains(&(p.tenant.clone(), p.name.clone()));
+    // What `Supervisor::running` counts, without listing every pipeline.
+    let here = matches!(local.state.as_str(), "running" | "restarting");
     if here {
         if !nodes.iter().any(|n| n == c.node()) {
             nodes.insert(0, c.node().to_string());

@@ -6,7 +6,7 @@
 //! stops run on threads of their own and report back; a start that fails
 //! is tried again with doubling backoff.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender, channel};
@@ -43,6 +43,13 @@ struct Placed {
     /// Of the spec and the tenant it was started with: a change restarts it.
     fingerprint: u64,
     phase: Phase,
+}
+
+/// A pipeline this node should run, with its tenant and fingerprint.
+struct Wanted {
+    row: PipelineRow,
+    tenant: TenantRow,
+    fingerprint: u64,
 }
 
 enum Done {
@@ -106,20 +113,26 @@ impl Placement {
             .or_insert_with(|| grouped(spec))
     }
 
-    /// The pipelines this node should run now, with their tenants.
-    fn wanted(&mut self) -> BTreeMap<Key, (PipelineRow, TenantRow)> {
+    /// The pipelines this node should run now, and every stored one's key
+    /// (one read of the store per step).
+    /// `None` when the store cannot be read (nothing is stopped for it).
+    fn wanted(&mut self) -> Option<(BTreeMap<Key, Wanted>, HashSet<Key>)> {
         let store = self.state.store.clone();
         let (rows, tenants) = match (store.pipelines(None), store.tenants()) {
             (Ok(r), Ok(t)) => (r, t),
             (Err(e), _) | (_, Err(e)) => {
                 tracing::error!("cluster: reading the store: {e}");
-                return BTreeMap::new();
+                return None;
             }
         };
         let tenants: HashMap<String, TenantRow> =
             tenants.into_iter().map(|t| (t.name.clone(), t)).collect();
         let held = self.cluster.held();
         let mut want = BTreeMap::new();
+        let stored: HashSet<Key> = rows
+            .iter()
+            .map(|p| (p.tenant.clone(), p.name.clone()))
+            .collect();
         for p in rows {
             let Some(t) = tenants.get(&p.tenant) else {
                 continue;
@@ -130,10 +143,20 @@ impl Placement {
             let mine = self.is_grouped(&p.spec)
                 || held.contains(&slot_of(&p.tenant, &p.name, self.cluster.slots));
             if mine {
-                want.insert((p.tenant.clone(), p.name.clone()), (p, t.clone()));
+                let key = (p.tenant.clone(), p.name.clone());
+                let fingerprint = fingerprint(&p, t);
+                let tenant = t.clone();
+                want.insert(
+                    key,
+                    Wanted {
+                        row: p,
+                        tenant,
+                        fingerprint,
+                    },
+                );
             }
         }
-        want
+        Some((want, stored))
     }
 
     fn tick(&mut self) {
@@ -174,21 +197,19 @@ impl Placement {
                 }
             }
         }
-        let want = self.wanted();
+        let Some((want, stored)) = self.wanted() else {
+            self.report();
+            return;
+        };
         // Stop what is no longer this node's, or changed.
         for (key, pl) in self.placed.iter_mut() {
             let keep = want
                 .get(key)
-                .is_some_and(|(p, t)| fingerprint(p, t) == pl.fingerprint);
+                .is_some_and(|w| w.fingerprint == pl.fingerprint);
             if keep || matches!(pl.phase, Phase::Starting | Phase::Stopping) {
                 continue;
             }
-            let deleted = !want.contains_key(key)
-                && self
-                    .state
-                    .store
-                    .pipelines(Some(&key.0))
-                    .is_ok_and(|r| !r.iter().any(|p| p.name == key.1));
+            let deleted = !stored.contains(key);
             pl.phase = Phase::Stopping;
             let (state, done, key) = (self.state.clone(), self.done.clone(), key.clone());
             let wake = self.cluster.wake.clone();
@@ -203,25 +224,25 @@ impl Placement {
             });
         }
         // Start what is this node's and not running (or due for a retry).
-        for (key, (p, t)) in &want {
+        for (key, w) in &want {
             let due = match self.placed.get(key) {
                 None => true,
                 Some(Placed {
                     phase: Phase::Failed { retry, .. },
                     fingerprint: f,
-                }) => *f != fingerprint(p, t) || retry.is_some_and(|r| Instant::now() >= r),
+                }) => *f != w.fingerprint || retry.is_some_and(|r| Instant::now() >= r),
                 Some(_) => false,
             };
             if !due {
                 continue;
             }
-            let f = fingerprint(p, t);
+            let f = w.fingerprint;
             match self.placed.get_mut(key) {
+                // A failed start due again keeps its backoff (reported as
+                // restarting); a changed spec starts afresh.
                 Some(pl) => {
                     if pl.fingerprint != f {
                         pl.phase = Phase::Starting;
-                    } else if let Phase::Failed { .. } = pl.phase {
-                        // Keeps its backoff: reported as restarting.
                     }
                     pl.fingerprint = f;
                 }
@@ -237,7 +258,7 @@ impl Placement {
             }
             let (state, cluster, done) =
                 (self.state.clone(), self.cluster.clone(), self.done.clone());
-            let (p, t, key) = (p.clone(), t.clone(), key.clone());
+            let (p, t, key) = (w.row.clone(), w.tenant.clone(), key.clone());
             spawn("start", move || {
                 let r = start(&state, &cluster, &p, &t);
                 let _ = done.send(Done::Started(key, r));
