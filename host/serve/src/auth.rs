@@ -79,14 +79,14 @@ impl FromRequestParts<AppState> for Caller {
             .map(str::trim)
             .filter(|t| !t.is_empty());
         if let Caller::Tenant(t) = &caller {
+            let rate = state
+                .store
+                .request_rate(t)?
+                .unwrap_or(super::rates::DEFAULT_PER_SECOND);
+            let nodes = state.cluster.as_ref().map_or(1, |c| c.live_nodes());
             let held = state
                 .rates
-                .admit(t, || {
-                    let row = state.store.tenant(t)?;
-                    Ok(row.map_or(super::rates::DEFAULT_PER_SECOND, |r| {
-                        r.max_requests_per_second
-                    }))
-                })
+                .admit(t, super::rates::share(rate, nodes))
                 .await;
             let throttle = match &held {
                 Ok(Some(th)) => Some(*th),

@@ -29,6 +29,14 @@ pub const MAX_WAIT: Duration = Duration::from_secs(1);
 pub const DEFAULT_PER_SECOND: u64 = 100;
 pub const MAX_PER_SECOND: u64 = 100_000;
 
+/// A node's share of a tenant's rate in a cluster of `nodes` live nodes:
+/// requests spread over the nodes (a load balancer's round robin) are held
+/// to the tenant's rate in all; a client that calls one node only gets that
+/// node's share. Rounded up, so no share is zero.
+pub fn share(per_second: u64, nodes: usize) -> u64 {
+    per_second.div_ceil(nodes.max(1) as u64)
+}
+
 /// What happened to a request over its tenant's rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Throttle {
@@ -83,37 +91,30 @@ impl RequestRates {
         })
     }
 
-    /// `tenant`'s limiter; made from `quota` (its rate) on first use.
-    fn limiter(
-        &self,
-        tenant: &str,
-        quota: impl FnOnce() -> Result<u64, ApiError>,
-    ) -> Result<Arc<Limiter>, ApiError> {
-        if let Some(l) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(tenant) {
-            return Ok(l.clone());
-        }
-        let made = Self::made(quota()?);
+    /// `tenant`'s limiter at `per_second`, made again when the rate
+    /// changed (an admin's PATCH, on any node, or the cluster's size).
+    fn limiter(&self, tenant: &str, per_second: u64) -> Arc<Limiter> {
+        let per_second = per_second.clamp(1, MAX_PER_SECOND);
         let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(all.entry(tenant.to_string()).or_insert(made).clone())
-    }
-
-    /// The admin changed `tenant`'s rate: it applies from the next request.
-    pub fn set(&self, tenant: &str, per_second: u64) {
-        let mut all = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if all.get(tenant).map(|l| u64::from(l.per_second)) != Some(per_second) {
-            all.insert(tenant.to_string(), Self::made(per_second));
+        match all.get(tenant) {
+            Some(l) if u64::from(l.per_second) == per_second => l.clone(),
+            _ => {
+                let made = Self::made(per_second);
+                all.insert(tenant.to_string(), made.clone());
+                made
+            }
         }
     }
 
-    /// Admit one request of `tenant` (whose rate `quota` reads, the first
-    /// time): at once, after waiting its turn, or refused after
+    /// Admit one request of `tenant`, allowed `per_second` requests a
+    /// second here: at once, after waiting its turn, or refused after
     /// [`MAX_WAIT`]. `Ok` says whether it was held.
     pub async fn admit(
         &self,
         tenant: &str,
-        quota: impl FnOnce() -> Result<u64, ApiError>,
+        per_second: u64,
     ) -> Result<Option<Throttle>, ApiError> {
-        let l = self.limiter(tenant, quota)?;
+        let l = self.limiter(tenant, per_second);
         let mut waited = Duration::ZERO;
         loop {
             let Err(not_until) = l.gcra.check() else {
@@ -158,12 +159,12 @@ mod tests {
         let rates = RequestRates::default();
         // A second's worth at once.
         for _ in 0..10 {
-            assert_eq!(rates.admit("a", || Ok(10)).await.unwrap(), None);
+            assert_eq!(rates.admit("a", 10).await.unwrap(), None);
         }
         // The next waits its turn (a tenth of a second).
         let t = tokio::time::Instant::now();
         assert_eq!(
-            rates.admit("a", || Ok(10)).await.unwrap(),
+            rates.admit("a", 10).await.unwrap(),
             Some(Throttle::Delayed)
         );
         assert!(
@@ -172,16 +173,33 @@ mod tests {
             t.elapsed()
         );
         // Another tenant is not slowed by it.
-        assert_eq!(rates.admit("b", || Ok(10)).await.unwrap(), None);
+        assert_eq!(rates.admit("b", 10).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_changed_rate_applies_from_the_next_request() {
+        let rates = RequestRates::default();
+        assert_eq!(rates.admit("a", 1).await.unwrap(), None);
+        // At 1 a second the next would wait; the rate raised, it does not.
+        assert_eq!(rates.admit("a", 1000).await.unwrap(), None);
+        assert_eq!(rates.admit("a", 1000).await.unwrap(), None);
+    }
+
+    #[test]
+    fn a_clusters_nodes_share_a_rate_rounding_up() {
+        assert_eq!(share(100, 1), 100);
+        assert_eq!(share(100, 3), 34);
+        assert_eq!(share(1, 4), 1);
+        assert_eq!(share(100, 0), 100);
     }
 
     #[tokio::test]
     async fn a_queue_longer_than_the_wait_is_refused_after_it() {
         let rates = Arc::new(RequestRates::default());
-        assert_eq!(rates.admit("a", || Ok(1)).await.unwrap(), None);
+        assert_eq!(rates.admit("a", 1).await.unwrap(), None);
         let t = std::time::Instant::now();
         // The next turn is a second away; the one after, two.
-        let (first, second) = tokio::join!(rates.admit("a", || Ok(1)), rates.admit("a", || Ok(1)));
+        let (first, second) = tokio::join!(rates.admit("a", 1), rates.admit("a", 1));
         let outcomes = [first.is_ok(), second.is_ok()];
         assert!(
             outcomes.contains(&true) && outcomes.contains(&false),

@@ -36,15 +36,22 @@ pub struct Since {
 pub async fn progress(
     State(state): State<AppState>,
     caller: Caller,
+    headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
     Path(name): Path<String>,
     Query(q): Query<Since>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Response> {
     let tenant = caller.tenant()?;
     super::pipelines::find(&state, tenant, &name)?;
+    if let Some(c) = &state.cluster
+        && let Some(answer) = c.forward(tenant, &name, &headers, &uri).await?
+    {
+        return Ok(answer);
+    }
     let reports = state.supervisor.progress_since(tenant, &name, q.since);
     let mut v = serde_json::to_value(reports).map_err(ApiError::internal)?;
     super::confine::TenantRoot::shown(&state.data, tenant).redact_json(&mut v);
-    Ok(Json(v))
+    Ok(Json(v).into_response())
 }
 
 #[derive(Debug, Deserialize)]
@@ -66,11 +73,17 @@ pub async fn logs(
     State(state): State<AppState>,
     caller: Caller,
     headers: axum::http::HeaderMap,
+    uri: axum::http::Uri,
     Path(name): Path<String>,
     Query(q): Query<LogQuery>,
 ) -> ApiResult<Response> {
     let tenant = caller.tenant()?;
     super::pipelines::find(&state, tenant, &name)?;
+    if let Some(c) = &state.cluster
+        && let Some(answer) = c.forward(tenant, &name, &headers, &uri).await?
+    {
+        return Ok(answer);
+    }
     let tail = q.tail.unwrap_or(100).min(super::logs::KEPT_LINES);
     let log = super::logs::register(tenant, &name);
     if !q.follow {

@@ -340,7 +340,6 @@ pub async fn update(
             ))
         }))
         .await?;
-    state.rates.set(&name, row.max_requests_per_second);
     state.store.event(Some(&name), &name, "tenant-updated", "");
     super::pipelines::restart_running(&state, &row).await;
     Ok(Json(row.shown()))

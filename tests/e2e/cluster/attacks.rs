@@ -89,7 +89,7 @@ pub(super) fn tenancy_holds_on(
     // its reason. acme's own topics, and its own component otherwise.
     let own = ps
         .iter()
-        .find(|p| p.tenant == "acme" && p.kind == Kind::Upper)
+        .find(|p| p.tenant == "acme" && matches!(p.kind, Kind::Upper | Kind::Continuous))
         .expect("an uppercase pipeline of acme's");
     let source = format!(
         "type = \"kafka\"\nbootstrap-servers = \"{bootstrap}\"\ntopics = [\"{}\"]",
@@ -214,7 +214,7 @@ pub(super) fn quotas_count_every_node(c: &Cluster, t: &Tenants, ps: &[Deployed],
     assert_eq!(id, t.upper, "the same bytes, the same id");
     let source = ps
         .iter()
-        .find(|p| p.kind == Kind::Upper)
+        .find(|p| matches!(p.kind, Kind::Upper | Kind::Continuous))
         .expect("an uppercase pipeline");
     let live: Vec<&Server> = c.live().into_iter().map(|n| &n.server).collect();
     // Every node must know the tenant and its component before the race.

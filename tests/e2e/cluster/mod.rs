@@ -11,6 +11,7 @@
 //! windowed counts equal the reference computed here), and the tenancy
 //! rules hold against a cluster node.
 
+mod abuse;
 mod attacks;
 mod guest_env;
 mod nodes;
@@ -161,7 +162,7 @@ fn a_cluster_of_serve_nodes_runs_every_pipeline_exactly_once_through_kills_stall
     let bootstrap = broker();
     let mut ps = workload::plan(bootstrap);
     let mut c = Cluster::start(bootstrap, 3);
-    let t = tenants(&c, bootstrap);
+    let mut t = tenants(&c, bootstrap);
     let deployed = Instant::now();
     deploy(&c, &t, &ps, bootstrap);
 
@@ -295,7 +296,7 @@ fn a_cluster_of_serve_nodes_runs_every_pipeline_exactly_once_through_kills_stall
     // loses nothing (the exact comparison below).
     let paused = ps
         .iter()
-        .find(|p| p.kind == Kind::Upper)
+        .find(|p| matches!(p.kind, Kind::Upper | Kind::Continuous))
         .expect("an uppercase pipeline");
     let token = &t.tokens[paused.tenant];
     let path = format!("/v1/pipelines/{}", paused.name);
@@ -366,6 +367,10 @@ fn a_cluster_of_serve_nodes_runs_every_pipeline_exactly_once_through_kills_stall
     attacks::an_upgrade_is_honoured_where_it_starts(&c, bootstrap);
     guest_env::guests_see_only_their_tenants_variables(&c, bootstrap);
     guest_env::hostile_numbers_are_refused(&c, &t.tokens["acme"], &t.upper);
+    abuse::the_edge_holds_on(&c, 4, &t);
+    abuse::a_flood_is_held_to_the_rate_across_nodes(&c, &t);
+    let rotated = abuse::logs_reach_their_tenant_through_any_node(&c, &t, bootstrap);
+    t.tokens.insert("acme", rotated);
 
     // The last round, then what closes every window.
     feed_all(&mut ps, bootstrap, 1);

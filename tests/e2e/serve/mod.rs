@@ -2,7 +2,7 @@
 //! The harness: start or restart a server on a free port, call it, read
 //! the JSON answer.
 
-mod attacks;
+pub(crate) mod attacks;
 mod browser;
 mod client;
 mod components;

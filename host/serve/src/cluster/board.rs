@@ -148,6 +148,13 @@ impl Board {
         seen.elapsed() <= self.config.session_timeout
     }
 
+    /// How many nodes are alive (this one's own report included, once read
+    /// back): read on every API request, so nothing is cloned.
+    pub fn live_count(&self) -> usize {
+        let k = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        k.nodes.values().filter(|(_, seen)| self.alive(*seen)).count()
+    }
+
     /// Every node heard of: its report, whether it is alive, and how long
     /// ago its report arrived.
     pub fn nodes(&self) -> Vec<(NodeReport, bool, Duration)> {

@@ -18,6 +18,7 @@ pub mod board;
 mod client;
 mod config;
 mod config_log;
+mod forward;
 mod overview;
 pub mod placement;
 pub mod slots;
@@ -117,6 +118,12 @@ impl Cluster {
             .set(self.config.advertise_url.clone().unwrap_or(url));
     }
 
+    /// How many nodes are alive, this one counted even before its first
+    /// report is read back: a tenant's request rate is shared among them.
+    pub fn live_nodes(&self) -> usize {
+        self.board.live_count().max(1)
+    }
+
     /// The slots this node holds.
     pub fn held(&self) -> std::collections::BTreeSet<u32> {
         self.held.get().map(|h| h.now()).unwrap_or_default()
@@ -159,11 +166,7 @@ impl Cluster {
             .read(&Self::component_object(id))
             .map_err(|e| format!("fetching component {id}: {e}"))?
             .ok_or_else(|| format!("component {id} is not on the object store"))?;
-        if weir_runtime::sha256_hex(&bytes) != id {
-            return Err(format!(
-                "component {id} on the object store does not hash to its id"
-            ));
-        }
+        verified(id, &bytes)?;
         weir_engine::durable::create_dir_all(tmp).map_err(|e| e.to_string())?;
         let mut f = tempfile::Builder::new()
             .suffix(".wasm")
@@ -261,5 +264,31 @@ impl Wake {
                 .0;
         }
         *r = false;
+    }
+}
+
+/// Bytes fetched for component `id` must hash to it: whoever can write the
+/// bucket (outside weir's trust, SECURITY.md) cannot swap a tenant's guest.
+fn verified(id: &str, bytes: &[u8]) -> Result<(), String> {
+    if weir_runtime::sha256_hex(bytes) == id {
+        Ok(())
+    } else {
+        Err(format!(
+            "component {id} on the object store does not hash to its id; refusing to run it"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::verified;
+
+    #[test]
+    fn component_bytes_that_do_not_hash_to_their_id_are_refused() {
+        let bytes = b"\0asm the real guest";
+        let id = weir_runtime::sha256_hex(bytes);
+        assert_eq!(verified(&id, bytes), Ok(()));
+        let e = verified(&id, b"\0asm a swapped guest").unwrap_err();
+        assert!(e.contains("does not hash to its id"), "{e}");
     }
 }

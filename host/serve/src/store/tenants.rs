@@ -67,6 +67,18 @@ impl Store {
         rows.collect()
     }
 
+    /// A tenant's `max-requests-per-second` alone: read on every request.
+    pub fn request_rate(&self, name: &str) -> Result<Option<u64>, rusqlite::Error> {
+        self.db()
+            .query_row(
+                "SELECT max_requests_per_second FROM tenants WHERE name = ?1",
+                params![name],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()
+            .map(|r| r.map(|n| n as u64))
+    }
+
     pub fn tenant(&self, name: &str) -> Result<Option<TenantRow>, rusqlite::Error> {
         self.db()
             .query_row(

@@ -3,7 +3,7 @@
 //! (`alice`) runs a pipeline: every attack must fail with a clear 4xx, and
 //! alice's data, quotas and pipeline must be untouched.
 
-mod edge;
+pub(crate) mod edge;
 mod env;
 mod flood;
 mod kernel;
