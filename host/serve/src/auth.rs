@@ -84,10 +84,7 @@ impl FromRequestParts<AppState> for Caller {
                 .request_rate(t)?
                 .unwrap_or(super::rates::DEFAULT_PER_SECOND);
             let nodes = state.cluster.as_ref().map_or(1, |c| c.live_nodes());
-            let held = state
-                .rates
-                .admit(t, super::rates::share(rate, nodes))
-                .await;
+            let held = state.rates.admit(t, super::rates::share(rate, nodes)).await;
             let throttle = match &held {
                 Ok(Some(th)) => Some(*th),
                 Err(_) => Some(super::rates::Throttle::Refused),

@@ -109,11 +109,7 @@ impl RequestRates {
     /// Admit one request of `tenant`, allowed `per_second` requests a
     /// second here: at once, after waiting its turn, or refused after
     /// [`MAX_WAIT`]. `Ok` says whether it was held.
-    pub async fn admit(
-        &self,
-        tenant: &str,
-        per_second: u64,
-    ) -> Result<Option<Throttle>, ApiError> {
+    pub async fn admit(&self, tenant: &str, per_second: u64) -> Result<Option<Throttle>, ApiError> {
         let l = self.limiter(tenant, per_second);
         let mut waited = Duration::ZERO;
         loop {
@@ -163,10 +159,7 @@ mod tests {
         }
         // The next waits its turn (a tenth of a second).
         let t = tokio::time::Instant::now();
-        assert_eq!(
-            rates.admit("a", 10).await.unwrap(),
-            Some(Throttle::Delayed)
-        );
+        assert_eq!(rates.admit("a", 10).await.unwrap(), Some(Throttle::Delayed));
         assert!(
             t.elapsed() >= Duration::from_millis(90),
             "{:?}",

@@ -26,9 +26,12 @@ const FLOOD: Duration = Duration::from_secs(4);
 /// node with refused pipeline files; acme, meanwhile, is not throttled.
 pub(super) fn a_flood_is_held_to_the_rate_across_nodes(c: &Cluster, t: &Tenants) {
     let body = json!({"name": "mallory", "max-requests-per-second": RATE});
-    let (st, v) = c
-        .server(1)
-        .call("POST", "/v1/tenants", Some(&c.admin), Some(Body::Json(body)));
+    let (st, v) = c.server(1).call(
+        "POST",
+        "/v1/tenants",
+        Some(&c.admin),
+        Some(Body::Json(body)),
+    );
     assert_eq!(st, 201, "{v}");
     let mallory = v["token"].as_str().unwrap().to_string();
     let live: Vec<&Server> = c.live().iter().map(|n| &n.server).collect();
@@ -151,7 +154,9 @@ pub(super) fn the_edge_holds_on(c: &Cluster, k: usize, t: &Tenants) {
     let attackers = HalfOpen::open(s, 300);
     let p99 = p99_of_gets(s, acme, "/v1/pipelines", 50);
     let fds = open_fds(s.pid());
-    eprintln!("cluster: 300 half-open connections to node-{k}: acme's p99 {p99:?}, descriptors {fds_before} -> {fds}");
+    eprintln!(
+        "cluster: 300 half-open connections to node-{k}: acme's p99 {p99:?}, descriptors {fds_before} -> {fds}"
+    );
     // At most the default per-client cap (256) of them is held.
     assert!(
         fds <= fds_before + 256 + 32,
@@ -168,7 +173,11 @@ fn follow(s: &Server, token: &str, name: &str) -> mpsc::Receiver<String> {
     let auth = format!("Bearer {token}");
     let http = s.http.clone();
     std::thread::spawn(move || {
-        let resp = http.get(&url).header("Authorization", &auth).call().unwrap();
+        let resp = http
+            .get(&url)
+            .header("Authorization", &auth)
+            .call()
+            .unwrap();
         let _ = tx.send(format!("open {}", resp.status().as_u16()));
         let reader = std::io::BufReader::new(resp.into_body().into_reader());
         for line in reader.lines() {
@@ -206,7 +215,11 @@ pub(super) fn logs_reach_their_tenant_through_any_node(
     bootstrap: &str,
 ) -> String {
     let acme = &t.tokens["acme"];
-    let live: Vec<(&str, &Server)> = c.live().into_iter().map(|n| (n.name.as_str(), &n.server)).collect();
+    let live: Vec<(&str, &Server)> = c
+        .live()
+        .into_iter()
+        .map(|n| (n.name.as_str(), &n.server))
+        .collect();
     let id = live[0].1.upload(acme, "misbehave");
     let (input, output) = (
         crate::kafka::unique("talk-in"),
@@ -222,8 +235,13 @@ pub(super) fn logs_reach_their_tenant_through_any_node(
     let runner = wait_until(
         Instant::now() + Duration::from_secs(60),
         "talker running",
-        || match live[0].1.call("GET", "/v1/pipelines/talker", Some(acme), None) {
-            (200, v) if v["state"] == "running" => Ok(v["node"].as_str().unwrap_or_default().to_string()),
+        || match live[0]
+            .1
+            .call("GET", "/v1/pipelines/talker", Some(acme), None)
+        {
+            (200, v) if v["state"] == "running" => {
+                Ok(v["node"].as_str().unwrap_or_default().to_string())
+            }
             (st, v) => Err(format!("{st} {v}")),
         },
         &|| c.logs(),
@@ -231,7 +249,12 @@ pub(super) fn logs_reach_their_tenant_through_any_node(
     let log = |n: usize| {
         let value = "log".to_string();
         let recs: Vec<crate::kafka::Rec<'_>> = (0..n)
-            .map(|_| crate::kafka::Rec { partition: None, key: None, value: value.clone(), timestamp: None })
+            .map(|_| crate::kafka::Rec {
+                partition: None,
+                key: None,
+                value: value.clone(),
+                timestamp: None,
+            })
             .collect();
         crate::kafka::produce(bootstrap, &input, &recs);
     };
@@ -259,19 +282,27 @@ pub(super) fn logs_reach_their_tenant_through_any_node(
         );
     }
     // Followed through a node that does not run it, rotated through another.
-    let (via, s) = *live.iter().find(|(n, _)| *n != runner).expect("a node not running talker");
+    let (via, s) = *live
+        .iter()
+        .find(|(n, _)| *n != runner)
+        .expect("a node not running talker");
     let rx = follow(s, acme, "talker");
     until_line(&rx, "open 200", "the followed log");
     log(1);
-    until_line(&rx, "log record seen", &format!("a line followed through {via}"));
-    let (_, other) = *live
-        .iter()
-        .find(|(n, _)| *n != via)
-        .expect("another node");
+    until_line(
+        &rx,
+        "log record seen",
+        &format!("a line followed through {via}"),
+    );
+    let (_, other) = *live.iter().find(|(n, _)| *n != via).expect("another node");
     let (st, v) = other.call("POST", "/v1/tenants/acme/token", Some(&c.admin), None);
     assert_eq!(st, 200, "{v}");
     let rotated = Instant::now();
-    until_line(&rx, "rotated or revoked", &format!("the log followed through {via}"));
+    until_line(
+        &rx,
+        "rotated or revoked",
+        &format!("the log followed through {via}"),
+    );
     eprintln!(
         "cluster: talker runs on {runner}; its log followed through {via} ended {} ms after acme's token was rotated elsewhere",
         rotated.elapsed().as_millis()

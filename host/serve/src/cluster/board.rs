@@ -152,7 +152,10 @@ impl Board {
     /// back): read on every API request, so nothing is cloned.
     pub fn live_count(&self) -> usize {
         let k = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        k.nodes.values().filter(|(_, seen)| self.alive(*seen)).count()
+        k.nodes
+            .values()
+            .filter(|(_, seen)| self.alive(*seen))
+            .count()
     }
 
     /// Every node heard of: its report, whether it is alive, and how long

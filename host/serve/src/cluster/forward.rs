@@ -94,9 +94,6 @@ impl Cluster {
             }
         });
         let body = Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
-        response
-            .body(body)
-            .map(Some)
-            .map_err(ApiError::internal)
+        response.body(body).map(Some).map_err(ApiError::internal)
     }
 }

@@ -54,7 +54,10 @@ impl HalfOpen {
             for c in &mut self.held {
                 let mut buf = Vec::new();
                 let r = tokio::time::timeout(limit, c.read_to_end(&mut buf)).await;
-                assert!(r.is_ok(), "a half-open connection was still held after {limit:?}");
+                assert!(
+                    r.is_ok(),
+                    "a half-open connection was still held after {limit:?}"
+                );
             }
         });
     }
