@@ -2,12 +2,13 @@
 //! and its progress report.
 
 use super::{ContinuousQuery, Epoch};
+use crate::checkpoint::CheckpointError;
 use crate::commit::{BatchReport, Durable, write_ahead};
 use crate::options::{EngineError, RunSummary};
 use crate::progress::{LatencyMs, Progress, SourceProgress, now_ms};
 use crate::state::FiredTimers;
 use crate::state::run::StateProgress;
-use crate::wal::{OffsetEntry, OffsetRange};
+use crate::wal::{self, OffsetEntry, OffsetRange};
 
 impl ContinuousQuery {
     /// Make an epoch durable: ranges ahead, sinks, then the commit.
@@ -44,7 +45,16 @@ impl ContinuousQuery {
             task_times: times,
         };
         let mut state = StateProgress::default();
-        let ahead = write_ahead(&*self.store, &entry, rerun)?;
+        // An entry of this id written by a stalled earlier owner is stale
+        // (`wal::stale`): this run, which holds the checkpoint now, replaces it.
+        let ahead = match write_ahead(&*self.store, &entry, rerun) {
+            Err(EngineError::Checkpoint(CheckpointError::Conflict { .. }))
+                if wal::discard_stale(&*self.store, id)? =>
+            {
+                write_ahead(&*self.store, &entry, rerun)?
+            }
+            other => other?,
+        };
         let committed = Durable {
             store: &*self.store,
             sinks: &mut self.sinks,

@@ -166,7 +166,13 @@ impl ContinuousQuery {
     ) -> Result<RunSummary, EngineError> {
         let mut summary = RunSummary::default();
         let early = early::EarlySinks::of(&self.sinks);
-        let (mut epoch, mut positions) = match wal::resume(&*self.store)? {
+        let mut resumed = wal::resume(&*self.store)?;
+        while let Resume::Rerun(entry) = &resumed
+            && wal::discard_stale(&*self.store, entry.batch_id)?
+        {
+            resumed = wal::resume(&*self.store)?;
+        }
+        let (mut epoch, mut positions) = match resumed {
             Resume::Fresh => {
                 let mut offsets = Vec::new();
                 for i in 0..self.inputs.len() {

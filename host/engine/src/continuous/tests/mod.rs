@@ -251,3 +251,72 @@ fn idle_exit_waits_until_every_state_task_ran_with_the_final_watermark() {
 }
 
 mod reading;
+
+/// A process that stalled past its lease and woke after another had taken
+/// over wrote ahead an epoch (its ids skip empty epochs, so the id is still
+/// ahead of the new owner's) over records the new owner had committed since.
+/// The next run must not re-run it: each record stays written once.
+#[test]
+fn an_epoch_written_ahead_by_a_stalled_earlier_owner_is_not_run_again() {
+    use crate::checkpoint::{encode_entry, read_entry};
+    use crate::wal::{OffsetEntry, OffsetRange, offsets_path};
+    let dir = tempfile::tempdir().unwrap();
+    let sink = MemorySink::default();
+    let options = || ContinuousOptions {
+        checkpoint_interval: Duration::from_millis(5),
+        exit_when_idle: Some(Duration::from_millis(200)),
+        ..ContinuousOptions::default()
+    };
+    let done = Arc::new(Mutex::new([None, None]));
+    let mut q = query(
+        dir.path(),
+        data(300),
+        factory(Duration::ZERO, done.clone()),
+        &sink,
+        options(),
+    );
+    q.run(&mut |_| {}).unwrap();
+    drop(q);
+    assert_eq!(sink.values().len(), 600);
+    // The stalled owner's entry: from where it had read (the start of the
+    // first committed epoch) to the end, at an id far ahead.
+    let store = LocalCheckpointStore::open(dir.path()).unwrap();
+    let commits = store.list_numbered("commits").unwrap();
+    let (first, last) = (commits[0], *commits.last().unwrap());
+    let read = |n| -> OffsetEntry { read_entry(&store, &offsets_path(n)).unwrap().unwrap() };
+    let (from, to) = (read(first), read(last));
+    let stale = OffsetEntry {
+        batch_id: last + 50,
+        sources: from
+            .sources
+            .iter()
+            .zip(&to.sources)
+            .map(|(a, b)| OffsetRange {
+                start: a.start.clone(),
+                end: b.end.clone(),
+            })
+            .collect(),
+        ..to.clone()
+    };
+    store
+        .create(&offsets_path(last + 50), &encode_entry(&stale))
+        .unwrap();
+    let mut again = query(
+        dir.path(),
+        data(300),
+        factory(Duration::ZERO, done),
+        &sink,
+        options(),
+    );
+    let summary = again.run(&mut |_| {}).unwrap();
+    assert_eq!(summary.input_rows, 0, "nothing read again: {summary:?}");
+    let mut values = sink.values();
+    values.sort();
+    let n = values.len();
+    values.dedup();
+    assert_eq!((n, values.len()), (600, 600), "every record once");
+    assert!(
+        store.read(&offsets_path(last + 50)).unwrap().is_none(),
+        "the stale entry is discarded"
+    );
+}
