@@ -24,10 +24,6 @@ pub(super) enum Kind {
     /// Uppercase, micro-batches on a 200 ms processing-time trigger.
     Upper,
     /// Uppercase in continuous mode.
-    #[expect(
-        dead_code,
-        reason = "back in the plan once the duplicate epoch (issue 38) is fixed"
-    )]
     Continuous,
     /// The windowed count (tumbling 1 s windows per key), micro-batch.
     Windows,
@@ -75,10 +71,7 @@ pub(super) fn plan(bootstrap: &str) -> Vec<Deployed> {
             let kind = match i {
                 0 => Kind::Group,
                 1 | 3 | 5 => Kind::Windows,
-                // Continuous pipelines are left out for now: in one run of
-                // about nine, one moved between nodes wrote an epoch's
-                // records twice (75 duplicates; issue 38's note). Put
-                // `2 | 7 => Kind::Continuous` back with the fix.
+                2 | 7 => Kind::Continuous,
                 _ => Kind::Upper,
             };
             // The windowed count reads one partition: its events stay in
@@ -250,8 +243,13 @@ transaction-timeout = "10s"
             .collect();
         let mut once = got.clone();
         once.dedup();
+        // Whether the input itself holds a record twice (a producer retry)
+        // tells a pipeline's duplicate from the feed's.
+        let mut input = sorted_values(bootstrap, &self.input);
+        let input_records = input.len();
+        input.dedup();
         Err(format!(
-            "{}/{} ({:?}): {} records out, {} expected; {} missing (first {:?}), {} not expected (first {:?}), {} duplicated",
+            "{}/{} ({:?}): {} records out, {} expected; {} missing (first {:?}), {} not expected (first {:?}), {} duplicated; its input topic holds {} records, {} of them duplicates",
             self.tenant,
             self.name,
             self.kind,
@@ -261,7 +259,9 @@ transaction-timeout = "10s"
             missing.first(),
             extra.len(),
             extra.first(),
-            got.len() - once.len()
+            got.len() - once.len(),
+            input_records,
+            input_records - input.len(),
         ))
     }
 }
