@@ -168,11 +168,15 @@ impl<A: Aggregate> Windowed<A> {
             }
             self.checked = true;
         }
-        // State key -> index of the last record that changed it.
+        // State key -> index of the last record that changed it: only
+        // update mode emits by it.
         let mut touched: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
         let mut cache = Cache::default();
+        let track = mode == OutputMode::Update;
         for record in batch.records() {
-            out.run(record, |r, _| self.add(r, mode, &mut touched, &mut cache))?;
+            out.run(record, |r, _| {
+                self.add(r, mode, track.then_some(&mut touched), &mut cache)
+            })?;
         }
         cache.flush();
         let Some(last) = batch.len().checked_sub(1) else {
@@ -210,7 +214,7 @@ impl<A: Aggregate> Windowed<A> {
         let mode = state::output_mode();
         let mut touched = BTreeMap::new();
         let mut cache = Cache::default();
-        self.add(record, mode, &mut touched, &mut cache)?;
+        self.add(record, mode, Some(&mut touched), &mut cache)?;
         cache.flush();
         match mode {
             OutputMode::Append => {}
@@ -261,7 +265,7 @@ impl<A: Aggregate> Windowed<A> {
         &self,
         r: &Record<'_>,
         mode: OutputMode,
-        touched: &mut BTreeMap<Vec<u8>, u32>,
+        mut touched: Option<&mut BTreeMap<Vec<u8>, u32>>,
         cache: &mut Cache<A::Acc>,
     ) -> Result<(), RecordError> {
         let key = (self.key_of)(r)?;
@@ -281,11 +285,13 @@ impl<A: Aggregate> Windowed<A> {
                     start -= slide;
                 }
                 for (skey, acc, new, end) in updates {
-                    cache.put(skey.clone(), acc);
                     if new && timers {
                         state::register_timer(TimeDomain::EventTime, &skey, end);
                     }
-                    touched.insert(skey, r.index());
+                    if let Some(t) = touched.as_deref_mut() {
+                        t.insert(skey.clone(), r.index());
+                    }
+                    cache.put(skey, acc);
                 }
             }
             Kind::Session { gap } => {
@@ -319,7 +325,9 @@ impl<A: Aggregate> Windowed<A> {
                 kept.push(merged);
                 kept.sort_by_key(|s| s.0);
                 state::put(&skey, &encode_sessions::<A>(&kept));
-                touched.insert(skey, r.index());
+                if let Some(t) = touched {
+                    t.insert(skey, r.index());
+                }
             }
         }
         Ok(())
