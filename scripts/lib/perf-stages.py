@@ -12,7 +12,7 @@ import re
 import sys
 
 STAGES = [
-    ("guest code (wasm)", r"^(perf-\d+\.map|\[JIT\]|JIT)|\bwasm\[\d+\]|wasm-function"),
+    ("guest code (wasm)", r"^(perf-\d+\.map|\[JIT\]|JIT|\[unknown\])|\bwasm\[\d+\]|wasm-function"),
     ("guest boundary (wasmtime, lifting, host calls)", r"\bwasmtime|\bweir_runtime::|cranelift|component::"),
     ("read (file source)", r"\bweir_connectors::file_source|\bweir_log::"),
     ("Kafka consume (librdkafka fetch, weir's source)",
@@ -34,9 +34,14 @@ total = 0.0
 by_stage = {name: 0.0 for name, _ in STAGES}
 other = 0.0
 top_other = {}
+top_guest = {}
 for line in sys.stdin:
-    m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+(\[[.k]\])\s+(.*)", line)
+    # A JIT map's dso has spaces ("[JIT] tid 123"): everything up to the
+    # [.] or [k] marker is the dso.
+    m = re.match(r"\s*([\d.]+)%\s+(.*?)\s+(\[[.k]\])\s+(.*)", line)
     if not m:
+        if re.match(r"\s*[\d.]+%", line):
+            print(f"perf-stages: unparsed: {line.strip()}", file=sys.stderr)
         continue
     pct, dso, kind, sym = float(m[1]), m[2], m[3], m[4].strip()
     total += pct
@@ -44,6 +49,8 @@ for line in sys.stdin:
     for name, pattern in STAGES:
         if re.search(pattern, text):
             by_stage[name] += pct
+            if name == STAGES[0][0]:
+                top_guest[sym] = top_guest.get(sym, 0.0) + pct
             break
     else:
         other += pct
@@ -57,3 +64,7 @@ for name, pct in sorted(by_stage.items(), key=lambda kv: -kv[1]):
 largest = ", ".join(f"{s[:40]} {p:.1f}%" for s, p in sorted(top_other.items(), key=lambda kv: -kv[1])[:3])
 print(f"| other ({largest}) | {other:.1f}% |")
 print(f"\n({total:.1f}% of samples classified)")
+if top_guest:
+    print("\nguest code's largest functions:")
+    for sym, pct in sorted(top_guest.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {pct:5.1f}%  {sym[:110]}")
