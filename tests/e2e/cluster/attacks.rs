@@ -165,6 +165,29 @@ pub(super) fn tenancy_holds_on(
             "component",
             "globex's component",
         ),
+        // Client properties that would read the node's files or load code.
+        (
+            text(
+                "",
+                &format!("{source}\n[source.properties]\n\"ssl.key.location\" = \"/etc/shadow\""),
+                upper,
+                &sink,
+            ),
+            "`ssl.key.location` is not allowed",
+            "a source reading a node's file through a client property",
+        ),
+        (
+            text(
+                "",
+                &source,
+                upper,
+                &format!(
+                    "{sink}\n[sink.default.properties]\n\"plugin.library.paths\" = \"/tmp/evil.so\""
+                ),
+            ),
+            "`plugin.library.paths` is not allowed",
+            "a sink loading a library through a client property",
+        ),
     ] {
         refused(put(s, acme, "intruder", &file), 400, needle, what);
     }
