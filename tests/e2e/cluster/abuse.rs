@@ -5,7 +5,6 @@
 //! node as on one server; a log followed on one node ends when its token is
 //! rotated through another.
 
-use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -166,29 +165,6 @@ pub(super) fn the_edge_holds_on(c: &Cluster, k: usize, t: &Tenants) {
     refusals_are_json_and_bodies_bounded(s, acme);
 }
 
-/// Node `k`'s log of acme's pipeline `name`, followed: each line sent on.
-fn follow(s: &Server, token: &str, name: &str) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel::<String>();
-    let url = format!("{}/v1/pipelines/{name}/logs?follow=true&tail=0", s.base);
-    let auth = format!("Bearer {token}");
-    let http = s.http.clone();
-    std::thread::spawn(move || {
-        let resp = http
-            .get(&url)
-            .header("Authorization", &auth)
-            .call()
-            .unwrap();
-        let _ = tx.send(format!("open {}", resp.status().as_u16()));
-        let reader = std::io::BufReader::new(resp.into_body().into_reader());
-        for line in reader.lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-        let _ = tx.send("ended".into());
-    });
-    rx
-}
-
 /// Lines from `rx` until one holds `needle` (within 30 s), or fail.
 fn until_line(rx: &mpsc::Receiver<String>, needle: &str, what: &str) {
     let mut seen = Vec::new();
@@ -286,7 +262,7 @@ pub(super) fn logs_reach_their_tenant_through_any_node(
         .iter()
         .find(|(n, _)| *n != runner)
         .expect("a node not running talker");
-    let rx = follow(s, acme, "talker");
+    let rx = s.follow_logs(acme, "talker", "&tail=0");
     until_line(&rx, "open 200", "the followed log");
     log(1);
     until_line(

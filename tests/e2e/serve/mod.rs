@@ -76,6 +76,39 @@ impl Server {
         }
     }
 
+    /// `token`'s pipeline `name`'s log followed (`?follow=true` and
+    /// `extra`), read on a thread of its own: `open <status>` first, then
+    /// each line of the stream, then `ended`.
+    pub(crate) fn follow_logs(
+        &self,
+        token: &str,
+        name: &str,
+        extra: &str,
+    ) -> std::sync::mpsc::Receiver<String> {
+        use std::io::BufRead as _;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let url = format!("{}/v1/pipelines/{name}/logs?follow=true{extra}", self.base);
+        let auth = format!("Bearer {token}");
+        let http = self.http.clone();
+        std::thread::spawn(move || {
+            let resp = http
+                .get(&url)
+                .header("Authorization", &auth)
+                .call()
+                .unwrap();
+            let _ = tx.send(format!("open {}", resp.status().as_u16()));
+            let reader = std::io::BufReader::new(resp.into_body().into_reader());
+            for line in reader.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send("ended".into());
+        });
+        rx
+    }
+
     /// (status, JSON body or null).
     /// `GET /metrics` as `token` sees it (the Prometheus text).
     pub(crate) fn metrics(&self, token: &str) -> String {

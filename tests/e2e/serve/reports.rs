@@ -2,8 +2,6 @@
 //! guest logs (tail and followed as server-sent events), dead letters and
 //! Prometheus metrics, each visible to its tenant only.
 
-use std::io::BufRead;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -49,25 +47,11 @@ fn progress_logs_dead_letters_and_metrics_reach_their_tenant_only() {
     assert_eq!(st, 201, "{v}");
 
     // Follow the logs before any data arrives: lines come as events.
-    let (tx, rx) = mpsc::channel::<String>();
-    let url = format!("{}/v1/pipelines/obs/logs?follow=true&tail=0", s.base);
-    let auth = format!("Bearer {acme}");
-    let http = s.http.clone();
-    std::thread::spawn(move || {
-        let resp = http
-            .get(&url)
-            .header("Authorization", &auth)
-            .call()
-            .unwrap();
-        assert_eq!(resp.status().as_u16(), 200);
-        let reader = std::io::BufReader::new(resp.into_body().into_reader());
-        for line in reader.lines() {
-            let Ok(line) = line else { return };
-            if tx.send(line).is_err() {
-                return;
-            }
-        }
-    });
+    let rx = s.follow_logs(&acme, "obs", "&tail=0");
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "open 200"
+    );
 
     let values = ["log", "ok", "bad", "log", "ok", "bad", "log", "ok", "ok"];
     append_values(&log, &values);

@@ -2,8 +2,6 @@
 //! its token, a deleted tenant's data read by the next tenant of that
 //! name, compiled code and scratch files left behind, a relative `--data`.
 
-use std::io::BufRead;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{Victim, put};
@@ -15,25 +13,11 @@ fn a_followed_log_ends_when_its_token_is_rotated() {
     let data = dir.path().join("data");
     let s = Server::start(&data, &[]);
     let alice = Victim::start(&s, &data);
-    let (tx, rx) = mpsc::channel::<String>();
-    let url = format!("{}/v1/pipelines/copy/logs?follow=true", s.base);
-    let auth = format!("Bearer {}", alice.token);
-    let http = s.http.clone();
-    std::thread::spawn(move || {
-        let resp = http
-            .get(&url)
-            .header("Authorization", &auth)
-            .call()
-            .unwrap();
-        let _ = tx.send("open".into());
-        let reader = std::io::BufReader::new(resp.into_body().into_reader());
-        for line in reader.lines() {
-            let Ok(line) = line else { break };
-            let _ = tx.send(line);
-        }
-        let _ = tx.send("ended".into());
-    });
-    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "open");
+    let rx = s.follow_logs(&alice.token, "copy", "");
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        "open 200"
+    );
     let (st, v) = s.call("POST", "/v1/tenants/alice/token", Some(&s.admin), None);
     assert_eq!(st, 200, "{v}");
     let rotated = Instant::now();
