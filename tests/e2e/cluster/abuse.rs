@@ -13,10 +13,11 @@ use serde_json::json;
 
 use super::Tenants;
 use super::nodes::{Cluster, wait_until};
+use crate::serve::Server;
 use crate::serve::attacks::edge::{
     HalfOpen, open_fds, p99_of_gets, refusals_are_json_and_bodies_bounded,
 };
-use crate::serve::{Body, Server};
+use crate::serve::attacks::tenant_with;
 
 const RATE: u64 = 30;
 const FLOOD: Duration = Duration::from_secs(4);
@@ -24,15 +25,11 @@ const FLOOD: Duration = Duration::from_secs(4);
 /// Mallory (a new tenant at [`RATE`] requests a second) floods every live
 /// node with refused pipeline files; acme, meanwhile, is not throttled.
 pub(super) fn a_flood_is_held_to_the_rate_across_nodes(c: &Cluster, t: &Tenants) {
-    let body = json!({"name": "mallory", "max-requests-per-second": RATE});
-    let (st, v) = c.server(1).call(
-        "POST",
-        "/v1/tenants",
-        Some(&c.admin),
-        Some(Body::Json(body)),
+    let mallory = tenant_with(
+        c.server(1),
+        "mallory",
+        json!({"max-requests-per-second": RATE}),
     );
-    assert_eq!(st, 201, "{v}");
-    let mallory = v["token"].as_str().unwrap().to_string();
     let live: Vec<&Server> = c.live().iter().map(|n| &n.server).collect();
     for (k, s) in live.iter().enumerate() {
         wait_until(

@@ -8,23 +8,19 @@
 use serde_json::json;
 
 use super::nodes::{Cluster, wait_until};
+use crate::serve::Server;
 use crate::serve::pipelines::put;
-use crate::serve::{Body, Server};
 
 /// Every node is started with it in its environment.
 pub(super) const SECRET: &str = "WEIR_ATTACK_SERVER_SECRET";
 
 pub(super) fn guests_see_only_their_tenants_variables(c: &Cluster, bootstrap: &str) {
     let live: Vec<&Server> = c.live().into_iter().map(|n| &n.server).collect();
-    let body = json!({"name": "peeker", "kafka-brokers": [bootstrap], "grants": ["wasi:sockets"]});
-    let (st, v) = live[0].call(
-        "POST",
-        "/v1/tenants",
-        Some(&c.admin),
-        Some(Body::Json(body)),
+    let token = crate::serve::attacks::tenant_with(
+        live[0],
+        "peeker",
+        json!({"kafka-brokers": [bootstrap], "grants": ["wasi:sockets"]}),
     );
-    assert_eq!(st, 201, "{v}");
-    let token = v["token"].as_str().unwrap().to_string();
     // The sneaky guest reports HOME as its guest sees it.
     let id = live[0].upload(&token, "sneaky");
     let (input, output) = (

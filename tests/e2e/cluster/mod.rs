@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::kafka::broker;
-use crate::serve::Body;
 use crate::serve::pipelines::put;
 use nodes::{Cluster, wait_until};
 use views::{on_node, placements};
@@ -59,20 +58,13 @@ fn tenants(c: &Cluster, bootstrap: &str) -> Tenants {
     let logs = || c.logs();
     let mut tokens = BTreeMap::new();
     for name in TENANTS {
-        let body = json!({
-            "name": name,
+        let extra = json!({
             "kafka-brokers": [bootstrap],
             "max-pipelines": 40,
             "max-requests-per-second": 1000,
         });
-        let (st, v) = c.server(1).call(
-            "POST",
-            "/v1/tenants",
-            Some(&c.admin),
-            Some(Body::Json(body)),
-        );
-        assert_eq!(st, 201, "{v}");
-        tokens.insert(name, v["token"].as_str().unwrap().to_string());
+        let token = crate::serve::attacks::tenant_with(c.server(1), name, extra);
+        tokens.insert(name, token);
     }
     // Node 1 read its own writes; the others learn them shortly after.
     for name in TENANTS {
