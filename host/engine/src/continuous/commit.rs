@@ -2,7 +2,7 @@
 //! and its progress report.
 
 use super::{ContinuousQuery, Epoch};
-use crate::checkpoint::CheckpointError;
+use crate::checkpoint::{CheckpointError, read_entry};
 use crate::commit::{BatchReport, Durable, write_ahead};
 use crate::options::{EngineError, RunSummary};
 use crate::progress::{LatencyMs, Progress, SourceProgress, now_ms};
@@ -49,7 +49,7 @@ impl ContinuousQuery {
         // (`wal::stale`): this run, which holds the checkpoint now, replaces it.
         let ahead = match write_ahead(&*self.store, &entry, rerun) {
             Err(EngineError::Checkpoint(CheckpointError::Conflict { .. }))
-                if wal::discard_stale(&*self.store, id)? =>
+                if self.discard_stale_entry(id)? =>
             {
                 write_ahead(&*self.store, &entry, rerun)?
             }
@@ -136,5 +136,16 @@ impl ContinuousQuery {
             ),
         }
         .publish(&*self.store, &self.sinks, on_progress, summary)
+    }
+}
+
+impl ContinuousQuery {
+    /// Delete entry `id` found in the way of this run's write-ahead if a
+    /// stalled earlier owner wrote it; says whether it did.
+    fn discard_stale_entry(&self, id: u64) -> Result<bool, CheckpointError> {
+        match read_entry::<OffsetEntry>(&*self.store, &wal::offsets_path(id))? {
+            Some(existing) => wal::discard_stale(&*self.store, &existing),
+            None => Ok(false),
+        }
     }
 }

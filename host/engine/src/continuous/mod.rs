@@ -168,7 +168,7 @@ impl ContinuousQuery {
         let early = early::EarlySinks::of(&self.sinks);
         let mut resumed = wal::resume(&*self.store)?;
         while let Resume::Rerun(entry) = &resumed
-            && wal::discard_stale(&*self.store, entry.batch_id)?
+            && wal::discard_stale(&*self.store, entry)?
         {
             resumed = wal::resume(&*self.store)?;
         }
