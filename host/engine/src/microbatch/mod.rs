@@ -10,12 +10,14 @@ use std::time::{Duration, Instant};
 
 use super::backpressure::PidRateEstimator;
 use super::checkpoint::CheckpointStore;
-use super::commit::{BatchReport, Durable, write_ahead};
+use super::commit::{BatchReport, write_ahead};
 use super::connector::{Sink, Source, SourceCheckpoint};
 use super::identity::Settings;
 use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
 use super::progress::{Progress, SourceProgress};
-use super::wal::{self, OffsetEntry, OffsetRange};
+use super::wal::{self, OffsetEntry};
+use ahead::{Ahead, CommittedAhead, Work};
+use plan::{Cursor, Plan};
 
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
@@ -161,130 +163,87 @@ impl MicroBatchQuery {
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunSummary, EngineError> {
         let mut summary = RunSummary::default();
-        let (mut batch_id, mut start, mut pending) = self.start_position()?;
+        let (batch_id, start, pending) = self.start_position()?;
         // Once and AvailableNow take what is there at start; after it, they
         // run the batches without data that the final watermark calls for.
         let snapshot = match self.options.trigger {
             Trigger::AvailableNow | Trigger::Once => Some(self.latest()?),
             _ => None,
         };
+        let mut cursor = Cursor {
+            batch_id,
+            start,
+            pending,
+            snapshot,
+            last_watermark: None,
+        };
         let mut last_trigger: Option<Instant> = None;
-        // The watermark the previous batch ran with (unknown after a restart).
-        let mut last_watermark: Option<i64> = None;
         // Empty polls in a row (the default trigger backs off).
         let mut idle_polls = 0u32;
+        let mut ahead: Option<Ahead> = None;
         while !self.stop.load(Ordering::Relaxed) {
             if self.replay.is_some() {
                 let Some(entry) = self.next_replayed() else {
                     break;
                 };
-                batch_id = entry.batch_id;
-                pending = Some(entry);
+                cursor.batch_id = entry.batch_id;
+                cursor.pending = Some(entry);
             }
-            let trigger_start = Instant::now();
-            let timestamp = self.options.state.clock.now_ms();
-            let latest_started = Instant::now();
-            let rerun = pending.is_some();
-            let limit = if rerun { None } else { self.apply_rate_limit() };
-            let (entry, latest) = match pending.take() {
-                Some(entry) => {
-                    let latest = self.latest()?;
-                    (entry, latest)
-                }
-                None => {
-                    let latest = self.latest()?;
-                    let upto = snapshot.as_ref().unwrap_or(&latest);
-                    let mut ranges = Vec::new();
-                    for (i, s) in start.iter().enumerate() {
-                        let end = if self.options.trigger == Trigger::Once {
-                            upto[i].clone()
-                        } else {
-                            self.sources[i]
-                                .next_end(s, &upto[i])
-                                .map_err(self.source_err(i))?
+            let (planned, work, worked) = match ahead.take() {
+                Some(a) => (a.planned, a.work, a.took),
+                None => match self.plan(&mut cursor)? {
+                    Plan::Batch(p) => (p, Work::Nothing, Duration::ZERO),
+                    Plan::Again => continue,
+                    Plan::Done => break,
+                    Plan::Idle { trigger_start } => {
+                        // The rest of a processing-time interval; one
+                        // already over (or "0s", which Spark takes as the
+                        // default trigger) waits as the default trigger
+                        // does, not in a spin.
+                        let rest = match self.options.trigger {
+                            Trigger::ProcessingTime(i) => next_wait(trigger_start.elapsed(), i),
+                            _ => Duration::ZERO,
                         };
-                        ranges.push(OffsetRange {
-                            start: s.clone(),
-                            end,
-                        });
-                    }
-                    // A stateful query whose watermark moved runs a batch
-                    // without data (Spark's no-data batch), so windows and
-                    // timers the new watermark closes fire without waiting
-                    // for more input.
-                    self.idle_advance(timestamp);
-                    let no_data_batch = self.options.state.stateful
-                        && self.options.state.event_time.is_some()
-                        && self.watermark.watermark_ms.is_some()
-                        && self.watermark.watermark_ms != last_watermark;
-                    if ranges.iter().all(|r| r.start == r.end) && !no_data_batch {
-                        match self.options.trigger {
-                            Trigger::Once | Trigger::AvailableNow => {
-                                if self.end_of_input() {
-                                    continue;
-                                }
-                                break;
-                            }
-                            Trigger::Default | Trigger::ProcessingTime(_) => {
-                                // The rest of a processing-time interval;
-                                // one already over (or "0s", which Spark
-                                // takes as the default trigger) waits as the
-                                // default trigger does, not in a spin.
-                                let rest = match self.options.trigger {
-                                    Trigger::ProcessingTime(i) => {
-                                        next_wait(trigger_start.elapsed(), i)
-                                    }
-                                    _ => Duration::ZERO,
-                                };
-                                if rest.is_zero() {
-                                    self.idle_wait(idle_polls);
-                                    idle_polls = idle_polls.saturating_add(1);
-                                } else {
-                                    std::thread::sleep(rest);
-                                }
-                            }
+                        if rest.is_zero() {
+                            self.idle_wait(idle_polls);
+                            idle_polls = idle_polls.saturating_add(1);
+                        } else {
+                            std::thread::sleep(rest);
                         }
                         continue;
                     }
-                    idle_polls = 0;
-                    let entry = OffsetEntry {
-                        batch_id,
-                        timestamp_ms: timestamp,
-                        sources: ranges,
-                        watermark: self
-                            .options
-                            .state
-                            .event_time
-                            .is_some()
-                            .then(|| self.watermark.clone()),
-                        task_times: Default::default(),
-                    };
-                    (entry, latest)
-                }
+                },
             };
-            let latest_offset = latest_started.elapsed();
-            let ahead = write_ahead(&*self.store, &entry, rerun)?;
+            idle_polls = 0;
+            let entry = &planned.entry;
+            let written = write_ahead(&*self.store, entry, planned.rerun)?;
             let processing = Instant::now();
-            let processed = self.process(&entry).map_err(|e| self.located(e))?;
-            let processing = processing.elapsed();
-            last_watermark = self.watermark.watermark_ms;
-            let committed = Durable {
-                store: &*self.store,
-                sinks: &mut self.sinks,
-                keep_batches: self.options.keep_batches,
+            let processed = match work {
+                Work::Nothing => self.process(entry),
+                Work::Read(inputs) => inputs.and_then(|i| self.run_inputs(entry, i)),
+                Work::Processed(processed) => processed,
             }
-            .commit(ahead, &processed.parts, || {
-                let et = self.options.state.event_time.as_ref()?;
+            .map_err(|e| self.located(e))?;
+            let processing = worked + processing.elapsed();
+            cursor.last_watermark = self.watermark.watermark_ms;
+            let watermark = self.options.state.event_time.clone().map(|et| {
                 self.watermark
-                    .after_batch(et, &processed.event_max, entry.timestamp_ms);
-                Some(self.watermark.clone())
-            })?;
+                    .after_batch(&et, &processed.event_max, entry.timestamp_ms);
+                self.watermark.clone()
+            });
+            cursor.start = entry.sources.iter().map(|r| r.end.clone()).collect();
+            cursor.batch_id = entry.batch_id + 1;
+            let overlap = self.overlaps(&planned, &cursor);
+            let CommittedAhead { committed, next } =
+                self.commit_overlapped(written, &processed, watermark, &mut cursor, overlap)?;
+            let entry = &planned.entry;
             if self.replay.is_none() {
                 for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
                     s.committed(&r.end);
                 }
             }
 
+            let trigger_start = planned.trigger_start;
             let input_rows: u64 = processed.per_source_rows.iter().sum();
             let execution = trigger_start.elapsed();
             let since_previous = last_trigger.map_or(execution, |t| t.elapsed());
@@ -298,24 +257,24 @@ impl MicroBatchQuery {
                     description: self.sources[i].description(),
                     start_offset: r.start.as_json().clone(),
                     end_offset: r.end.as_json().clone(),
-                    latest_offset: latest[i].as_json().clone(),
+                    latest_offset: planned.latest[i].as_json().clone(),
                     num_input_rows: processed.per_source_rows[i],
-                    metrics: self.source_metrics(i, limit),
+                    metrics: self.source_metrics(i, planned.limit),
                 })
                 .collect();
             BatchReport {
                 query_id: &self.id,
                 run_id: &self.run_id,
-                batch_id,
-                timestamp,
+                batch_id: entry.batch_id,
+                timestamp: entry.timestamp_ms,
                 input_rows,
                 since_previous,
                 execution,
-                latest_offset,
+                latest_offset: planned.latest_offset,
                 processing,
                 committed: &committed,
                 rejected: &processed.rejected,
-                lag: self.lag(&entry, &latest),
+                lag: self.lag(entry, &planned.latest),
                 sources,
                 latency: None,
                 state_operators: processed.state.operators,
@@ -329,8 +288,7 @@ impl MicroBatchQuery {
                     }),
             }
             .publish(&*self.store, &self.sinks, on_progress, &mut summary)?;
-            start = entry.sources.into_iter().map(|r| r.end).collect();
-            batch_id += 1;
+            ahead = next?;
             if let Trigger::ProcessingTime(i) = self.options.trigger {
                 std::thread::sleep(next_wait(trigger_start.elapsed(), i))
             }
@@ -338,6 +296,10 @@ impl MicroBatchQuery {
         Ok(summary)
     }
 }
+
+mod ahead;
+
+mod plan;
 
 mod process;
 

@@ -16,6 +16,14 @@ use crate::stateful_tasks::{Groups, StatefulBatch};
 use crate::tasks::{TaskKeys, Tasks, TasksRan, reject_unkeyed};
 use crate::wal::OffsetEntry;
 
+/// A batch's input as read from its sources.
+pub(super) struct Inputs {
+    /// (source index, batch), in source then read order.
+    batches: Vec<(usize, RecordBatch)>,
+    /// Records read, per source.
+    per_source: Vec<u64>,
+}
+
 /// What running a batch gave, before its commit.
 pub(super) struct Processed {
     /// Each input batch with its transform output, in input order.
@@ -58,17 +66,40 @@ impl MicroBatchQuery {
     /// Read the batch's range from every source and run each partition
     /// through its task's transform instance.
     pub(super) fn process(&mut self, entry: &OffsetEntry) -> Result<Processed, EngineError> {
+        let inputs = self.read_inputs(entry)?;
+        self.run_inputs(entry, inputs)
+    }
+
+    /// Read the batch's range from every source (without side effects, so
+    /// possibly before the batch is written ahead).
+    pub(super) fn read_inputs(&mut self, entry: &OffsetEntry) -> Result<Inputs, EngineError> {
         // Sources read side by side (a join's two files at once).
         let reads: Vec<_> = self.sources.iter_mut().zip(&entry.sources).collect();
         let read = self.workers.map(reads, |(s, r)| s.read(&r.start, &r.end));
-        let mut inputs: Vec<(usize, RecordBatch)> = Vec::new();
+        let mut batches: Vec<(usize, RecordBatch)> = Vec::new();
         let mut per_source = vec![0u64; self.sources.len()];
-        for (i, batches) in read.into_iter().enumerate() {
-            for b in batches.map_err(self.source_err(i))? {
+        for (i, read) in read.into_iter().enumerate() {
+            for b in read.map_err(self.source_err(i))? {
                 per_source[i] += b.len() as u64;
-                inputs.push((i, b));
+                batches.push((i, b));
             }
         }
+        Ok(Inputs {
+            batches,
+            per_source,
+        })
+    }
+
+    /// Run what [`Self::read_inputs`] read through the transform tasks,
+    /// with state and event time when the query has them.
+    pub(super) fn run_inputs(
+        &mut self,
+        entry: &OffsetEntry,
+        Inputs {
+            batches: inputs,
+            per_source,
+        }: Inputs,
+    ) -> Result<Processed, EngineError> {
         let mut tasks = Tasks {
             sources: &self.sources,
             factory: &*self.factory,

@@ -1,6 +1,7 @@
 //! Trigger semantics with a native transform over the in-memory harness
 //! (`crate::testing`); event time, state and timers in [`stateful`].
 
+mod ahead;
 mod stateful;
 
 use std::sync::Arc;
