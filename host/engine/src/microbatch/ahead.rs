@@ -95,7 +95,7 @@ impl MicroBatchQuery {
                 .then(|| {
                     std::thread::Builder::new()
                         .name("weir-commit".into())
-                        .spawn_scoped(scope, &commit)
+                        .spawn_scoped(scope, commit)
                         .ok()
                 })
                 .flatten();
