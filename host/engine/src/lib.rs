@@ -28,6 +28,7 @@ mod tasks;
 pub mod testing;
 pub(crate) mod transform;
 pub mod wal;
+pub mod window;
 
 pub use backpressure::{PidConfig, PidRateEstimator};
 pub use batch::{
