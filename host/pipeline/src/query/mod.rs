@@ -152,6 +152,20 @@ impl GuestScope {
 /// The transform instances' factory (each guest behind the engine's guard),
 /// the pipeline's error policy, and whether the guest keeps state.
 fn factory(runtime: &Runtime, spec: &Pipeline, scope: GuestScope) -> Result<Guest, BuildError> {
+    if let Some(w) = &spec.window {
+        return Ok(Guest {
+            factory: w.spec.clone().factory(),
+            policy: match w.on_error {
+                OnError::Fail => ErrorPolicy::Fail,
+                OnError::Skip => ErrorPolicy::Skip,
+                OnError::DeadLetter => ErrorPolicy::DeadLetter {
+                    component: w.spec.identity().into(),
+                },
+            },
+            stateful: true,
+            component: Some(w.spec.identity()),
+        });
+    }
     let Some(t) = spec.transform.clone() else {
         let identity = |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
             Ok(Box::new(FnTransform(identity)))

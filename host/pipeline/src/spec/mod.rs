@@ -12,6 +12,7 @@ mod state;
 mod transform;
 mod trigger;
 mod units;
+mod window;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +29,7 @@ use weir_connectors::kafka::{ConsumerGroup, KafkaSinkOptions, KafkaSourceOptions
 use weir_connectors::log_source::StartingOffsets;
 use weir_engine::{IdleWait, PidConfig, RecordLimits, Trigger};
 use weir_runtime::{CallMode, Limits, Sandbox};
+pub use window::{MAX_WINDOWS_PER_RECORD, WindowAggregation};
 
 #[derive(Debug, thiserror::Error)]
 #[error("{file}{}: {message}", location.map_or(String::new(), |(l, c)| format!(":{l}:{c}")))]
@@ -103,6 +105,22 @@ pub enum OnError {
     DeadLetter,
 }
 
+impl OnError {
+    /// `section.on-error` as written (default "skip").
+    fn parse(section: &str, text: Option<&str>) -> Result<OnError, String> {
+        Ok(match text.unwrap_or("skip") {
+            "skip" => OnError::Skip,
+            "fail" => OnError::Fail,
+            "dead-letter" => OnError::DeadLetter,
+            p => {
+                return Err(format!(
+                    "{section}.on-error: `{p}` (use \"skip\", \"fail\" or \"dead-letter\")"
+                ));
+            }
+        })
+    }
+}
+
 /// How the pipeline executes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -130,8 +148,10 @@ pub struct Pipeline {
     /// A directory, or an object store URL (`s3://bucket/prefix`).
     pub checkpoint: CheckpointLocation,
     pub sources: Vec<SourceSpec>,
-    /// `None`: records pass through unchanged.
+    /// `None`: records pass through unchanged (or `window` aggregates them).
     pub transform: Option<TransformSpec>,
+    /// `[window]`: the host aggregates per key and window instead.
+    pub window: Option<WindowAggregation>,
     /// Sinks by output name; `None` is the default output.
     pub sinks: Vec<(Option<String>, SinkSpec)>,
     pub trigger: Trigger,
@@ -242,6 +262,13 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         .transform
         .map(|t| transform::transform(t, base, env))
         .transpose()?;
+    let window = raw.window.map(window::window).transpose()?;
+    if window.is_some() && transform.is_some() {
+        return Err(
+            "a pipeline runs either a [transform] component or a [window] aggregation, not both"
+                .into(),
+        );
+    }
     if raw.sink.is_empty() {
         return Err(
             "at least one [sink.<output>] is required ([sink.default] for the default output)"
@@ -272,17 +299,23 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
             name.as_deref().unwrap_or("default")
         ));
     }
-    if transform
+    let on_error = transform
         .as_ref()
-        .is_some_and(|t| t.on_error == OnError::DeadLetter)
+        .map(|t| t.on_error)
+        .or(window.as_ref().map(|w| w.on_error));
+    if on_error == Some(OnError::DeadLetter)
         && !sinks
             .iter()
             .any(|(n, _)| n.as_deref() == Some(weir_engine::DEAD_LETTER))
     {
-        return Err(
-            "transform.on-error = \"dead-letter\" needs a [sink.dead-letter] to write them to"
-                .into(),
-        );
+        return Err(format!(
+            "{}.on-error = \"dead-letter\" needs a [sink.dead-letter] to write them to",
+            if window.is_some() {
+                "window"
+            } else {
+                "transform"
+            }
+        ));
     }
     let trigger = trigger::trigger(&raw.trigger)?;
     let idle = trigger::idle_wait(&raw.trigger)?;
@@ -299,6 +332,19 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         &inputs,
     )?;
     let sources = inputs.specs;
+    if window.is_some() {
+        if state_key.is_none() {
+            return Err("[window] aggregates per key: say which in [state] (key = \"record-key\" or key-field = \"<json.path>\")".into());
+        }
+        if state.event_time.is_none()
+            && state.output_mode != weir_engine::state::OutputMode::Complete
+        {
+            return Err(format!(
+                "[window] in {} mode needs an [event-time] section: windows close when the watermark passes them",
+                state.output_mode.as_str()
+            ));
+        }
+    }
     if let Some(p) = &state_key
         && !p.exchange
         && sources.len() != 1
@@ -328,6 +374,7 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         checkpoint: CheckpointLocation::parse(&raw.checkpoint, base),
         sources,
         transform,
+        window,
         sinks,
         trigger,
         idle,

@@ -16,6 +16,7 @@ pub struct RawPipeline {
     pub checkpoint_interval: Option<String>,
     pub source: Vec<RawSourceEntry>,
     pub transform: Option<RawTransform>,
+    pub window: Option<super::window::RawWindow>,
     pub sink: BTreeMap<String, RawSink>,
     #[serde(default)]
     pub trigger: RawTrigger,

@@ -43,16 +43,7 @@ pub(super) fn transform(
                 ));
             }
         },
-        on_error: match t.on_error.as_deref().unwrap_or("skip") {
-            "skip" => OnError::Skip,
-            "fail" => OnError::Fail,
-            "dead-letter" => OnError::DeadLetter,
-            p => {
-                return Err(format!(
-                    "transform.on-error: `{p}` (use \"skip\", \"fail\" or \"dead-letter\")"
-                ));
-            }
-        },
+        on_error: OnError::parse("transform", t.on_error.as_deref())?,
         config,
         limits,
         record_limits,
