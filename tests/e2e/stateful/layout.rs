@@ -2,6 +2,8 @@
 //! split over files, log partitions (written round-robin, not by key),
 //! batch sizes and cores give the same windows in both modes, equal to a
 //! straightforward reference computed here; and the same with SIGKILLs.
+//! Both window operators give it: the `window_count` guest and the host's
+//! `[window]`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -80,13 +82,38 @@ fn write_topic(log: &Path, n: u64, keys: u64, partitions: u32) {
     t.append(None, &parts, || {}).unwrap();
 }
 
+/// Who counts: the `window_count` guest, or the host's `[window]`.
+#[derive(Clone, Copy, Debug)]
+enum Counter {
+    Guest,
+    Host,
+}
+
+impl Counter {
+    fn section(self) -> String {
+        match self {
+            Counter::Guest => format!(
+                "[transform]\ncomponent = \"{}\"\non-error = \"fail\"\n[transform.config]\nkey-field = \"key\"\nsize = \"10s\"",
+                guest("window_count").display()
+            ),
+            Counter::Host => "[window]\nsize = \"10s\"\non-error = \"fail\"".into(),
+        }
+    }
+}
+
 enum Input {
     Files { files: u64, per_trigger: u64 },
     Log { partitions: u32, continuous: bool },
 }
 
 /// A window-count pipeline over `input` in a fresh directory.
-fn pipeline(n: u64, keys: u64, input: &Input, extra_state: &str) -> tempfile::TempDir {
+fn pipeline(
+    n: u64,
+    keys: u64,
+    input: &Input,
+    extra_state: &str,
+    counter: Counter,
+) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let (source, mode, trigger, watermark, sink) = match input {
         // per_trigger 0: trigger "once", everything in one batch.
@@ -151,17 +178,12 @@ delay = "1s"
 [state]
 key-field = "key"
 {extra_state}
-[transform]
-component = "{component}"
-on-error = "fail"
-[transform.config]
-key-field = "key"
-size = "10s"
+{counter}
 [sink.default]
 {sink}
 {trigger}
 "#,
-        component = guest("window_count").display()
+        counter = counter.section()
     );
     std::fs::write(dir.path().join("p.toml"), text).unwrap();
     dir
@@ -191,14 +213,21 @@ fn output(dir: &Path, input: &Input) -> Vec<String> {
     got
 }
 
-/// Kill `weir run` at `kills` random moments, restarting each time, then
-/// let it finish; returns how many kills landed.
-fn run_with_random_kills(dir: &Path, input: &Input, seed: u64, kills: usize) -> usize {
+/// Kill `weir run` at `kills` random moments (each within `40 + within_ms`
+/// ms of a start), restarting each time, then let it finish; returns how
+/// many kills landed.
+fn run_with_random_kills(
+    dir: &Path,
+    input: &Input,
+    seed: u64,
+    kills: usize,
+    within_ms: u64,
+) -> usize {
     let mut next = xorshift(seed);
     let mut landed = 0;
     while landed < kills {
         let mut child = command(dir, input).spawn().unwrap();
-        std::thread::sleep(Duration::from_millis(40 + next() % 200));
+        std::thread::sleep(Duration::from_millis(40 + next() % within_ms));
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run ended with {status}");
             return landed;
@@ -220,27 +249,35 @@ fn a_million_events_in_eight_files_give_every_window_once() {
     let expected = reference(n, keys);
     assert_eq!(expected.len(), 99_000);
     assert!(expected.iter().all(|w| w.ends_with(r#""count":10}"#)));
-    for per_trigger in [1, 8] {
+    for (per_trigger, counter) in [(1, Counter::Guest), (8, Counter::Guest), (8, Counter::Host)] {
         let input = Input::Files {
             files: 8,
             per_trigger,
         };
-        let dir = pipeline(n, keys, &input, "");
+        let dir = pipeline(n, keys, &input, "", counter);
         run_ok(command(dir.path(), &input));
         let got = output(dir.path(), &input);
-        assert_eq!(got.len(), 99_000, "max-files-per-trigger = {per_trigger}");
-        assert!(got == expected, "max-files-per-trigger = {per_trigger}");
+        let case = format!("max-files-per-trigger = {per_trigger}, {counter:?}");
+        assert_eq!(got.len(), 99_000, "{case}");
+        assert!(got == expected, "{case}");
     }
-    let input = Input::Files {
-        files: 8,
-        per_trigger: 1,
-    };
-    let dir = pipeline(n, keys, &input, "");
-    let kills = run_with_random_kills(dir.path(), &input, 0x9e37_79b9, 20);
-    assert_eq!(kills, 20);
-    let got = output(dir.path(), &input);
-    assert_eq!(got.len(), 99_000, "after {kills} SIGKILLs");
-    assert!(got == expected, "after {kills} SIGKILLs");
+    // The host's run is shorter: its kills come sooner, and the run may
+    // still end before all of them (at least half must land).
+    for (seed, counter, within_ms, least) in [
+        (0x9e37_79b9, Counter::Guest, 200, 20),
+        (0x7f4a_7c15, Counter::Host, 40, 10),
+    ] {
+        let input = Input::Files {
+            files: 8,
+            per_trigger: 1,
+        };
+        let dir = pipeline(n, keys, &input, "", counter);
+        let kills = run_with_random_kills(dir.path(), &input, seed, 20, within_ms);
+        assert!(kills >= least, "{kills} kills landed, {counter:?}");
+        let got = output(dir.path(), &input);
+        assert_eq!(got.len(), 99_000, "after {kills} SIGKILLs, {counter:?}");
+        assert!(got == expected, "after {kills} SIGKILLs, {counter:?}");
+    }
 }
 
 /// The same records over 1, 3 and 8 files (with `once`, whose batches
@@ -318,8 +355,11 @@ fn the_answer_does_not_depend_on_files_partitions_modes_or_cores() {
             "partitions = 3",
         ),
     ];
-    for (input, cores, state) in &cases {
-        let dir = pipeline(n, keys, input, state);
+    let runs = cases
+        .iter()
+        .flat_map(|case| [Counter::Guest, Counter::Host].map(|counter| (case, counter)));
+    for ((input, cores, state), counter) in runs {
+        let dir = pipeline(n, keys, input, state, counter);
         run_ok({
             let mut c = command(dir.path(), input);
             c.env("WEIR_PARALLELISM", cores);
@@ -335,8 +375,9 @@ fn the_answer_does_not_depend_on_files_partitions_modes_or_cores() {
                 continuous,
             } => format!("{partitions} partitions, continuous: {continuous}"),
         };
-        assert_eq!(got.len(), expected.len(), "{case}, {cores} cores, {state}");
-        assert!(got == expected, "{case}, {cores} cores, {state}");
+        let case = format!("{case}, {cores} cores, {state}, {counter:?}");
+        assert_eq!(got.len(), expected.len(), "{case}");
+        assert!(got == expected, "{case}");
     }
 }
 
@@ -349,11 +390,13 @@ fn continuous_exchange_survives_random_sigkills() {
         partitions: 4,
         continuous: true,
     };
-    let dir = pipeline(n, keys, &input, "partitions = 3");
-    let kills = run_with_random_kills(dir.path(), &input, 0x51ce_55ed, 8);
-    assert!(kills > 0);
-    assert!(
-        output(dir.path(), &input) == reference(n, keys),
-        "after {kills} SIGKILLs"
-    );
+    for counter in [Counter::Guest, Counter::Host] {
+        let dir = pipeline(n, keys, &input, "partitions = 3", counter);
+        let kills = run_with_random_kills(dir.path(), &input, 0x51ce_55ed, 8, 200);
+        assert!(kills > 0);
+        assert!(
+            output(dir.path(), &input) == reference(n, keys),
+            "after {kills} SIGKILLs, {counter:?}"
+        );
+    }
 }
