@@ -1,4 +1,5 @@
 mod kafka;
+mod window;
 
 use std::path::Path;
 use std::time::Duration;
