@@ -62,6 +62,10 @@ pub struct WindowSpec {
     pub size_ms: i64,
     pub slide_ms: i64,
     pub aggregate: Aggregation,
+    /// A state partition holding more than this after a batch stops the
+    /// query: keys and windows come from the data, so without a bound one
+    /// pipeline could take all the host's memory.
+    pub max_state_bytes: usize,
 }
 
 impl WindowSpec {
@@ -162,6 +166,7 @@ impl Transform for WindowAggregate {
             size_ms: size,
             slide_ms: slide,
             ref aggregate,
+            max_state_bytes,
         } = *self.spec;
         let mut out = TransformOutput::default();
         let mut partial = std::mem::take(&mut self.partial);
@@ -221,6 +226,12 @@ impl Transform for WindowAggregate {
             }
         }
         self.partial = partial;
+        let held = ctx.state.memory_bytes();
+        if held > max_state_bytes {
+            return Err(TransformError::Fatal(format!(
+                "the [window] state of this partition holds {held} bytes, over window.max-state = {max_state_bytes} (more keys and open windows than it allows: raise it, shorten the windows or the watermark delay)"
+            )));
+        }
         match ctx.output_mode {
             OutputMode::Append => {}
             OutputMode::Update => {

@@ -182,26 +182,31 @@ fn every_window_once_in_append_mode_however_the_input_is_split() {
             size_ms: 30,
             slide_ms: 30,
             aggregate: Aggregation::Count,
+            max_state_bytes: 1 << 30,
         },
         WindowSpec {
             size_ms: 40,
             slide_ms: 15,
             aggregate: Aggregation::Sum(field()),
+            max_state_bytes: 1 << 30,
         },
         WindowSpec {
             size_ms: 25,
             slide_ms: 25,
             aggregate: Aggregation::Min(field()),
+            max_state_bytes: 1 << 30,
         },
         WindowSpec {
             size_ms: 25,
             slide_ms: 10,
             aggregate: Aggregation::Max(field()),
+            max_state_bytes: 1 << 30,
         },
         WindowSpec {
             size_ms: 50,
             slide_ms: 50,
             aggregate: Aggregation::Avg(field()),
+            max_state_bytes: 1 << 30,
         },
     ] {
         for split in splits() {
@@ -225,6 +230,7 @@ fn update_mode_ends_with_every_windows_final_value() {
         size_ms: 30,
         slide_ms: 10,
         aggregate: Aggregation::Sum(vec!["amount".into()]),
+        max_state_bytes: 1 << 30,
     };
     for split in splits() {
         let got = run(&spec, &split, 90, OutputMode::Update, ErrorPolicy::Fail).unwrap();
@@ -246,6 +252,7 @@ fn a_record_without_the_number_goes_to_the_error_policy_with_the_field_named() {
         size_ms: 30,
         slide_ms: 30,
         aggregate: Aggregation::Sum(vec!["price".into()]),
+        max_state_bytes: 1 << 30,
     };
     let split = Split {
         delay_ms: 40,
@@ -259,4 +266,23 @@ fn a_record_without_the_number_goes_to_the_error_policy_with_the_field_named() {
     // Skipped, every window is empty: no rows, and the query goes on.
     let rows = run(&spec, &split, 5, OutputMode::Append, ErrorPolicy::Skip).unwrap();
     assert_eq!(sorted(rows), Vec::<String>::new());
+}
+
+#[test]
+fn state_beyond_its_bound_stops_the_query_with_the_setting_named() {
+    let spec = WindowSpec {
+        size_ms: 30,
+        slide_ms: 30,
+        aggregate: Aggregation::Count,
+        max_state_bytes: 1_000,
+    };
+    let split = Split {
+        delay_ms: 2_000,
+        partitions: 1,
+        per_trigger: 100_000,
+        state_partitions: 1,
+        restart: false,
+    };
+    let err = run(&spec, &split, 120, OutputMode::Append, ErrorPolicy::Skip).unwrap_err();
+    assert!(err.contains("over window.max-state = 1000"), "{err}");
 }

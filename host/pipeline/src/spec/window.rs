@@ -6,7 +6,7 @@ use serde::Deserialize;
 use weir_engine::window::{Aggregation, WindowSpec};
 
 use super::OnError;
-use super::units::parse_duration;
+use super::units::{parse_duration, parse_size};
 
 /// A record falls in `size / slide` windows; more per record would let one
 /// pipeline file multiply its state and CPU without bound.
@@ -20,6 +20,7 @@ pub struct RawWindow {
     pub aggregate: Option<String>,
     pub field: Option<String>,
     pub on_error: Option<String>,
+    pub max_state: Option<String>,
 }
 
 /// The pipeline's host window and what becomes of a record it cannot
@@ -95,11 +96,16 @@ pub fn window(w: RawWindow) -> Result<WindowAggregation, String> {
         }
     };
     let on_error = OnError::parse("window", w.on_error.as_deref())?;
+    let max_state_bytes = match &w.max_state {
+        Some(v) => parse_size(v).map_err(|e| format!("window.max-state: {e}"))?,
+        None => weir_runtime::Limits::default().max_state,
+    };
     Ok(WindowAggregation {
         spec: WindowSpec {
             size_ms,
             slide_ms,
             aggregate,
+            max_state_bytes,
         },
         on_error,
     })

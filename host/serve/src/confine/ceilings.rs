@@ -148,6 +148,9 @@ pub fn check(p: &Pipeline, max_memory: u64) -> Result<(), String> {
             }
         }
     }
+    if let Some(w) = &p.window {
+        at_most("window.max-state", w.spec.max_state_bytes as u64, MAX_STATE)?;
+    }
     if let Some(t) = &p.transform {
         let l = &t.limits;
         let key = |k: &str| format!("transform.limits.{k}");
@@ -264,6 +267,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("trigger.idle-poll"), "{err}");
+        let window = |max: &str| {
+            parse(&format!(
+                "[window]\nsize = \"1s\"\nmax-state = \"{max}\"\n[state]\nkey = \"record-key\"\n[event-time]\ndelay = \"1s\""
+            ))
+        };
+        check(&window("1GiB"), 1 << 30).unwrap();
+        let err = check(&window("17GiB"), 1 << 30).unwrap_err();
+        assert!(err.contains("window.max-state"), "{err}");
     }
 
     #[test]
