@@ -77,18 +77,22 @@ fn position(events: &[String], event: &str) -> usize {
         .unwrap_or_else(|| panic!("no `{event}` in {events:?}"))
 }
 
-#[test]
-fn the_next_batch_runs_while_one_commits_and_is_written_ahead_only_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let events = Events::default();
+/// An AvailableNow query over `n` records, at most `limit` a batch, into
+/// `sink`, its checkpoint's log writes and transform calls in `events`.
+fn logged_query(
+    dir: &std::path::Path,
+    n: usize,
+    limit: Option<u64>,
+    events: &Events,
+    sink: &MemorySink,
+) -> MicroBatchQuery {
     let store = Arc::new(SlowCommits {
-        inner: LocalCheckpointStore::open(dir.path()).unwrap(),
+        inner: LocalCheckpointStore::open(dir).unwrap(),
         events: events.clone(),
     });
-    let sink = MemorySink::default();
-    let mut q = MicroBatchQuery::new(
+    MicroBatchQuery::new(
         store,
-        vec![Box::new(source(40, Some(10)))],
+        vec![Box::new(source(n, limit))],
         logged_upper(events.clone()),
         vec![(None, Box::new(sink.clone()))],
         QueryOptions {
@@ -96,7 +100,15 @@ fn the_next_batch_runs_while_one_commits_and_is_written_ahead_only_after() {
             ..QueryOptions::default()
         },
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn the_next_batch_runs_while_one_commits_and_is_written_ahead_only_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = Events::default();
+    let sink = MemorySink::default();
+    let mut q = logged_query(dir.path(), 40, Some(10), &events, &sink);
     let mut sizes = Vec::new();
     q.run(&mut |p| sizes.push(p.num_input_rows)).unwrap();
     assert_eq!(sizes, [10, 10, 10, 10]);
@@ -119,27 +131,14 @@ fn the_next_batch_runs_while_one_commits_and_is_written_ahead_only_after() {
 }
 
 #[test]
-fn a_query_that_keeps_up_decides_its_next_batch_after_the_commit() {
-    // Default trigger over what is there: each batch takes all there is,
-    // so no batch is known to follow and nothing runs ahead.
+fn a_batch_that_takes_all_there_is_decides_the_next_after_its_commit() {
+    // No limit: the one batch takes everything, no batch is known to
+    // follow, and nothing runs ahead.
     let dir = tempfile::tempdir().unwrap();
     let events = Events::default();
-    let store = Arc::new(SlowCommits {
-        inner: LocalCheckpointStore::open(dir.path()).unwrap(),
-        events: events.clone(),
-    });
-    let mut q = MicroBatchQuery::new(
-        store,
-        vec![Box::new(source(5, None))],
-        logged_upper(events.clone()),
-        vec![(None, Box::new(MemorySink::default()))],
-        QueryOptions {
-            trigger: Trigger::AvailableNow,
-            ..QueryOptions::default()
-        },
-    )
-    .unwrap();
-    q.run(&mut |_| {}).unwrap();
+    logged_query(dir.path(), 5, None, &events, &MemorySink::default())
+        .run(&mut |_| {})
+        .unwrap();
     let events = events.lock().unwrap().clone();
     assert_eq!(events, ["offsets/0", "transform r0", "commits/0"]);
 }
