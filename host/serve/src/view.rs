@@ -26,7 +26,7 @@ pub fn pipeline(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
     let mut v = json!({
         "tenant": p.tenant,
         "name": p.name,
-        "component": p.component,
+        "component": p.has_component().then_some(&p.component),
         "desired": p.desired,
         "state": s.state,
         "mode": spec.as_ref().ok().map(|s| s.mode.execution().name()),

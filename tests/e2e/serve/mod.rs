@@ -12,6 +12,7 @@ mod replay;
 mod reports;
 mod tenancy;
 mod upgrade;
+mod windows;
 
 use std::path::Path;
 

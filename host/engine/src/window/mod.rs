@@ -11,6 +11,7 @@
 mod acc;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use acc::{Acc, Input, parse_number};
 
@@ -55,6 +56,20 @@ impl Aggregation {
     }
 }
 
+/// Where a window's state is charged beyond its own `max-state`: a
+/// tenant's memory quota, which its guests' keyed state counts against too.
+pub trait StateBudget: Send + Sync {
+    /// A charge for one operator instance, released when it drops.
+    fn open(&self) -> Box<dyn StateCharge>;
+}
+
+/// One operator instance's charge: its state's high-water mark.
+pub trait StateCharge: Send {
+    /// Hold `bytes` in all (nothing changes when that is not more than
+    /// before); the error when the budget cannot.
+    fn grow_to(&mut self, bytes: usize) -> Result<(), TransformError>;
+}
+
 /// Fixed windows `size_ms` long starting every `slide_ms` (tumbling when
 /// the two are equal), by event time, per state key.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,15 +100,17 @@ impl WindowSpec {
         )
     }
 
-    /// One operator per state partition.
-    pub fn factory(self) -> Box<dyn TransformFactory> {
-        let spec = std::sync::Arc::new(self);
+    /// One operator per state partition, each charging its state to
+    /// `budget` when there is one.
+    pub fn factory(self, budget: Option<Arc<dyn StateBudget>>) -> Box<dyn TransformFactory> {
+        let spec = Arc::new(self);
         Box::new(
             move |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
                 Ok(Box::new(WindowAggregate {
                     spec: spec.clone(),
                     partial: HashMap::new(),
                     key: Vec::new(),
+                    charge: budget.as_ref().map(|b| b.open()),
                 }))
             },
         )
@@ -123,10 +140,11 @@ struct Partial {
 }
 
 struct WindowAggregate {
-    spec: std::sync::Arc<WindowSpec>,
+    spec: Arc<WindowSpec>,
     /// Window key -> this batch's partial aggregate (kept for its capacity).
     partial: HashMap<Vec<u8>, Partial>,
     key: Vec<u8>,
+    charge: Option<Box<dyn StateCharge>>,
 }
 
 impl WindowAggregate {
@@ -231,6 +249,9 @@ impl Transform for WindowAggregate {
             return Err(TransformError::Fatal(format!(
                 "the [window] state of this partition holds {held} bytes, over window.max-state = {max_state_bytes} (more keys and open windows than it allows: raise it, shorten the windows or the watermark delay)"
             )));
+        }
+        if let Some(charge) = &mut self.charge {
+            charge.grow_to(held)?;
         }
         match ctx.output_mode {
             OutputMode::Append => {}

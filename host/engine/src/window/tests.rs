@@ -125,7 +125,7 @@ fn run(
                     .source("events")
                     .max_records_per_trigger(split.per_trigger),
             )],
-            spec.clone().factory(),
+            spec.clone().factory(None),
             vec![(None, Box::new(sink.clone()))],
             QueryOptions {
                 trigger: Trigger::AvailableNow,

@@ -153,8 +153,10 @@ impl GuestScope {
 /// the pipeline's error policy, and whether the guest keeps state.
 fn factory(runtime: &Runtime, spec: &Pipeline, scope: GuestScope) -> Result<Guest, BuildError> {
     if let Some(w) = &spec.window {
+        // Its state counts against the tenant's memory quota, as a guest's does.
+        let budget = scope.tenant.as_ref().map(|t| t.state_budget());
         return Ok(Guest {
-            factory: w.spec.clone().factory(),
+            factory: w.spec.clone().factory(budget),
             policy: match w.on_error {
                 OnError::Fail => ErrorPolicy::Fail,
                 OnError::Skip => ErrorPolicy::Skip,

@@ -342,11 +342,13 @@ fn start(
     p: &PipelineRow,
     t: &TenantRow,
 ) -> Result<(), NotStarted> {
-    let path = crate::components::bytes_path(state, &p.component);
-    // The bucket not reached: worth another try.
-    cluster
-        .fetch_component(&p.component, &path, &state.data.join("tmp"))
-        .map_err(|why| NotStarted { why, retry: true })?;
+    if p.has_component() {
+        let path = crate::components::bytes_path(state, &p.component);
+        // The bucket not reached: worth another try.
+        cluster
+            .fetch_component(&p.component, &path, &state.data.join("tmp"))
+            .map_err(|why| NotStarted { why, retry: true })?;
+    }
     let refused = |why| NotStarted { why, retry: false };
     let spec = crate::pipelines::startable(state, t, p).map_err(refused)?;
     if let Some(why) = crate::quota::over(state, t) {

@@ -84,7 +84,7 @@ pub async fn put(
         tenant: tenant.clone(),
         name: name.clone(),
         spec: text,
-        component,
+        component: component.unwrap_or_default(),
         desired: "running".into(),
         upgrade: opts.upgrade,
     };
@@ -120,9 +120,10 @@ pub async fn put(
             if new {
                 within_quota(store, &t)?;
             }
-            if store
-                .component(&stored.tenant, &stored.component)?
-                .is_none()
+            if stored.has_component()
+                && store
+                    .component(&stored.tenant, &stored.component)?
+                    .is_none()
             {
                 return Err(ApiError::conflict(format!(
                     "component `{}` was deleted meanwhile",

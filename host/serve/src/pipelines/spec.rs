@@ -37,13 +37,37 @@ pub(super) fn resolve(
                 .or_insert_with(|| format!("checkpoints/{name}").into());
         }
     }
+    // A host `[window]` runs no component; anything else names one.
+    let component = if table.contains_key("window") && !table.contains_key("transform") {
+        None
+    } else {
+        Some(uploaded_component(state, tenant, &mut table)?)
+    };
+    let text = toml::to_string(&table).map_err(ApiError::internal)?;
+    let spec = confined(state, t, &text).map_err(ApiError::bad_request)?;
+    Ok(Resolved {
+        spec,
+        text,
+        component,
+    })
+}
+
+/// The id of the uploaded component `[transform] component` names, which
+/// the tenant must own; the table then names its bytes.
+fn uploaded_component(
+    state: &AppState,
+    tenant: &str,
+    table: &mut toml::Table,
+) -> ApiResult<String> {
     let component = table
         .get("transform")
         .and_then(|t| t.get("component"))
         .and_then(|c| c.as_str())
         .map(|c| c.trim_start_matches("sha256:").to_string())
         .ok_or_else(|| {
-            ApiError::bad_request("transform.component: give the id of an uploaded component")
+            ApiError::bad_request(
+                "transform.component: give the id of an uploaded component (or aggregate with [window] instead of [transform])",
+            )
         })?;
     if state.store.component(tenant, &component)?.is_none() {
         return Err(ApiError::bad_request(format!(
@@ -57,20 +81,15 @@ pub(super) fn resolve(
     if let Some(toml::Value::Table(t)) = table.get_mut("transform") {
         t.insert("component".into(), path.into());
     }
-    let text = toml::to_string(&table).map_err(ApiError::internal)?;
-    let spec = confined(state, t, &text).map_err(ApiError::bad_request)?;
-    Ok(Resolved {
-        spec,
-        text,
-        component,
-    })
+    Ok(component)
 }
 
-/// A pipeline as PUT: validated, with the text stored and the component.
+/// A pipeline as PUT: validated, with the text stored and the component
+/// (`None`: a host `[window]` runs in its place).
 pub(super) struct Resolved {
     pub spec: Pipeline,
     pub text: String,
-    pub component: String,
+    pub component: Option<String>,
 }
 
 /// `text` parsed as tenant `t`'s pipeline: relative to its data root, its

@@ -13,6 +13,8 @@ pub struct PipelineRow {
     pub tenant: String,
     pub name: String,
     pub spec: String,
+    /// The uploaded component's id; empty for a pipeline whose `[window]`
+    /// the host runs without one.
     pub component: String,
     /// `running` or `stopped`.
     pub desired: String,
@@ -21,6 +23,13 @@ pub struct PipelineRow {
     /// cluster).
     #[serde(default)]
     pub upgrade: bool,
+}
+
+impl PipelineRow {
+    /// Whether it runs an uploaded component (not only a host `[window]`).
+    pub fn has_component(&self) -> bool {
+        !self.component.is_empty()
+    }
 }
 
 impl Store {

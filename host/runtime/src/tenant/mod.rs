@@ -222,6 +222,12 @@ impl Tenant {
         self.memory.fetch_sub(bytes, Ordering::SeqCst);
     }
 
+    /// Where a host `[window]` of this tenant charges its state: the same
+    /// quota its guests' memory and keyed state count against.
+    pub fn state_budget(self: &Arc<Self>) -> Arc<dyn weir_engine::window::StateBudget> {
+        Arc::new(window_charge::StateBudget(self.clone()))
+    }
+
     /// Mark the calling thread as inside a guest call until the guard drops.
     pub(crate) fn enter(self: &Arc<Self>) -> Running {
         self.share
@@ -315,6 +321,8 @@ impl Drop for Running {
         self.0.scheduler.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+mod window_charge;
 
 #[cfg(test)]
 mod tests {
