@@ -123,6 +123,10 @@
     async function showComponent(id) {
       componentShown = id;
       const el = $('#component');
+      if (id == null) {
+        el.innerHTML = '<dt>id</dt><dd class="muted">none: the host runs its [window]</dd>';
+        return;
+      }
       try {
         const c = await api(`/v1/components/${enc(id)}`, opts());
         el.innerHTML = `<dt>id</dt><dd class="mono" title="${esc(c.id)}">${esc(shortId(c.id))}…</dd>`
