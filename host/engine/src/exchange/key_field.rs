@@ -34,6 +34,21 @@ pub fn extract_with_time<'a>(
     if path.first().is_some_and(|f| f == time) {
         return None;
     }
+    // The common record: a top-level string key and integer time.
+    if let [name] = path
+        && let Some((key, time)) = super::scan::key_and_time(value, name, time)
+    {
+        return Some((Cow::Borrowed(key), time));
+    }
+    read_with_time(value, path, time)
+}
+
+/// [`extract_with_time`] by serde alone (the scan's reference).
+pub(super) fn read_with_time<'a>(
+    value: &'a [u8],
+    path: &[String],
+    time: &str,
+) -> Option<(Cow<'a, [u8]>, i64)> {
     let mut de = serde_json::Deserializer::from_slice(value);
     match (Path {
         path,

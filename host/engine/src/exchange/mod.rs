@@ -13,6 +13,7 @@
 
 pub mod key_field;
 pub mod murmur2;
+mod scan;
 
 use std::borrow::Cow;
 
