@@ -1,9 +1,8 @@
 //! Stateful answers do not depend on the input's layout: the same events
 //! split over files, log partitions (written round-robin, not by key),
 //! batch sizes and cores give the same windows in both modes, equal to a
-//! straightforward reference computed here; and the same with SIGKILLs.
-//! Both window operators give it: the `window_count` guest and the host's
-//! `[window]`.
+//! straightforward reference computed here; and the same with SIGKILLs,
+//! from both the `window_count` guest and the host's `[window]`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -289,71 +288,20 @@ fn the_answer_does_not_depend_on_files_partitions_modes_or_cores() {
     let (n, keys) = (100_000, 100);
     let expected = reference(n, keys);
     assert_eq!(expected.len(), 900);
+    let files = |files, per_trigger| Input::Files { files, per_trigger };
+    let log = |partitions, continuous| Input::Log {
+        partitions,
+        continuous,
+    };
     let cases = [
-        (
-            Input::Files {
-                files: 3,
-                per_trigger: 0,
-            },
-            "2",
-            "",
-        ),
-        (
-            Input::Files {
-                files: 1,
-                per_trigger: 1,
-            },
-            "1",
-            "",
-        ),
-        (
-            Input::Files {
-                files: 3,
-                per_trigger: 2,
-            },
-            "2",
-            "",
-        ),
-        (
-            Input::Files {
-                files: 8,
-                per_trigger: 3,
-            },
-            "2",
-            "partitions = 3",
-        ),
-        (
-            Input::Log {
-                partitions: 1,
-                continuous: false,
-            },
-            "2",
-            "",
-        ),
-        (
-            Input::Log {
-                partitions: 4,
-                continuous: false,
-            },
-            "1",
-            "partitions = 3",
-        ),
-        (
-            Input::Log {
-                partitions: 1,
-                continuous: true,
-            },
-            "2",
-            "",
-        ),
-        (
-            Input::Log {
-                partitions: 4,
-                continuous: true,
-            },
-            "2",
-            "partitions = 3",
-        ),
+        (files(3, 0), "2", ""),
+        (files(1, 1), "1", ""),
+        (files(3, 2), "2", ""),
+        (files(8, 3), "2", "partitions = 3"),
+        (log(1, false), "2", ""),
+        (log(4, false), "1", "partitions = 3"),
+        (log(1, true), "2", ""),
+        (log(4, true), "2", "partitions = 3"),
     ];
     let runs = cases
         .iter()

@@ -6,6 +6,7 @@ mod connectors;
 mod group;
 mod host;
 mod kafka;
+mod on_error;
 mod raw;
 mod sources;
 mod state;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use weir_connectors::checkpoints::CheckpointLocation;
 
 pub use host::{HostSpec, TenantSpec};
+pub use on_error::OnError;
 use raw::{RawBackpressure, RawPipeline, RawSource};
 pub use transform::{GuestEnv, GuestLimits, limits_from_pairs, limits_table};
 use units::key_location;
@@ -95,30 +97,6 @@ pub struct TransformSpec {
     pub record_limits: RecordLimits,
     pub grants: Vec<String>,
     pub sandbox: Sandbox,
-}
-
-/// The pipeline's error policy (see [`weir_engine::ErrorPolicy`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnError {
-    Fail,
-    Skip,
-    DeadLetter,
-}
-
-impl OnError {
-    /// `section.on-error` as written (default "skip").
-    fn parse(section: &str, text: Option<&str>) -> Result<OnError, String> {
-        Ok(match text.unwrap_or("skip") {
-            "skip" => OnError::Skip,
-            "fail" => OnError::Fail,
-            "dead-letter" => OnError::DeadLetter,
-            p => {
-                return Err(format!(
-                    "{section}.on-error: `{p}` (use \"skip\", \"fail\" or \"dead-letter\")"
-                ));
-            }
-        })
-    }
 }
 
 /// How the pipeline executes.
@@ -263,12 +241,7 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         .map(|t| transform::transform(t, base, env))
         .transpose()?;
     let window = raw.window.map(window::window).transpose()?;
-    if window.is_some() && transform.is_some() {
-        return Err(
-            "a pipeline runs either a [transform] component or a [window] aggregation, not both"
-                .into(),
-        );
-    }
+    window::check_alone(window.as_ref(), transform.is_some())?;
     if raw.sink.is_empty() {
         return Err(
             "at least one [sink.<output>] is required ([sink.default] for the default output)"
@@ -332,19 +305,7 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         &inputs,
     )?;
     let sources = inputs.specs;
-    if window.is_some() {
-        if state_key.is_none() {
-            return Err("[window] aggregates per key: say which in [state] (key = \"record-key\" or key-field = \"<json.path>\")".into());
-        }
-        if state.event_time.is_none()
-            && state.output_mode != weir_engine::state::OutputMode::Complete
-        {
-            return Err(format!(
-                "[window] in {} mode needs an [event-time] section: windows close when the watermark passes them",
-                state.output_mode.as_str()
-            ));
-        }
-    }
+    window::check_keyed(window.as_ref(), state_key.is_some(), &state)?;
     if let Some(p) = &state_key
         && !p.exchange
         && sources.len() != 1

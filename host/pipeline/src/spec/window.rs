@@ -110,3 +110,39 @@ pub fn window(w: RawWindow) -> Result<WindowAggregation, String> {
         on_error,
     })
 }
+
+/// A pipeline runs a component or a host window, not both (yet).
+pub(super) fn check_alone(
+    window: Option<&WindowAggregation>,
+    transform: bool,
+) -> Result<(), String> {
+    if window.is_some() && transform {
+        return Err(
+            "a pipeline runs either a [transform] component or a [window] aggregation, not both"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// A window needs a state key, and a watermark to close its windows
+/// (except in complete mode, which emits every window each batch).
+pub(super) fn check_keyed(
+    window: Option<&WindowAggregation>,
+    keyed: bool,
+    state: &weir_engine::state::StatefulOptions,
+) -> Result<(), String> {
+    if window.is_none() {
+        return Ok(());
+    }
+    if !keyed {
+        return Err("[window] aggregates per key: say which in [state] (key = \"record-key\" or key-field = \"<json.path>\")".into());
+    }
+    if state.event_time.is_none() && state.output_mode != weir_engine::state::OutputMode::Complete {
+        return Err(format!(
+            "[window] in {} mode needs an [event-time] section: windows close when the watermark passes them",
+            state.output_mode.as_str()
+        ));
+    }
+    Ok(())
+}
