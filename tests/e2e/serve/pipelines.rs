@@ -35,7 +35,7 @@ pub(crate) fn append_values_at(log: &Path, values: &[impl AsRef<str>], timestamp
 }
 
 /// Wait until the output topic holds `n` values; return them sorted.
-fn output(log: &Path, n: usize) -> Vec<String> {
+pub(crate) fn output(log: &Path, n: usize) -> Vec<String> {
     let started = std::time::Instant::now();
     loop {
         let mut got = crate::testkit::topic_values(log, "out").unwrap_or_default();

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::Server;
 use super::attacks::{assert_refused, tenant_with};
-use super::pipelines::{append_values, put};
+use super::pipelines::{append_values, output, put};
 
 const WINDOW: &str = r#"
 [[source]]
@@ -43,13 +43,7 @@ fn a_tenant_counts_by_window_without_a_component_within_its_bounds() {
     let (status, body) = put(&s, &acme, "counts", &WINDOW.replace("MAX", ""));
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["component"], Value::Null, "{body}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let mut got = Vec::new();
-    while got.len() < 4 && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        got = crate::testkit::topic_values(&log, "out").unwrap_or_default();
-    }
-    got.sort();
+    let got = output(&log, 4);
     let row = |k: &str, start: u32| {
         format!(
             r#"{{"key":"{k}","start":{start},"end":{},"count":10}}"#,

@@ -224,7 +224,6 @@ impl Transform for WindowAggregate {
         }
         let timers = ctx.output_mode != OutputMode::Complete;
         let mut changed = Vec::new();
-        let mut bytes = Vec::with_capacity(acc::ENCODED);
         for (wkey, p) in partial.drain() {
             let mut acc = match ctx.state.get(&wkey) {
                 Some(b) => Acc::decode(&b).ok_or_else(|| corrupt(&wkey))?,
@@ -236,9 +235,9 @@ impl Transform for WindowAggregate {
                 }
             };
             acc.merge(aggregate, p.acc);
-            bytes.clear();
+            let mut bytes = Vec::with_capacity(acc::ENCODED);
             acc.encode(&mut bytes);
-            ctx.state.put(&wkey, bytes.clone());
+            ctx.state.put(&wkey, bytes);
             if ctx.output_mode == OutputMode::Update {
                 changed.push((p.last, wkey, acc));
             }

@@ -72,6 +72,16 @@ fn reference(spec: &WindowSpec, partitions: usize, n: usize) -> Vec<String> {
     rows
 }
 
+/// A window spec with the default state bound.
+fn spec(size_ms: i64, slide_ms: i64, aggregate: Aggregation) -> WindowSpec {
+    WindowSpec {
+        size_ms,
+        slide_ms,
+        aggregate,
+        max_state_bytes: 1 << 30,
+    }
+}
+
 struct Split {
     /// The watermark delay: with one partition longer than its disorder
     /// (20 ms), so windows close as the watermark moves; with several,
@@ -178,36 +188,11 @@ fn sorted(batches: Vec<Vec<String>>) -> Vec<String> {
 fn every_window_once_in_append_mode_however_the_input_is_split() {
     let field = || vec!["amount".to_string()];
     for spec in [
-        WindowSpec {
-            size_ms: 30,
-            slide_ms: 30,
-            aggregate: Aggregation::Count,
-            max_state_bytes: 1 << 30,
-        },
-        WindowSpec {
-            size_ms: 40,
-            slide_ms: 15,
-            aggregate: Aggregation::Sum(field()),
-            max_state_bytes: 1 << 30,
-        },
-        WindowSpec {
-            size_ms: 25,
-            slide_ms: 25,
-            aggregate: Aggregation::Min(field()),
-            max_state_bytes: 1 << 30,
-        },
-        WindowSpec {
-            size_ms: 25,
-            slide_ms: 10,
-            aggregate: Aggregation::Max(field()),
-            max_state_bytes: 1 << 30,
-        },
-        WindowSpec {
-            size_ms: 50,
-            slide_ms: 50,
-            aggregate: Aggregation::Avg(field()),
-            max_state_bytes: 1 << 30,
-        },
+        spec(30, 30, Aggregation::Count),
+        spec(40, 15, Aggregation::Sum(field())),
+        spec(25, 25, Aggregation::Min(field())),
+        spec(25, 10, Aggregation::Max(field())),
+        spec(50, 50, Aggregation::Avg(field())),
     ] {
         for split in splits() {
             let n = 120;
@@ -226,12 +211,7 @@ fn every_window_once_in_append_mode_however_the_input_is_split() {
 
 #[test]
 fn update_mode_ends_with_every_windows_final_value() {
-    let spec = WindowSpec {
-        size_ms: 30,
-        slide_ms: 10,
-        aggregate: Aggregation::Sum(vec!["amount".into()]),
-        max_state_bytes: 1 << 30,
-    };
+    let spec = spec(30, 10, Aggregation::Sum(vec!["amount".into()]));
     for split in splits() {
         let got = run(&spec, &split, 90, OutputMode::Update, ErrorPolicy::Fail).unwrap();
         // The last row of each window is its value over all its records.
@@ -248,12 +228,7 @@ fn update_mode_ends_with_every_windows_final_value() {
 
 #[test]
 fn a_record_without_the_number_goes_to_the_error_policy_with_the_field_named() {
-    let spec = WindowSpec {
-        size_ms: 30,
-        slide_ms: 30,
-        aggregate: Aggregation::Sum(vec!["price".into()]),
-        max_state_bytes: 1 << 30,
-    };
+    let spec = spec(30, 30, Aggregation::Sum(vec!["price".into()]));
     let split = Split {
         delay_ms: 40,
         partitions: 1,

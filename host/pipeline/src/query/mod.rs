@@ -9,7 +9,7 @@ mod group;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::spec::{Mode, OnError, Pipeline, SinkSpec, SourceSpec};
+use crate::spec::{Mode, Pipeline, SinkSpec, SourceSpec};
 use weir_connectors::{
     console::ConsoleSink, file_sink::FileSink, file_source::FileSource, log_sink::LogSink,
     log_source::LogSource, rate::RateSource,
@@ -157,13 +157,7 @@ fn factory(runtime: &Runtime, spec: &Pipeline, scope: GuestScope) -> Result<Gues
         let budget = scope.tenant.as_ref().map(|t| t.state_budget());
         return Ok(Guest {
             factory: w.spec.clone().factory(budget),
-            policy: match w.on_error {
-                OnError::Fail => ErrorPolicy::Fail,
-                OnError::Skip => ErrorPolicy::Skip,
-                OnError::DeadLetter => ErrorPolicy::DeadLetter {
-                    component: w.spec.identity().into(),
-                },
-            },
+            policy: w.on_error.policy(w.spec.identity()),
             stateful: true,
             component: Some(w.spec.identity()),
         });
@@ -196,13 +190,9 @@ fn factory(runtime: &Runtime, spec: &Pipeline, scope: GuestScope) -> Result<Gues
         component = component.with_abort(abort);
     }
     component.check_limits(&t.limits)?;
-    let policy = match t.on_error {
-        OnError::Fail => ErrorPolicy::Fail,
-        OnError::Skip => ErrorPolicy::Skip,
-        OnError::DeadLetter => ErrorPolicy::DeadLetter {
-            component: format!("sha256:{}", component.info().sha256).into(),
-        },
-    };
+    let policy = t
+        .on_error
+        .policy(format!("sha256:{}", component.info().sha256));
     let stateful = component.info().stateful;
     let id = format!("sha256:{}", component.info().sha256);
     match (&spec.state_key, stateful) {

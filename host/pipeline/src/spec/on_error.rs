@@ -22,4 +22,16 @@ impl OnError {
             }
         })
     }
+
+    /// The engine's policy; dead letters name `producer` (a component's
+    /// hash, or a host window's identity) as what refused them.
+    pub fn policy(self, producer: String) -> weir_engine::ErrorPolicy {
+        match self {
+            OnError::Fail => weir_engine::ErrorPolicy::Fail,
+            OnError::Skip => weir_engine::ErrorPolicy::Skip,
+            OnError::DeadLetter => weir_engine::ErrorPolicy::DeadLetter {
+                component: producer.into(),
+            },
+        }
+    }
 }
