@@ -161,8 +161,13 @@ fn second_load_uses_the_compile_cache() {
     let path = guest("json_enrich");
     let first = rt.load(&path, &[]).unwrap();
     assert_eq!(first.info().cache, weir_runtime::CacheOutcome::Miss);
+    // While one is in use, loading it again shares its compiled code.
+    let shared = rt.load(&path, &[]).unwrap();
+    assert!(shared.shares_compiled_code(&first));
+    drop((first, shared));
     let second = rt.load(&path, &[]).unwrap();
     assert_eq!(second.info().cache, weir_runtime::CacheOutcome::Hit);
+    drop(second);
     // A corrupt artifact is discarded and recompiled, not trusted.
     for entry in std::fs::read_dir(dir.path()).unwrap() {
         std::fs::write(entry.unwrap().path(), b"garbage").unwrap();

@@ -108,6 +108,10 @@ impl Source for LogSource {
         self.watch.wait(timeout);
     }
 
+    fn wake_on_data(&mut self, waker: &std::task::Waker) -> bool {
+        self.watch.wake_after(waker)
+    }
+
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let start = start.partitions(self.partitions())?;
         let upto = upto.partitions(self.partitions())?;

@@ -180,6 +180,15 @@ pub trait Source: Send {
     fn wait_for_data(&mut self, timeout: std::time::Duration) {
         std::thread::sleep(timeout);
     }
+
+    /// Have `waker` woken once data may have arrived since the last
+    /// [`Source::latest_offset`] (at once if it already has), so a query
+    /// can wait for data without holding a thread. False when this source
+    /// cannot tell: the query then polls it.
+    fn wake_on_data(&mut self, waker: &std::task::Waker) -> bool {
+        let _ = waker;
+        false
+    }
 }
 
 /// One batch's output as handed to a sink: every partition's input next to

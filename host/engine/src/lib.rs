@@ -46,7 +46,7 @@ pub use continuous::ContinuousQuery;
 pub const FAULT_INJECTION: bool = faults::ENABLED;
 pub use guard::{Guarded, RecordLimits};
 pub use log_budget::{LogBudget, SharedLogBudget};
-pub use microbatch::MicroBatchQuery;
+pub use microbatch::{MicroBatchQuery, Step, Wait};
 pub use options::{
     ContinuousOptions, DEAD_LETTER, EngineError, ErrorPolicy, IdleWait, QueryOptions, RunSummary,
     TransformFactory, Trigger,

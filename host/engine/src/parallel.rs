@@ -6,9 +6,9 @@
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 
 /// Threads a batch's tasks may use: `WEIR_PARALLELISM` (a positive number)
 /// when set, else the machine's available parallelism.
@@ -23,17 +23,35 @@ pub fn default_parallelism() -> usize {
 type Job = Box<dyn FnOnce() + Send + 'static>;
 type Panic = Box<dyn std::any::Any + Send>;
 
-/// A query's own threads, kept for its life, so that a task runs on the
-/// same thread batch after batch: item `i` of every [`Workers::map`] runs
-/// on thread `i % n`. A state partition's rows are then allocated and
+/// A query's own threads, kept while it is busy, so that a task runs on
+/// the same thread batch after batch: item `i` of every [`Workers::map`]
+/// runs on thread `i % n`. A state partition's rows are then allocated and
 /// freed by one thread; with a thread per batch, each batch freed the rows
 /// a previous batch's exited thread had allocated, through the allocator's
-/// slower cross-thread path.
+/// slower cross-thread path. The threads start with the first work that
+/// needs more than one, and an idle query lets them go
+/// ([`Workers::retire`]): a parked pipeline holds none.
 pub struct Workers {
     /// Tells this pool's threads from others (see [`Workers::map`]).
     id: usize,
+    size: usize,
+    name: String,
+    running: Mutex<Option<Arc<Threads>>>,
+}
+
+/// The started threads, and the queues that feed them.
+struct Threads {
     senders: Vec<mpsc::Sender<Job>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        self.senders.clear();
+        for t in self.handles.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 /// Pools are numbered from 1; 0 means "not a pool's thread".
@@ -45,34 +63,79 @@ thread_local! {
 }
 
 impl Workers {
-    /// `n` threads (at least one), named `name`.
+    /// Up to `n` threads (at least one), named `name`, started on use.
     pub fn new(n: usize, name: &str) -> std::io::Result<Self> {
-        let id = NEXT_POOL.fetch_add(1, Ordering::Relaxed);
-        let mut senders = Vec::new();
-        let mut threads = Vec::new();
-        for _ in 0..n.max(1) {
+        Ok(Workers {
+            id: NEXT_POOL.fetch_add(1, Ordering::Relaxed),
+            size: n.max(1),
+            name: name.to_string(),
+            running: Mutex::new(None),
+        })
+    }
+
+    /// Threads in the pool when it runs.
+    pub fn threads(&self) -> usize {
+        self.size
+    }
+
+    /// The threads, started now if they are not running. `None` when not
+    /// one could be started (the work then runs on the caller's thread).
+    fn started(&self) -> Option<Arc<Threads>> {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(t) = &*running {
+            return Some(t.clone());
+        }
+        let mut threads = Threads {
+            senders: Vec::new(),
+            handles: Vec::new(),
+        };
+        let id = self.id;
+        for _ in 0..self.size {
             let (tx, rx) = mpsc::channel::<Job>();
-            let thread = std::thread::Builder::new()
-                .name(name.to_string())
+            let spawned = std::thread::Builder::new()
+                .name(self.name.clone())
                 .spawn(move || {
                     POOL.with(|p| p.set(id));
                     for job in rx {
                         job();
                     }
-                })?;
-            threads.push(thread);
-            senders.push(tx);
+                });
+            match spawned {
+                Ok(h) => {
+                    threads.handles.push(h);
+                    threads.senders.push(tx);
+                }
+                Err(e) => {
+                    tracing::warn!("{}: runs on fewer threads: {e}", self.name);
+                    break;
+                }
+            }
         }
-        Ok(Workers {
-            id,
-            senders,
-            threads,
-        })
+        if threads.senders.is_empty() {
+            return None;
+        }
+        let threads = Arc::new(threads);
+        *running = Some(threads.clone());
+        Some(threads)
     }
 
-    /// Threads in the pool.
-    pub fn threads(&self) -> usize {
-        self.senders.len()
+    /// Stop the threads once their work is done; the next work that needs
+    /// them starts them again.
+    pub fn retire(&self) {
+        let threads = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(threads);
+    }
+
+    /// Whether the threads are running now.
+    pub fn started_now(&self) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// `f` over every item, item `i` on thread `i % n`, each thread's items
@@ -82,10 +145,13 @@ impl Workers {
     /// items run on that thread: waiting there for its own queue would
     /// never end, and the pool's bound holds either way.
     pub fn map<T: Send, R: Send>(&self, items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
-        let n = self.senders.len().min(items.len());
-        if n <= 1 || POOL.with(|p| p.get()) == self.id {
+        if self.size.min(items.len()) <= 1 || POOL.with(|p| p.get()) == self.id {
             return items.into_iter().map(f).collect();
         }
+        let Some(threads) = self.started() else {
+            return items.into_iter().map(f).collect();
+        };
+        let n = threads.senders.len().min(items.len());
         let count = items.len();
         let mut shares: Vec<Vec<(usize, T)>> = (0..n).map(|_| Vec::new()).collect();
         for (i, t) in items.into_iter().enumerate() {
@@ -94,7 +160,7 @@ impl Workers {
         let results: Vec<Mutex<Option<R>>> = (0..count).map(|_| Mutex::new(None)).collect();
         let (done_tx, done_rx) = mpsc::channel::<Option<Panic>>();
         let (f, slots) = (&f, &results);
-        for (share, sender) in shares.into_iter().zip(&self.senders) {
+        for (share, sender) in shares.into_iter().zip(&threads.senders) {
             let done = done_tx.clone();
             let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
                 let r = catch_unwind(AssertUnwindSafe(|| {
@@ -125,15 +191,6 @@ impl Workers {
             .into_iter()
             .map(|r| r.into_inner().expect("slot").expect("every item ran"))
             .collect()
-    }
-}
-
-impl Drop for Workers {
-    fn drop(&mut self) {
-        self.senders.clear();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
     }
 }
 
@@ -173,6 +230,21 @@ mod tests {
         let borrowed = [10u32, 20, 30];
         let got = workers.map(vec![0usize, 1, 2, 0], |i| borrowed[i] + 1);
         assert_eq!(got, [11, 21, 31, 11]);
+    }
+
+    #[test]
+    fn threads_start_on_use_and_stop_when_retired() {
+        let workers = super::Workers::new(2, "test").unwrap();
+        assert!(!workers.started_now(), "no thread before work");
+        assert_eq!(workers.map(vec![5u32], |x| x + 1), [6]);
+        assert!(!workers.started_now(), "one item runs on the caller");
+        let first = workers.map(vec![0u32, 1], |_| std::thread::current().id());
+        assert!(workers.started_now());
+        assert!(!first.contains(&std::thread::current().id()));
+        workers.retire();
+        assert!(!workers.started_now());
+        let again = workers.map(vec![0u32, 1], |_| std::thread::current().id());
+        assert_ne!(first, again, "retired threads were replaced");
     }
 
     #[test]

@@ -13,13 +13,16 @@ use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::task::Waker;
 use std::time::Duration;
 
-/// A topic's change counter; waiters sleep on it.
+/// A topic's change counter; waiters sleep on it, or leave a waker.
 #[derive(Default)]
 pub struct Changes {
     count: Mutex<u64>,
     changed: Condvar,
+    /// Woken once, at the next change (queries parked without a thread).
+    wakers: Mutex<Vec<Waker>>,
 }
 
 impl Changes {
@@ -39,9 +42,33 @@ impl Changes {
         *g != seen
     }
 
+    /// Wake `waker` once the count moves past `seen`: now if it already
+    /// has, else at the next change.
+    pub fn wake_after(&self, seen: u64, waker: &Waker) {
+        // The count's lock is held while the waker is left, so a change
+        // cannot slip in between the look and the registration.
+        let count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        if *count != seen {
+            drop(count);
+            waker.wake_by_ref();
+            return;
+        }
+        let mut wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        if !wakers.iter().any(|w| w.will_wake(waker)) {
+            wakers.push(waker.clone());
+        }
+    }
+
     fn bump(&self) {
-        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        let wakers = {
+            let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+            *count += 1;
+            std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|e| e.into_inner()))
+        };
         self.changed.notify_all();
+        for w in wakers {
+            w.wake();
+        }
     }
 }
 
@@ -85,6 +112,18 @@ impl Watch {
         let moved = now != self.seen;
         self.seen = now;
         moved
+    }
+
+    /// Wake `waker` once, at the first commit after the last look (now if
+    /// one came already). False where nothing is watched (poll instead).
+    pub fn wake_after(&self, waker: &Waker) -> bool {
+        match &self.changes {
+            Some(c) => {
+                c.wake_after(self.seen, waker);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Wait until a commit after the last look, or `timeout`.
@@ -256,5 +295,38 @@ mod tests {
         assert!(c.wait_after(seen, Duration::from_secs(10)));
         assert!(started.elapsed() < Duration::from_secs(5));
         writer.join().unwrap();
+    }
+
+    /// Counts its wakes and hands each to a channel.
+    struct Probe(Mutex<std::sync::mpsc::Sender<()>>);
+    impl std::task::Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            let _ = self.0.lock().unwrap().send(());
+        }
+    }
+
+    #[test]
+    fn a_left_waker_is_woken_once_by_the_next_write_or_at_once_after_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut watch = Watch::new(dir.path());
+        watch.look();
+        let (tx, woke) = std::sync::mpsc::channel();
+        let waker = Waker::from(Arc::new(Probe(Mutex::new(tx))));
+        assert!(watch.wake_after(&waker));
+        // Left twice, kept once.
+        assert!(watch.wake_after(&waker));
+        assert!(woke.recv_timeout(Duration::from_millis(50)).is_err());
+        std::fs::write(dir.path().join("commits"), b"x").unwrap();
+        woke.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(woke.recv_timeout(Duration::from_millis(100)).is_err());
+        // A write since the last look wakes at once: nothing is missed
+        // between a look and the waker being left.
+        std::fs::write(dir.path().join("commits"), b"y").unwrap();
+        let c = watch.changes.clone().unwrap();
+        while c.seen() == watch.seen {
+            c.wait_after(watch.seen, Duration::from_secs(10));
+        }
+        assert!(watch.wake_after(&waker));
+        woke.recv_timeout(Duration::from_millis(10)).unwrap();
     }
 }

@@ -63,6 +63,12 @@ impl TransformComponent {
         &self.inner.info
     }
 
+    /// Whether `other` runs the same compiled copy (loads of one component
+    /// while it is in use share it; see `Runtime::load`).
+    pub fn shares_compiled_code(&self, other: &TransformComponent) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Refuse limits the component cannot run within, before any instance
     /// is made (a memory limit below what it declares it needs).
     pub fn check_limits(&self, limits: &Limits) -> Result<(), LoadError> {

@@ -23,6 +23,7 @@ mod store_data;
 pub mod tenant;
 mod ticker;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -104,6 +105,17 @@ pub struct Runtime {
     /// pipelines that set a fuel budget pay for it.
     metered: std::sync::OnceLock<Result<Engines, String>>,
     options: RuntimeOptions,
+    /// Components loaded and still in use, by what they were loaded from:
+    /// a thousand pipelines of one component share one compiled copy.
+    loaded: std::sync::Mutex<HashMap<Loaded, std::sync::Weak<ComponentInner>>>,
+}
+
+/// What a loaded component is shared by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Loaded {
+    sha256: String,
+    path: PathBuf,
+    metered: bool,
 }
 
 impl Runtime {
@@ -160,6 +172,7 @@ impl Runtime {
             plain: Engines::new(&options, false)?,
             metered: std::sync::OnceLock::new(),
             options,
+            loaded: Default::default(),
         })
     }
 
@@ -192,6 +205,8 @@ impl Runtime {
 
     /// Load, validate and (via the cache) compile a transform component.
     /// `grants` lists interfaces the pipeline allows beyond the defaults.
+    /// While a component loaded from these bytes and path is in use, a load
+    /// shares its compiled code instead of loading another copy.
     pub fn load(&self, path: &Path, grants: &[String]) -> Result<TransformComponent, LoadError> {
         let bytes = std::fs::read(path).map_err(|err| LoadError::Read {
             path: path.into(),
@@ -220,6 +235,20 @@ impl Runtime {
     ) -> Result<TransformComponent, LoadError> {
         inspect::check_header(path, bytes)?;
         let sha256 = sha256_hex(bytes);
+        let key = Loaded {
+            sha256: sha256.clone(),
+            path: path.to_path_buf(),
+            metered,
+        };
+        if let Some(inner) = self.in_use(&key) {
+            inspect::check_interfaces(path, &inner.info.interfaces, grants)?;
+            return Ok(TransformComponent {
+                inner,
+                sandbox: Arc::default(),
+                tenant: None,
+                abort: None,
+            });
+        }
         let (component, cache, compile_time) = cache::load_or_compile(
             &engines.engine,
             bytes,
@@ -267,31 +296,46 @@ impl Runtime {
         } else {
             None
         };
+        let inner = Arc::new(ComponentInner {
+            pre,
+            indices,
+            timer_indices,
+            record_indices,
+            engine: engines.engine.clone(),
+            ticker: engines.ticker.clone(),
+            metered,
+            epoch_tick: self.options.epoch_tick,
+            info: ComponentInfo {
+                path: path.into(),
+                sha256,
+                size: bytes.len(),
+                interfaces,
+                cache,
+                load_time: compile_time,
+                min_memory: inspect::declared_min_memory(bytes),
+                stateful,
+            },
+        });
+        self.keep(key, &inner);
         Ok(TransformComponent {
-            inner: Arc::new(ComponentInner {
-                pre,
-                indices,
-                timer_indices,
-                record_indices,
-                engine: engines.engine.clone(),
-                ticker: engines.ticker.clone(),
-                metered,
-                epoch_tick: self.options.epoch_tick,
-                info: ComponentInfo {
-                    path: path.into(),
-                    sha256,
-                    size: bytes.len(),
-                    interfaces,
-                    cache,
-                    load_time: compile_time,
-                    min_memory: inspect::declared_min_memory(bytes),
-                    stateful,
-                },
-            }),
+            inner,
             sandbox: Arc::default(),
             tenant: None,
             abort: None,
         })
+    }
+
+    /// The component loaded from `key` if a pipeline still uses it.
+    fn in_use(&self, key: &Loaded) -> Option<Arc<ComponentInner>> {
+        let loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        loaded.get(key).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Share `inner` with later loads of `key` while it is in use.
+    fn keep(&self, key: Loaded, inner: &Arc<ComponentInner>) {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        loaded.retain(|_, c| c.strong_count() > 0);
+        loaded.insert(key, Arc::downgrade(inner));
     }
 }
 

@@ -5,19 +5,16 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::backpressure::PidRateEstimator;
 use super::checkpoint::CheckpointStore;
-use super::commit::{BatchReport, write_ahead};
 use super::connector::{Sink, Source, SourceCheckpoint};
 use super::identity::Settings;
-use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory, Trigger};
-use super::progress::{Progress, SourceProgress};
+use super::options::{EngineError, QueryOptions, RunSummary, TransformFactory};
+use super::progress::Progress;
 use super::wal::{self, OffsetEntry};
-use ahead::{Ahead, CommittedAhead, Work};
-use plan::{Cursor, Plan};
 
 use super::state::{StatePartition, Watermark};
 use super::transform::Transform;
@@ -44,6 +41,8 @@ pub struct MicroBatchQuery {
     /// kept across batches.
     /// The query's threads, lent to its sources and sinks too.
     workers: Arc<super::parallel::Workers>,
+    /// The run in progress, between steps.
+    running: Option<step::Running>,
     _lock: super::checkpoint::CheckpointLock,
 }
 
@@ -121,6 +120,7 @@ impl MicroBatchQuery {
             watermark: Watermark::default(),
             replay: None,
             workers,
+            running: None,
             options,
             _lock: lock,
         })
@@ -157,143 +157,23 @@ impl MicroBatchQuery {
     }
 
     /// Run until the trigger says stop (Once, AvailableNow) or the stop
-    /// flag is raised; `on_progress` sees every batch's progress.
+    /// flag is raised; `on_progress` sees every batch's progress. Waits on
+    /// this thread between batches; an executor that runs many queries on
+    /// few threads calls [`Self::step`] instead.
     pub fn run(
         &mut self,
         on_progress: &mut dyn FnMut(&Progress),
     ) -> Result<RunSummary, EngineError> {
-        let mut summary = RunSummary::default();
-        let (batch_id, start, pending) = self.start_position()?;
-        // Once and AvailableNow take what is there at start; after it, they
-        // run the batches without data that the final watermark calls for.
-        let snapshot = match self.options.trigger {
-            Trigger::AvailableNow | Trigger::Once => Some(self.latest()?),
-            _ => None,
-        };
-        let mut cursor = Cursor {
-            batch_id,
-            start,
-            pending,
-            snapshot,
-            last_watermark: None,
-        };
-        let mut last_trigger: Option<Instant> = None;
-        // Empty polls in a row (the default trigger backs off).
-        let mut idle_polls = 0u32;
-        let mut ahead: Option<Ahead> = None;
-        while !self.stop.load(Ordering::Relaxed) {
-            if self.replay.is_some() {
-                let Some(entry) = self.next_replayed() else {
-                    break;
-                };
-                cursor.batch_id = entry.batch_id;
-                cursor.pending = Some(entry);
-            }
-            let (planned, work, worked) = match ahead.take() {
-                Some(a) => (a.planned, a.work, a.took),
-                None => match self.plan(&mut cursor)? {
-                    Plan::Batch(p) => (p, Work::Nothing, Duration::ZERO),
-                    Plan::Again => continue,
-                    Plan::Done => break,
-                    Plan::Idle { trigger_start } => {
-                        // The rest of a processing-time interval; one
-                        // already over (or "0s", which Spark takes as the
-                        // default trigger) waits as the default trigger
-                        // does, not in a spin.
-                        let rest = match self.options.trigger {
-                            Trigger::ProcessingTime(i) => next_wait(trigger_start.elapsed(), i),
-                            _ => Duration::ZERO,
-                        };
-                        if rest.is_zero() {
-                            self.idle_wait(idle_polls);
-                            idle_polls = idle_polls.saturating_add(1);
-                        } else {
-                            std::thread::sleep(rest);
-                        }
-                        continue;
-                    }
-                },
-            };
-            idle_polls = 0;
-            let entry = &planned.entry;
-            let written = write_ahead(&*self.store, entry, planned.rerun)?;
-            let processing = Instant::now();
-            let processed = match work {
-                Work::Nothing => self.process(entry),
-                Work::Read(inputs) => inputs.and_then(|i| self.run_inputs(entry, i)),
-                Work::Processed(processed) => processed,
-            }
-            .map_err(|e| self.located(e))?;
-            let processing = worked + processing.elapsed();
-            cursor.last_watermark = self.watermark.watermark_ms;
-            let watermark = self.options.state.event_time.clone().map(|et| {
-                self.watermark
-                    .after_batch(&et, &processed.event_max, entry.timestamp_ms);
-                self.watermark.clone()
-            });
-            cursor.start = entry.sources.iter().map(|r| r.end.clone()).collect();
-            cursor.batch_id = entry.batch_id + 1;
-            let overlap = self.overlaps(&planned, &cursor);
-            let CommittedAhead { committed, next } =
-                self.commit_overlapped(written, &processed, watermark, &mut cursor, overlap)?;
-            let entry = &planned.entry;
-            if self.replay.is_none() {
-                for (s, r) in self.sources.iter_mut().zip(&entry.sources) {
-                    s.committed(&r.end);
+        loop {
+            match self.step(on_progress)? {
+                Step::Ran => {}
+                Step::Wait(Wait::Until(at)) => {
+                    std::thread::sleep(at.saturating_duration_since(Instant::now()))
                 }
-            }
-
-            let trigger_start = planned.trigger_start;
-            let input_rows: u64 = processed.per_source_rows.iter().sum();
-            let execution = trigger_start.elapsed();
-            let since_previous = last_trigger.map_or(execution, |t| t.elapsed());
-            self.update_rate(last_trigger, trigger_start, input_rows, execution);
-            last_trigger = Some(trigger_start);
-            let sources = entry
-                .sources
-                .iter()
-                .enumerate()
-                .map(|(i, r)| SourceProgress {
-                    description: self.sources[i].description(),
-                    start_offset: r.start.as_json().clone(),
-                    end_offset: r.end.as_json().clone(),
-                    latest_offset: planned.latest[i].as_json().clone(),
-                    num_input_rows: processed.per_source_rows[i],
-                    metrics: self.source_metrics(i, planned.limit),
-                })
-                .collect();
-            BatchReport {
-                query_id: &self.id,
-                run_id: &self.run_id,
-                batch_id: entry.batch_id,
-                timestamp: entry.timestamp_ms,
-                input_rows,
-                since_previous,
-                execution,
-                latest_offset: planned.latest_offset,
-                processing,
-                committed: &committed,
-                rejected: &processed.rejected,
-                lag: self.lag(entry, &planned.latest),
-                sources,
-                latency: None,
-                state_operators: processed.state.operators,
-                event_time: processed.state.event_time,
-                transform_metrics: self
-                    .transforms
-                    .values()
-                    .fold(Default::default(), |mut m, t| {
-                        m.add(&t.reported_metrics());
-                        m
-                    }),
-            }
-            .publish(&*self.store, &self.sinks, on_progress, &mut summary)?;
-            ahead = next?;
-            if let Trigger::ProcessingTime(i) = self.options.trigger {
-                std::thread::sleep(next_wait(trigger_start.elapsed(), i))
+                Step::Wait(Wait::ForData { polls }) => self.idle_wait(polls),
+                Step::Finished(summary) => return Ok(summary),
             }
         }
-        Ok(summary)
     }
 }
 
@@ -304,6 +184,9 @@ mod plan;
 mod process;
 
 mod replay;
+
+mod step;
+pub use step::{Step, Wait};
 
 mod sources;
 

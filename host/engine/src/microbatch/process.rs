@@ -3,6 +3,7 @@
 
 use crate::Rejections;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::MicroBatchQuery;
 use crate::batch::RecordBatch;
@@ -41,15 +42,20 @@ impl MicroBatchQuery {
     /// the only one and wakes on data; else a sleep doubling from
     /// `idle_poll` up to `max_idle_poll`.
     pub(super) fn idle_wait(&mut self, n: u32) {
-        let o = &self.options;
+        let wake = self.options.idle.wake;
         if let [only] = &mut self.sources[..]
             && only.wakes_on_data()
         {
-            only.wait_for_data(o.idle.wake);
+            only.wait_for_data(wake);
             return;
         }
-        let backoff = o.idle.poll.saturating_mul(1u32 << n.min(16));
-        std::thread::sleep(backoff.min(o.idle.max_poll));
+        std::thread::sleep(self.poll_backoff(n));
+    }
+
+    /// The wait before looking again after `n` empty looks in a row.
+    pub(super) fn poll_backoff(&self, n: u32) -> Duration {
+        let o = &self.options.idle;
+        o.poll.saturating_mul(1u32 << n.min(16)).min(o.max_poll)
     }
 
     /// With an idle timeout, time alone can move the watermark (a

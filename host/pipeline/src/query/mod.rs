@@ -282,6 +282,16 @@ impl Query {
         }
     }
 
+    /// The micro-batch query, which can run a step at a time (see
+    /// [`MicroBatchQuery::step`]); continuous and group queries run on
+    /// threads of their own.
+    pub fn stepwise(&mut self) -> Option<&mut MicroBatchQuery> {
+        match self {
+            Query::MicroBatch(q) => Some(q),
+            _ => None,
+        }
+    }
+
     pub fn run(&mut self, report: &mut dyn FnMut(&Progress)) -> Result<RunSummary, EngineError> {
         match self {
             Query::MicroBatch(q) => q.run(report),

@@ -18,8 +18,8 @@ pub const RECENT_PROGRESS: usize = 100;
 
 /// First wait before restarting a failed pipeline; doubled per failure in
 /// a row, at most [`MAX_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(500);
-const MAX_BACKOFF: Duration = Duration::from_secs(60);
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(60);
 
 /// Whether a restart would only fail the same way: the pipeline's own
 /// configuration, a record the error policy says to stop at, a guest that
@@ -42,7 +42,7 @@ pub fn permanent(e: &EngineError) -> bool {
 /// CPU. Threads a pipeline starts inherit it (Linux keeps nice per thread).
 const PIPELINE_NICE: libc::c_int = 5;
 
-fn lower_priority() {
+pub(super) fn lower_priority() {
     // SAFETY: plain syscalls on the calling thread only.
     unsafe {
         let tid = libc::gettid();
@@ -69,17 +69,38 @@ pub(super) struct Job {
 }
 
 impl Job {
-    fn set(&self, f: impl FnOnce(&mut Status)) {
+    pub(super) fn set(&self, f: impl FnOnce(&mut Status)) {
         f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// Record a batch's progress where the API and `/metrics` read it.
+    pub(super) fn report(&self, labels: &PipelineLabels, p: &Progress) {
+        self.metrics.record(labels, p);
+        {
+            let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+            if r.len() == RECENT_PROGRESS {
+                r.pop_front();
+            }
+            r.push_back(p.clone());
+        }
+        let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
+        s.progress = Some(p.clone());
+        if s.state == "restarting" {
+            s.state = "running".into();
+        }
+    }
+
+    pub(super) fn labels(&self) -> PipelineLabels {
+        PipelineLabels {
+            tenant: self.tenant.clone(),
+            pipeline: self.pipeline.clone(),
+        }
     }
 
     /// Run the query; after a failure worth retrying, wait (twice as long
     /// each time in a row) and run it again from its checkpoint.
     pub fn supervise(self, query: Query, build: impl Fn() -> Result<Query, BuildError>) {
-        let labels = PipelineLabels {
-            tenant: self.tenant.clone(),
-            pipeline: self.pipeline.clone(),
-        };
+        let labels = self.labels();
         self.metrics.set_running(&labels, true);
         lower_priority();
         self.run(query, build, &labels);
@@ -96,21 +117,7 @@ impl Job {
         let mut query = query;
         loop {
             let started = std::time::Instant::now();
-            let run = query.run(&mut |p| {
-                self.metrics.record(labels, p);
-                {
-                    let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
-                    if r.len() == RECENT_PROGRESS {
-                        r.pop_front();
-                    }
-                    r.push_back(p.clone());
-                }
-                let mut s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-                s.progress = Some(p.clone());
-                if s.state == "restarting" {
-                    s.state = "running".into();
-                }
-            });
+            let run = query.run(&mut |p| self.report(labels, p));
             let err = match run {
                 Ok(_) => {
                     self.set(|s| s.state = "stopped".into());
@@ -132,27 +139,11 @@ impl Job {
                 return;
             }
             if permanent(&err) {
-                self.set(|s| {
-                    s.state = "failed".into();
-                    s.last_error = Some(why.clone());
-                });
-                self.store
-                    .event(Some(&self.tenant), &self.pipeline, "failed", &why);
+                self.failed(&why);
                 return;
             }
             loop {
-                self.metrics.restarted(labels);
-                self.set(|s| {
-                    s.state = "restarting".into();
-                    s.last_error = Some(why.clone());
-                    s.restarts += 1;
-                });
-                self.store.event(
-                    Some(&self.tenant),
-                    &self.pipeline,
-                    "restarting",
-                    &format!("in {backoff:?} after: {why}"),
-                );
+                self.restarting(&why, backoff);
                 if !self.wait(backoff) {
                     self.set(|s| s.state = "stopped".into());
                     return;
@@ -166,13 +157,7 @@ impl Job {
                     // Building refused for good (e.g. its settings no longer
                     // match the checkpoint): stop here.
                     Err(BuildError::Engine(e)) if permanent(&e) => {
-                        let why = e.to_string();
-                        self.set(|s| {
-                            s.state = "failed".into();
-                            s.last_error = Some(why.clone());
-                        });
-                        self.store
-                            .event(Some(&self.tenant), &self.pipeline, "failed", &why);
+                        self.failed(&e.to_string());
                         return;
                     }
                     Err(e) => tracing::warn!(
@@ -182,12 +167,43 @@ impl Job {
                     ),
                 }
             }
-            let handle = query.stop_handle();
-            *self.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = handle.clone();
-            // A stop raised while the new query was being built.
-            if self.stop.load(Ordering::Relaxed) {
-                handle.store(true, Ordering::Relaxed);
-            }
+            self.watch_stop(&query);
+        }
+    }
+
+    /// Failed for good: say why where the API and the events show it.
+    pub(super) fn failed(&self, why: &str) {
+        self.set(|s| {
+            s.state = "failed".into();
+            s.last_error = Some(why.to_string());
+        });
+        self.store
+            .event(Some(&self.tenant), &self.pipeline, "failed", why);
+    }
+
+    /// To be restarted after `backoff`, after failing with `why`.
+    pub(super) fn restarting(&self, why: &str, backoff: Duration) {
+        self.metrics.restarted(&self.labels());
+        self.set(|s| {
+            s.state = "restarting".into();
+            s.last_error = Some(why.to_string());
+            s.restarts += 1;
+        });
+        self.store.event(
+            Some(&self.tenant),
+            &self.pipeline,
+            "restarting",
+            &format!("in {backoff:?} after: {why}"),
+        );
+    }
+
+    /// Make `query` the one a stop stops (and stop it now if a stop came
+    /// while it was being built).
+    pub(super) fn watch_stop(&self, query: &Query) {
+        let handle = query.stop_handle();
+        *self.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = handle.clone();
+        if self.stop.load(Ordering::Relaxed) {
+            handle.store(true, Ordering::Relaxed);
         }
     }
 

@@ -1,9 +1,13 @@
-//! The pipelines `weir serve` runs: one thread per running pipeline (its
-//! query's own threads below it), a shared memory quota and CPU share per
-//! tenant, and what each last reported.
+//! The pipelines `weir serve` runs: micro-batch pipelines take turns on
+//! their tenant's few threads and hold none while idle (see `task.rs`),
+//! continuous ones have threads of their own; a shared memory quota and
+//! CPU share per tenant, and what each last reported.
 
+mod deadlines;
+mod executor;
 mod job;
 mod stopping;
+mod task;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::AtomicBool;
@@ -90,6 +94,8 @@ pub struct Supervisor {
     /// stopped.
     halted: Mutex<HashMap<Key, Status>>,
     pipelines: Mutex<HashMap<Key, Running>>,
+    /// Each tenant's executor: the threads its pipelines take turns on.
+    executors: Mutex<HashMap<String, Arc<executor::Executor>>>,
     /// Runs that outlived their stop's deadlines, left to end on their own.
     stopping: Mutex<HashMap<Key, Running>>,
     /// Recent progress per pipeline, kept while it is stopped.
@@ -102,11 +108,16 @@ pub struct Supervisor {
 impl Supervisor {
     pub fn new(runtime: Arc<Runtime>, data: &std::path::Path) -> Supervisor {
         let scheduler = Scheduler::new(None, runtime.epoch_tick());
+        // Started here, unconfined: threads they start must not inherit a
+        // tenant's fence.
+        executor::start();
+        deadlines::start();
         Supervisor {
             runtime,
             scheduler,
             tenants: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
+            executors: Mutex::new(HashMap::new()),
             stopping: Mutex::new(HashMap::new()),
             recent: Mutex::new(HashMap::new()),
             halted: Mutex::new(HashMap::new()),
@@ -177,11 +188,6 @@ impl Supervisor {
             let spec = spec.clone();
             move || build_query(&runtime, &spec, guests.clone(), None, upgrade)
         };
-        let fence = Fence::for_tenant(
-            &TenantRoot::path_of(&self.data, &t.name),
-            &self.data.join("components"),
-            self.runtime.cache_dir(),
-        );
         let stop = Arc::new(AtomicBool::new(false));
         let query_stop = Arc::new(Mutex::new(Arc::new(AtomicBool::new(false))));
         let status = Arc::new(Mutex::new(Status {
@@ -206,44 +212,18 @@ impl Supervisor {
             recent,
             metrics: self.metrics.clone(),
         };
-        // The query is built on its own thread, inside the fence, so that
-        // every thread it starts is fenced too; the build's outcome comes
-        // back here.
+        // The query is built on a thread of the tenant's executor, inside
+        // its fence, so that every thread it starts is fenced too; the
+        // build's outcome comes back here.
         let (built, ready) = std::sync::mpsc::sync_channel::<Result<(), NotStarted>>(1);
-        let handle = std::thread::Builder::new()
-            .name(format!("weir-pipeline-{}-{name}", t.name))
-            .spawn(move || {
-                if let Err(e) = fence.enter() {
-                    let _ = built.send(Err(NotStarted::final_(e)));
-                    return;
-                }
-                let query = match build() {
-                    Ok(q) => q,
-                    Err(e) => {
-                        let _ = built.send(Err(NotStarted::of(&e)));
-                        return;
-                    }
-                };
-                *job.query_stop.lock().unwrap_or_else(|e| e.into_inner()) = query.stop_handle();
-                let _ = built.send(Ok(()));
-                job.supervise(query, build)
-            })
-            .map_err(|e| NotStarted {
-                why: e.to_string(),
-                retry: true,
-            })?;
-        match ready.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                let _ = handle.join();
-                return Err(e);
-            }
-            Err(_) => {
-                let _ = handle.join();
-                return Err(NotStarted::final_(
-                    "the pipeline's thread ended while it was being built",
-                ));
-            }
+        let task = task::Task::start(self.executor(&t.name), job, Box::new(build), built);
+        let outcome = ready.recv().unwrap_or_else(|_| {
+            Err(NotStarted::final_(
+                "the pipeline ended while it was being built",
+            ))
+        });
+        if let Err(e) = outcome {
+            return Err(e);
         }
         self.pipelines
             .lock()
@@ -254,17 +234,40 @@ impl Supervisor {
                     stop,
                     query_stop,
                     abort,
-                    handle: Some(handle),
+                    waker: task.waker(),
+                    ended: task.ended.clone(),
                     status,
                 },
             );
         Ok(())
     }
 
+    /// Tenant `tenant`'s executor (its pipelines' threads, fenced into its
+    /// data), made on first use.
+    fn executor(&self, tenant: &str) -> Arc<executor::Executor> {
+        self.executors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tenant.to_string())
+            .or_insert_with(|| {
+                let fence = Fence::for_tenant(
+                    &TenantRoot::path_of(&self.data, tenant),
+                    &self.data.join("components"),
+                    self.runtime.cache_dir(),
+                );
+                executor::Executor::new(tenant, fence)
+            })
+            .clone()
+    }
+
     /// Drop what is kept about a deleted tenant (its quota, its failed
     /// pipelines' statuses).
     pub fn forget_tenant(&self, tenant: &str) {
         self.tenants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant);
+        self.executors
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(tenant);

@@ -4,7 +4,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{Key, Status, Supervisor};
@@ -17,7 +16,10 @@ pub(super) struct Running {
     pub(super) query_stop: Arc<Mutex<Arc<AtomicBool>>>,
     /// Interrupts its guests mid-call when a stop waited long enough.
     pub(super) abort: Abort,
-    pub(super) handle: Option<JoinHandle<()>>,
+    /// Wakes its task, parked or not, to see the stop.
+    pub(super) waker: std::task::Waker,
+    /// Raised when its query has been dropped.
+    pub(super) ended: Arc<AtomicBool>,
     pub(super) status: Arc<Mutex<Status>>,
 }
 
@@ -29,10 +31,11 @@ impl Running {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .store(true, Ordering::Relaxed);
+        self.waker.wake_by_ref();
     }
 
     pub(super) fn finished(&self) -> bool {
-        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+        self.ended.load(Ordering::Acquire)
     }
 }
 
@@ -82,12 +85,8 @@ impl Supervisor {
             r.abort.raise();
         }
         wait_for(&runs, Instant::now() + ABORT_GRACE);
-        for (key, mut r) in runs {
-            if r.finished() {
-                if let Some(h) = r.handle.take() {
-                    let _ = h.join();
-                }
-            } else {
+        for (key, r) in runs {
+            if !r.finished() {
                 tracing::error!(
                     tenant = %key.0,
                     pipeline = %key.1,

@@ -3,6 +3,7 @@
 
 mod ahead;
 mod stateful;
+mod steps;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +12,7 @@ use serde_json::json;
 
 use super::*;
 use crate::RecordBatch;
+use crate::Trigger;
 use crate::checkpoint::LocalCheckpointStore;
 use crate::connector::{ConnectorError, Offset};
 use crate::testing::{MemorySink, MemoryTopic, TopicSource};
