@@ -12,7 +12,8 @@
 //! - `density`: N idle pipelines (default 1,000) in one server: its RSS,
 //!   threads and CPU over a window with no data (default 60 s), then the
 //!   delay from appending one record to one pipeline's input to its output
-//!   being committed, over 200 appends to different pipelines.
+//!   being committed, over WEIR_BENCH_WAKES (default 1,000) appends, each
+//!   to a pipeline chosen at random.
 //!
 //! Run: cargo bench -p weir --bench serve [-- pollers|density]
 //! Sizes: WEIR_BENCH_RECORDS (per pollers pipeline, default 2,000,000),
@@ -313,10 +314,18 @@ fn density() {
         peak_rss >> 20,
         100.0 * (cpu1 - cpu0) / secs,
     );
-    // Then one record at a time to one pipeline (a different one each time).
+    // Then one record at a time to one pipeline, chosen at random (a
+    // fixed-seed xorshift, so runs wake the same pipelines).
+    let wakes = env_num("WEIR_BENCH_WAKES", 1000);
     let mut lat = Histogram::<u64>::new(3).unwrap();
-    for k in 0..200u64 {
-        let p = (k * 7919) % n;
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut woken = std::collections::HashSet::new();
+    for _ in 0..wakes {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let p = seed % n;
+        woken.insert(p);
         let out = format!("p{p}-out");
         let before = committed(&root, &out);
         let mut t = Topic::open(&root, &format!("in{p}")).unwrap();
@@ -334,12 +343,16 @@ fn density() {
         lat.record(sent.elapsed().as_micros() as u64).unwrap();
         std::thread::sleep(Duration::from_millis(100));
     }
+    let after = s.usage();
     println!(
-        "serve density: append to visible output over {} appends, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        "serve density: append to visible output over {} appends to {} pipelines, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; then {} MiB RSS, {} threads",
         lat.len(),
+        woken.len(),
         lat.value_at_quantile(0.5) as f64 / 1000.0,
         lat.value_at_quantile(0.99) as f64 / 1000.0,
-        lat.max() as f64 / 1000.0
+        lat.max() as f64 / 1000.0,
+        after.rss_bytes >> 20,
+        after.threads
     );
 }
 

@@ -67,6 +67,8 @@ pub struct AppState {
     pub supervisor: Arc<supervisor::Supervisor>,
     /// Held from a tenant's quota check to the insert it allows.
     pub quota_locks: Arc<quota::TenantLocks>,
+    /// Each tenant's data bytes as last measured.
+    pub data_usage: Arc<quota::Measured>,
     /// Each tenant's API request rate.
     pub rates: Arc<rates::RequestRates>,
 }

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::AppState;
 use super::error::ApiError;
@@ -51,19 +51,71 @@ pub fn data_bytes(dir: &Path) -> u64 {
     };
     let mut total = 0u64;
     for e in rd.flatten() {
-        let Ok(meta) = e.metadata() else { continue };
-        if meta.is_dir() {
+        // The entry's type comes with the directory listing: only files
+        // need a stat of their own.
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
             total = total.saturating_add(data_bytes(&e.path()));
-        } else if meta.is_file() {
+        } else if kind.is_file() {
+            let Ok(meta) = e.metadata() else { continue };
             total = total.saturating_add(meta.len());
         }
     }
     total
 }
 
-/// The refusal when `t` is over its data quota.
+/// A start is decided on a measurement at most this old: a tenant
+/// deploying thousands of pipelines would otherwise walk its whole data
+/// tree once per deploy. It stays well inside `--quota-interval`, the
+/// granularity the quota is enforced at while pipelines write.
+const FRESH: Duration = Duration::from_secs(1);
+
+/// Each tenant's data bytes and when they were measured.
+#[derive(Default)]
+pub struct Measured(Mutex<HashMap<String, (Instant, u64)>>);
+
+impl Measured {
+    /// `tenant`'s bytes under `root`, measured now unless a measurement
+    /// younger than `fresh` is at hand.
+    fn bytes(&self, tenant: &str, root: &Path, fresh: Duration) -> u64 {
+        let known = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant)
+            .copied();
+        if let Some((at, bytes)) = known
+            && at.elapsed() < fresh
+        {
+            return bytes;
+        }
+        let at = Instant::now();
+        let bytes = data_bytes(root);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tenant.to_string(), (at, bytes));
+        bytes
+    }
+
+    /// Drop a deleted tenant's measurement.
+    pub fn forget(&self, tenant: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant);
+    }
+}
+
+/// The refusal when `t` is over its data quota (measured at most
+/// [`FRESH`] ago).
 pub fn over(state: &AppState, t: &TenantRow) -> Option<String> {
-    let used = data_bytes(&super::confine::TenantRoot::path_of(&state.data, &t.name));
+    over_within(state, t, FRESH)
+}
+
+fn over_within(state: &AppState, t: &TenantRow, fresh: Duration) -> Option<String> {
+    let root = super::confine::TenantRoot::path_of(&state.data, &t.name);
+    let used = state.data_usage.bytes(&t.name, &root, fresh);
     (used > t.max_data_bytes).then(|| {
         format!(
             "tenant `{}` holds {used} bytes of data, over its quota of {} (max-data-bytes); delete pipelines with ?purge=true or output, or ask the admin for more",
@@ -80,9 +132,18 @@ pub fn check(state: &AppState, t: &TenantRow) -> Result<(), ApiError> {
     }
 }
 
+/// A tenant whose pipelines ran no batch since its data was last measured
+/// is measured again only after this many intervals: only its pipelines
+/// write under its root, and ten thousand idle pipelines would otherwise
+/// be walked every interval. The occasional walk still sees what a run
+/// that failed before its report wrote.
+const UNCHANGED_EVERY: u32 = 10;
+
 /// Every `interval`, stop the running pipelines of tenants over their data
 /// quota. Runs until the process ends.
 pub fn watch(state: AppState, interval: Duration) {
+    // Per tenant: its activity when last measured, and when.
+    let mut measured: HashMap<String, (u64, Instant)> = HashMap::new();
     loop {
         std::thread::sleep(interval);
         let mut tenants: Vec<String> = state
@@ -93,11 +154,20 @@ pub fn watch(state: AppState, interval: Duration) {
             .collect();
         tenants.sort();
         tenants.dedup();
+        measured.retain(|t, _| tenants.contains(t));
         for name in tenants {
+            let activity = state.supervisor.activity(&name);
+            if let Some((seen, at)) = measured.get(&name)
+                && *seen == activity
+                && at.elapsed() < interval.saturating_mul(UNCHANGED_EVERY)
+            {
+                continue;
+            }
             let Ok(Some(t)) = state.store.tenant(&name) else {
                 continue;
             };
-            let Some(why) = over(&state, &t) else {
+            measured.insert(name.clone(), (activity, Instant::now()));
+            let Some(why) = over_within(&state, &t, Duration::ZERO) else {
                 continue;
             };
             tracing::warn!(tenant = %name, "{why}");

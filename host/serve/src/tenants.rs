@@ -285,6 +285,7 @@ pub async fn delete(
     }
     state.supervisor.forget_tenant(&name);
     state.quota_locks.forget(&name);
+    state.data_usage.forget(&name);
     state.rates.forget(&name);
     state.store.event(Some(&name), &name, "tenant-deleted", "");
     Ok(StatusCode::NO_CONTENT)

@@ -109,6 +109,7 @@ pub fn run(runtime: Runtime, args: Args) -> anyhow::Result<ExitCode> {
         supervisor: Arc::new(weir_serve::Supervisor::new(runtime.clone(), &data)),
         runtime,
         quota_locks: Default::default(),
+        data_usage: Default::default(),
         rates: Default::default(),
         data,
         max_component_size: args

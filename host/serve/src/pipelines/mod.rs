@@ -39,9 +39,7 @@ fn view(state: &AppState, p: &PipelineRow, detail: bool) -> Value {
 pub(super) fn find(state: &AppState, tenant: &str, name: &str) -> ApiResult<PipelineRow> {
     state
         .store
-        .pipelines(Some(tenant))?
-        .into_iter()
-        .find(|p| p.name == name)
+        .pipeline(tenant, name)?
         .ok_or_else(|| ApiError::not_found(&format!("pipeline `{name}`")))
 }
 
@@ -79,7 +77,6 @@ pub async fn put(
     // The tenant as it is now (it may have been deleted meanwhile).
     let t = tenant_row(&state, &tenant)?;
     super::quota::check(&state, &t)?;
-    let existing = state.store.pipelines(Some(&tenant))?;
     let row = PipelineRow {
         tenant: tenant.clone(),
         name: name.clone(),
@@ -88,7 +85,7 @@ pub async fn put(
         desired: "running".into(),
         upgrade: opts.upgrade,
     };
-    let before = existing.into_iter().find(|p| p.name == name);
+    let before = state.store.pipeline(&tenant, &name)?;
     if before.is_none() {
         within_quota(&state.store, &t)?;
     }
@@ -113,10 +110,7 @@ pub async fn put(
             let t = store
                 .tenant(&stored.tenant)?
                 .ok_or_else(|| ApiError::not_found(&format!("tenant `{}`", stored.tenant)))?;
-            let new = !store
-                .pipelines(Some(&stored.tenant))?
-                .iter()
-                .any(|p| p.name == stored.name);
+            let new = store.pipeline(&stored.tenant, &stored.name)?.is_none();
             if new {
                 within_quota(store, &t)?;
             }
@@ -154,7 +148,7 @@ pub async fn put(
 /// Room for one more pipeline of tenant `t` (counted over the store, which
 /// in a cluster holds every node's).
 fn within_quota(store: &super::store::Store, t: &TenantRow) -> ApiResult<()> {
-    if store.pipelines(Some(&t.name))?.len() as u64 >= t.max_pipelines {
+    if store.pipeline_count(&t.name)? >= t.max_pipelines {
         return Err(ApiError::quota(format!(
             "tenant `{}` may have {} pipeline(s); delete one first",
             t.name, t.max_pipelines
@@ -169,9 +163,7 @@ async fn set_desired(state: &AppState, tenant: &str, name: &str, desired: &str) 
     state
         .write(Box::new(move |store| {
             let mut row = store
-                .pipelines(Some(&tenant))?
-                .into_iter()
-                .find(|p| p.name == name)
+                .pipeline(&tenant, &name)?
                 .ok_or_else(|| ApiError::not_found(&format!("pipeline `{name}`")))?;
             row.desired = desired.clone();
             Ok((vec![Change::Pipeline { row }], ()))

@@ -66,6 +66,8 @@ pub(super) struct Job {
     pub pipeline: String,
     pub recent: Arc<Mutex<VecDeque<Progress>>>,
     pub metrics: Arc<Metrics>,
+    /// The tenant's batches and restarts (for the data quota's watcher).
+    pub activity: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Job {
@@ -75,6 +77,7 @@ impl Job {
 
     /// Record a batch's progress where the API and `/metrics` read it.
     pub(super) fn report(&self, labels: &PipelineLabels, p: &Progress) {
+        self.activity.fetch_add(1, Ordering::Relaxed);
         self.metrics.record(labels, p);
         {
             let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
@@ -183,6 +186,7 @@ impl Job {
 
     /// To be restarted after `backoff`, after failing with `why`.
     pub(super) fn restarting(&self, why: &str, backoff: Duration) {
+        self.activity.fetch_add(1, Ordering::Relaxed);
         self.metrics.restarted(&self.labels());
         self.set(|s| {
             s.state = "restarting".into();

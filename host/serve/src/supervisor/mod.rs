@@ -10,7 +10,7 @@ mod stopping;
 mod task;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
@@ -96,6 +96,9 @@ pub struct Supervisor {
     pipelines: Mutex<HashMap<Key, Running>>,
     /// Each tenant's executor: the threads its pipelines take turns on.
     executors: Mutex<HashMap<String, Arc<executor::Executor>>>,
+    /// Each tenant's batches and restarts so far: its data can only have
+    /// grown if this moved (see `quota::watch`).
+    activity: Mutex<HashMap<String, Arc<AtomicU64>>>,
     /// Runs that outlived their stop's deadlines, left to end on their own.
     stopping: Mutex<HashMap<Key, Running>>,
     /// Recent progress per pipeline, kept while it is stopped.
@@ -118,6 +121,7 @@ impl Supervisor {
             tenants: Mutex::new(HashMap::new()),
             pipelines: Mutex::new(HashMap::new()),
             executors: Mutex::new(HashMap::new()),
+            activity: Mutex::new(HashMap::new()),
             stopping: Mutex::new(HashMap::new()),
             recent: Mutex::new(HashMap::new()),
             halted: Mutex::new(HashMap::new()),
@@ -211,6 +215,7 @@ impl Supervisor {
             pipeline: name.to_string(),
             recent,
             metrics: self.metrics.clone(),
+            activity: self.activity_of(&t.name),
         };
         // The query is built on a thread of the tenant's executor, inside
         // its fence, so that every thread it starts is fenced too; the
@@ -240,6 +245,21 @@ impl Supervisor {
                 },
             );
         Ok(())
+    }
+
+    fn activity_of(&self, tenant: &str) -> Arc<AtomicU64> {
+        self.activity
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(tenant.to_string())
+            .or_default()
+            .clone()
+    }
+
+    /// How many batches and restarts tenant `tenant`'s pipelines have had
+    /// (in this process).
+    pub fn activity(&self, tenant: &str) -> u64 {
+        self.activity_of(tenant).load(Ordering::Relaxed)
     }
 
     /// Tenant `tenant`'s executor (its pipelines' threads, fenced into its
