@@ -64,6 +64,11 @@ pub struct IdleWait {
     /// With one source that wakes on data, how long the query waits on it
     /// before looking anyway (time alone can move an idle watermark).
     pub wake: Duration,
+    /// After this long without a batch, an idle query lets its worker
+    /// threads and guest instances go (the next batch makes them again,
+    /// instances from the compiled component): idle pipelines then hold
+    /// neither threads nor guest memory.
+    pub retire: Duration,
 }
 
 impl Default for IdleWait {
@@ -72,6 +77,7 @@ impl Default for IdleWait {
             poll: Duration::from_millis(2),
             max_poll: Duration::from_millis(20),
             wake: Duration::from_secs(1),
+            retire: Duration::from_secs(60),
         }
     }
 }

@@ -141,6 +141,19 @@ impl TransformMetrics {
             && self.dropped == 0
     }
 
+    /// Keep what an instance let go of counted ([`Self::add`] of its
+    /// counters and totals; its gauges and memory were the live
+    /// instance's and go with it).
+    pub fn add_retired(&mut self, o: &TransformMetrics) {
+        self.add(&TransformMetrics {
+            counters: o.counters.clone(),
+            fuel_consumed: o.fuel_consumed,
+            instances_recycled: o.instances_recycled,
+            dropped: o.dropped,
+            ..Default::default()
+        });
+    }
+
     /// Add another instance's figures.
     pub fn add(&mut self, o: &TransformMetrics) {
         for (k, v) in &o.counters {

@@ -7,6 +7,7 @@ mod browser;
 mod client;
 mod components;
 mod dashboard;
+mod idle;
 pub(crate) mod pipelines;
 mod replay;
 mod reports;

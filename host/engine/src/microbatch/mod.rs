@@ -41,6 +41,8 @@ pub struct MicroBatchQuery {
     /// kept across batches.
     /// The query's threads, lent to its sources and sinks too.
     workers: Arc<super::parallel::Workers>,
+    /// What instances let go while idle counted (see `step.rs`).
+    retired_metrics: crate::progress::TransformMetrics,
     /// The run in progress, between steps.
     running: Option<step::Running>,
     _lock: super::checkpoint::CheckpointLock,
@@ -121,6 +123,7 @@ impl MicroBatchQuery {
             replay: None,
             workers,
             running: None,
+            retired_metrics: Default::default(),
             options,
             _lock: lock,
         })

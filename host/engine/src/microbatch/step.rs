@@ -34,10 +34,6 @@ pub enum Wait {
     ForData { polls: u32 },
 }
 
-/// After this long without data an idle query's worker threads are
-/// stopped (started again by the next batch that needs them).
-const RETIRE_WORKERS_AFTER: Duration = Duration::from_secs(30);
-
 /// How long a query whose every source wakes it on data stays parked
 /// before looking anyway, unless time alone can move its watermark. A
 /// wake-up can only be missed where the source cannot watch (it then says
@@ -56,6 +52,8 @@ pub(super) struct Running {
     not_before: Option<Instant>,
     /// When the last batch ended (or the run started).
     last_batch: Instant,
+    /// Its threads and instances were let go since the last batch.
+    retired: bool,
 }
 
 impl MicroBatchQuery {
@@ -81,6 +79,7 @@ impl MicroBatchQuery {
             summary: RunSummary::default(),
             not_before: None,
             last_batch: Instant::now(),
+            retired: false,
         })
     }
 
@@ -142,14 +141,16 @@ impl MicroBatchQuery {
                     }
                     let polls = run.idle_polls;
                     run.idle_polls = run.idle_polls.saturating_add(1);
-                    if run.last_batch.elapsed() >= RETIRE_WORKERS_AFTER {
-                        self.workers.retire();
+                    if !run.retired && run.last_batch.elapsed() >= self.options.idle.retire {
+                        self.retire_idle();
+                        run.retired = true;
                     }
                     return Ok(Step::Wait(Wait::ForData { polls }));
                 }
             },
         };
         run.idle_polls = 0;
+        run.retired = false;
         self.run_batch(run, planned, work, worked, on_progress)?;
         run.last_batch = Instant::now();
         if let Trigger::ProcessingTime(i) = self.options.trigger {
@@ -234,17 +235,26 @@ impl MicroBatchQuery {
             latency: None,
             state_operators: processed.state.operators,
             event_time: processed.state.event_time,
-            transform_metrics: self
-                .transforms
-                .values()
-                .fold(Default::default(), |mut m, t| {
+            transform_metrics: self.transforms.values().fold(
+                self.retired_metrics.clone(),
+                |mut m, t| {
                     m.add(&t.reported_metrics());
                     m
-                }),
+                },
+            ),
         }
         .publish(&*self.store, &self.sinks, on_progress, &mut run.summary)?;
         run.ahead = next?;
         Ok(())
+    }
+
+    /// Let the worker threads and guest instances of an idle query go,
+    /// keeping what the instances counted.
+    fn retire_idle(&mut self) {
+        self.workers.retire();
+        for (_, t) in self.transforms.drain() {
+            self.retired_metrics.add_retired(&t.reported_metrics());
+        }
     }
 
     /// Have `waker` woken when any source may have new data, and say how

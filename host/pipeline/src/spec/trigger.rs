@@ -49,6 +49,7 @@ pub(super) fn idle_wait(t: &RawTrigger) -> Result<IdleWait, String> {
         poll: get(&t.idle_poll, "idle-poll", d.poll)?,
         max_poll: get(&t.max_idle_poll, "max-idle-poll", d.max_poll)?,
         wake: get(&t.wake_timeout, "wake-timeout", d.wake)?,
+        retire: d.retire,
     };
     if idle.max_poll < idle.poll {
         return Err(format!(

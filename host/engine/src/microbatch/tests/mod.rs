@@ -198,6 +198,7 @@ fn idle_polls(trigger: Trigger) -> u64 {
                 poll: Duration::from_millis(10),
                 max_poll: Duration::from_millis(40),
                 wake: Duration::from_secs(1),
+                ..crate::IdleWait::default()
             },
             ..QueryOptions::default()
         },

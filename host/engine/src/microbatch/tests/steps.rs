@@ -89,3 +89,84 @@ fn a_processing_time_step_says_when_the_next_batch_is_due() {
     ));
     assert_eq!(rows, 1);
 }
+
+/// Counts the records it sees as the guest SDKs' counters do.
+struct Counting {
+    seen: u64,
+}
+
+impl Transform for Counting {
+    fn process_batch(
+        &mut self,
+        input: &RecordBatch,
+    ) -> Result<crate::TransformOutput, TransformError> {
+        let mut out = crate::OutputBatch::default();
+        for (i, r) in input.iter().enumerate() {
+            out.push(i as u32, None, None, Some(r.value), &[], r.timestamp);
+        }
+        self.seen += input.len() as u64;
+        Ok(crate::TransformOutput {
+            batch: out,
+            ..Default::default()
+        })
+    }
+
+    fn reported_metrics(&self) -> crate::progress::TransformMetrics {
+        let mut m = crate::progress::TransformMetrics::default();
+        m.counters.insert("seen".into(), self.seen);
+        m.gauges.insert("live".into(), 1.0);
+        m
+    }
+}
+
+#[test]
+fn an_idle_query_lets_its_instances_go_and_keeps_their_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let topic = records(3);
+    let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let factory = {
+        let made = made.clone();
+        Box::new(
+            move |_: usize, _: u32| -> Result<Box<dyn Transform>, TransformError> {
+                made.fetch_add(1, Ordering::Relaxed);
+                Ok(Box::new(Counting { seen: 0 }))
+            },
+        )
+    };
+    let mut q = MicroBatchQuery::new(
+        store(dir.path()),
+        vec![Box::new(topic.source("records"))],
+        factory,
+        vec![(None, Box::new(MemorySink::default()))],
+        QueryOptions {
+            idle: crate::IdleWait {
+                retire: Duration::ZERO,
+                ..crate::IdleWait::default()
+            },
+            ..QueryOptions::default()
+        },
+    )
+    .unwrap();
+    let mut last = None;
+    assert!(matches!(
+        q.step(&mut |p| last = Some(p.transform_metrics.clone()))
+            .unwrap(),
+        Step::Ran
+    ));
+    assert_eq!(made.load(Ordering::Relaxed), 1);
+    assert!(matches!(q.step(&mut |_| {}).unwrap(), Step::Wait(_)));
+    assert!(
+        q.transforms.is_empty(),
+        "the idle query let its instance go"
+    );
+    topic.append(0, "one more");
+    assert!(matches!(
+        q.step(&mut |p| last = Some(p.transform_metrics.clone()))
+            .unwrap(),
+        Step::Ran
+    ));
+    assert_eq!(made.load(Ordering::Relaxed), 2, "made again on data");
+    let m = last.unwrap();
+    assert_eq!(m.counters["seen"], 4, "the first instance's count is kept");
+    assert_eq!(m.gauges["live"], 1.0, "only the live instance's gauge");
+}

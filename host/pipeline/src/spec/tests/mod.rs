@@ -203,6 +203,7 @@ fn idle_waits_are_read_and_checked() {
             poll: Duration::from_millis(5),
             max_poll: Duration::from_millis(500),
             wake: Duration::from_secs(10),
+            ..weir_engine::IdleWait::default()
         }
     );
     assert_eq!(parse(GOOD).unwrap().idle, weir_engine::IdleWait::default());
