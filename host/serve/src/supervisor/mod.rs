@@ -227,9 +227,7 @@ impl Supervisor {
                 "the pipeline ended while it was being built",
             ))
         });
-        if let Err(e) = outcome {
-            return Err(e);
-        }
+        outcome?;
         self.pipelines
             .lock()
             .unwrap_or_else(|e| e.into_inner())
