@@ -354,6 +354,15 @@ fn density() {
         after.rss_bytes >> 20,
         after.threads
     );
+    // Idle pipelines let their guest instances go after a minute without
+    // a batch (and look again at the latest a minute after parking).
+    std::thread::sleep(Duration::from_secs(130));
+    let later = s.usage();
+    println!(
+        "serve density: 130 s after the last append: {} MiB RSS, {} threads",
+        later.rss_bytes >> 20,
+        later.threads
+    );
 }
 
 fn main() {
