@@ -112,6 +112,10 @@ impl Source for LogSource {
         self.watch.wake_after(waker)
     }
 
+    fn wakes_parked(&self) -> bool {
+        self.watch.wakes()
+    }
+
     fn next_end(&mut self, start: &Offset, upto: &Offset) -> Result<Offset, ConnectorError> {
         let start = start.partitions(self.partitions())?;
         let upto = upto.partitions(self.partitions())?;

@@ -189,6 +189,13 @@ pub trait Source: Send {
         let _ = waker;
         false
     }
+
+    /// Whether [`Source::wake_on_data`] works here. A source that wakes
+    /// on data only by blocking in [`Source::wait_for_data`] (a Kafka
+    /// consumer's long poll) needs a thread to wait on.
+    fn wakes_parked(&self) -> bool {
+        false
+    }
 }
 
 /// One batch's output as handed to a sink: every partition's input next to

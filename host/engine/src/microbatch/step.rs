@@ -257,6 +257,15 @@ impl MicroBatchQuery {
         }
     }
 
+    /// Whether the query can wait for data parked, without a thread:
+    /// false when a source wakes it only by blocking (it then wants a
+    /// thread of its own, to wait there rather than be polled).
+    pub fn parks_when_idle(&self) -> bool {
+        self.sources
+            .iter()
+            .all(|s| s.wakes_parked() || !s.wakes_on_data())
+    }
+
     /// Have `waker` woken when any source may have new data, and say how
     /// long the query may stay parked before it must look anyway: long
     /// when every source wakes it (unless time alone moves its watermark),

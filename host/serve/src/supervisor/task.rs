@@ -2,7 +2,8 @@
 //! a turn builds the query, runs one batch, or parks the pipeline (waiting
 //! for data, a trigger's interval or a restart's backoff) without a thread.
 //! Continuous and group queries, which run per-partition threads of their
-//! own, are handed a thread of their own instead.
+//! own, and queries that wait for data by blocking (a Kafka consumer's
+//! long poll) are handed a thread of their own instead.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::SyncSender;
@@ -230,9 +231,10 @@ impl Inner {
     }
 
     /// A query just built: run it here a step at a time, or hand it a
-    /// thread of its own.
+    /// thread of its own (continuous and group queries, and queries whose
+    /// sources wake them only by blocking, such as Kafka's).
     fn running(&mut self, mut query: Query, backoff: Duration) -> Next {
-        if query.stepwise().is_none() {
+        if query.stepwise().is_none_or(|q| !q.parks_when_idle()) {
             return Next::Detach(query);
         }
         self.phase = Phase::Running {
