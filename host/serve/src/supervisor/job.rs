@@ -105,7 +105,8 @@ impl Job {
     pub fn supervise(self, query: Query, build: impl Fn() -> Result<Query, BuildError>) {
         let labels = self.labels();
         self.metrics.set_running(&labels, true);
-        lower_priority();
+        // Started from a thread of the tenant's executor, this thread
+        // already runs at the pipelines' lower priority.
         self.run(query, build, &labels);
         self.metrics.set_running(&labels, false);
     }

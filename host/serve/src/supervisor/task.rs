@@ -7,7 +7,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::mpsc::SyncSender;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,10 @@ enum Next {
     Park(Instant),
     /// A query that runs on threads of its own.
     Detach(Query),
+    /// Build (or rebuild) the query, on a thread of its own: building
+    /// may wait on a broker for seconds (a transactional producer fencing
+    /// its predecessor), and must not hold one of the tenant's few threads.
+    Build,
     Done,
 }
 
@@ -154,14 +158,18 @@ impl Turn for Task {
         deadlines::clear(&*self);
         let waker = self.waker();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(inner) = guard.as_mut() else {
-            drop(guard);
-            return self.end();
+        let next = match (guard.as_mut(), fenced) {
+            (None, _) => Next::Done,
+            (Some(inner), Ok(())) => inner.turn(&waker),
+            (Some(inner), Err(why)) => inner.refuse(why),
         };
-        let next = match fenced {
-            Ok(()) => inner.turn(&waker),
-            Err(why) => inner.refuse(why),
-        };
+        self.after(guard, next);
+    }
+}
+
+impl Task {
+    /// Do what a turn left to do.
+    fn after(self: &Arc<Self>, mut guard: MutexGuard<'_, Option<Inner>>, next: Next) {
         match next {
             Next::Again => {
                 drop(guard);
@@ -170,7 +178,7 @@ impl Turn for Task {
             }
             Next::Park(at) => {
                 drop(guard);
-                deadlines::wake_at(&self, at);
+                deadlines::wake_at(self, at);
                 if self
                     .state
                     .compare_exchange(RUNNING, IDLE, Ordering::AcqRel, Ordering::Acquire)
@@ -179,6 +187,26 @@ impl Turn for Task {
                     // Woken during the turn: go again.
                     self.state.store(QUEUED, Ordering::Release);
                     self.executor.submit(self.clone());
+                }
+            }
+            Next::Build => {
+                drop(guard);
+                // Started from a fenced thread, the build's thread is
+                // fenced too.
+                let task = self.clone();
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("weir-build".into())
+                        .spawn(move || {
+                            let mut guard = task.inner.lock().unwrap_or_else(|e| e.into_inner());
+                            let next = guard.as_mut().map_or(Next::Done, Inner::build);
+                            task.after(guard, next);
+                        });
+                if let Err(e) = spawned {
+                    tracing::warn!("serve: no thread to build a pipeline on ({e}); building here");
+                    let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+                    let next = guard.as_mut().map_or(Next::Done, Inner::build);
+                    self.after(guard, next);
                 }
             }
             Next::Detach(query) => {
@@ -192,7 +220,7 @@ impl Turn for Task {
                         task.end();
                     });
                 if let Err(e) = spawned {
-                    tracing::error!("serve: no thread for a continuous pipeline: {e}");
+                    tracing::error!("serve: no thread for a pipeline of its own: {e}");
                     self.end();
                 }
             }
@@ -208,6 +236,23 @@ impl Turn for Task {
 impl Inner {
     fn turn(&mut self, waker: &Waker) -> Next {
         match std::mem::replace(&mut self.phase, Phase::Gone) {
+            start @ Phase::Start(_) => {
+                self.phase = start;
+                Next::Build
+            }
+            Phase::Running {
+                query,
+                backoff,
+                started,
+            } => self.step(query, backoff, started, waker),
+            Phase::Restarting { at, backoff, why } => self.restart(at, backoff, why),
+            Phase::Gone => Next::Done,
+        }
+    }
+
+    /// Build the query (first, or again after a failure).
+    fn build(&mut self) -> Next {
+        match std::mem::replace(&mut self.phase, Phase::Gone) {
             Phase::Start(ready) => match (self.build)() {
                 Ok(query) => {
                     self.job.watch_stop(&query);
@@ -220,13 +265,11 @@ impl Inner {
                     Next::Done
                 }
             },
-            Phase::Running {
-                query,
-                backoff,
-                started,
-            } => self.step(query, backoff, started, waker),
-            Phase::Restarting { at, backoff, why } => self.restart(at, backoff, why),
-            Phase::Gone => Next::Done,
+            Phase::Restarting { backoff, why, .. } => self.rebuild(backoff, why),
+            other => {
+                self.phase = other;
+                Next::Again
+            }
         }
     }
 
@@ -314,9 +357,17 @@ impl Inner {
             self.stopped();
             return Next::Done;
         }
+        self.phase = Phase::Restarting { at, backoff, why };
         if Instant::now() < at {
-            self.phase = Phase::Restarting { at, backoff, why };
             return Next::Park(at);
+        }
+        Next::Build
+    }
+
+    fn rebuild(&mut self, backoff: Duration, why: String) -> Next {
+        if self.job.stop.load(Ordering::Relaxed) {
+            self.stopped();
+            return Next::Done;
         }
         let backoff = (backoff * 2).min(MAX_BACKOFF);
         match (self.build)() {
