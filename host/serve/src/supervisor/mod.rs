@@ -6,6 +6,7 @@
 mod deadlines;
 mod executor;
 mod job;
+mod phases;
 mod stopping;
 mod task;
 
