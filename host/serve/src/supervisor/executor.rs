@@ -34,8 +34,6 @@ pub(super) struct Executor {
     max_threads: usize,
     queue: Mutex<Queue>,
     ready: Condvar,
-    /// Why the fence could not be entered, once a thread found out.
-    unfenced: OnceLock<String>,
 }
 
 #[derive(Default)]
@@ -60,7 +58,6 @@ impl Executor {
             max_threads,
             queue: Mutex::new(Queue::default()),
             ready: Condvar::new(),
-            unfenced: OnceLock::new(),
         })
     }
 
@@ -87,24 +84,15 @@ impl Executor {
     /// A thread's life: enter the fence, then take turns until none comes
     /// for [`QUIET`].
     fn serve(self: Arc<Self>) {
-        let fenced = match self.fence.enter() {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                tracing::error!("{}: cannot fence its threads: {e}", self.name);
-                let _ = self.unfenced.set(e);
-                Err(())
-            }
-        };
+        let fenced = self.fence.enter().map(|_| ()).inspect_err(|e| {
+            tracing::error!("{}: cannot fence its threads: {e}", self.name);
+        });
         super::job::lower_priority();
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if let Some(turn) = q.turns.pop_front() {
                 drop(q);
-                let why = self.unfenced.get().map(String::as_str);
-                turn.turn(match (fenced, why) {
-                    (Ok(()), None) => Ok(()),
-                    (_, why) => Err(why.unwrap_or("the fence could not be entered")),
-                });
+                turn.turn(fenced.as_ref().map(|_| ()).map_err(String::as_str));
                 q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
                 continue;
             }

@@ -238,8 +238,7 @@ impl Supervisor {
                     stop,
                     query_stop,
                     abort,
-                    waker: task.waker(),
-                    ended: task.ended.clone(),
+                    task,
                     status,
                 },
             );

@@ -16,10 +16,8 @@ pub(super) struct Running {
     pub(super) query_stop: Arc<Mutex<Arc<AtomicBool>>>,
     /// Interrupts its guests mid-call when a stop waited long enough.
     pub(super) abort: Abort,
-    /// Wakes its task, parked or not, to see the stop.
-    pub(super) waker: std::task::Waker,
-    /// Raised when its query has been dropped.
-    pub(super) ended: Arc<AtomicBool>,
+    /// Its task, woken (parked or not) to see the stop.
+    pub(super) task: Arc<super::task::Task>,
     pub(super) status: Arc<Mutex<Status>>,
 }
 
@@ -31,11 +29,11 @@ impl Running {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .store(true, Ordering::Relaxed);
-        self.waker.wake_by_ref();
+        std::task::Wake::wake_by_ref(&self.task);
     }
 
     pub(super) fn finished(&self) -> bool {
-        self.ended.load(Ordering::Acquire)
+        self.task.ended()
     }
 }
 

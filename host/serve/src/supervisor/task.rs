@@ -5,7 +5,7 @@
 //! own, and queries that wait for data by blocking (a Kafka consumer's
 //! long poll) are handed a thread of their own instead.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Wake, Waker};
@@ -30,8 +30,6 @@ pub(super) struct Task {
     state: AtomicU8,
     deadline: Deadline,
     inner: Mutex<Option<Inner>>,
-    /// Raised once the query is dropped (its checkpoint and sinks released).
-    pub(super) ended: Arc<AtomicBool>,
 }
 
 impl Task {
@@ -51,19 +49,22 @@ impl Task {
                 phase: Phase::Start(ready),
                 build,
             })),
-            ended: Arc::new(AtomicBool::new(false)),
         });
         task.executor.submit(task.clone());
         task
     }
 
-    pub fn waker(self: &Arc<Self>) -> Waker {
+    fn waker(self: &Arc<Self>) -> Waker {
         Waker::from(self.clone())
     }
 
+    /// Its query is dropped (its checkpoint and sinks released).
     fn end(&self) {
         self.state.store(ENDED, Ordering::Release);
-        self.ended.store(true, Ordering::Release);
+    }
+
+    pub fn ended(&self) -> bool {
+        self.state.load(Ordering::Acquire) == ENDED
     }
 }
 
@@ -124,6 +125,12 @@ impl Turn for Task {
 }
 
 impl Task {
+    fn build(self: &Arc<Self>) {
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let next = guard.as_mut().map_or(Next::Done, Inner::build);
+        self.after(guard, next);
+    }
+
     /// Do what a turn left to do.
     fn after(self: &Arc<Self>, mut guard: MutexGuard<'_, Option<Inner>>, next: Next) {
         match next {
@@ -150,19 +157,12 @@ impl Task {
                 // Started from a fenced thread, the build's thread is
                 // fenced too.
                 let task = self.clone();
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("weir-build".into())
-                        .spawn(move || {
-                            let mut guard = task.inner.lock().unwrap_or_else(|e| e.into_inner());
-                            let next = guard.as_mut().map_or(Next::Done, Inner::build);
-                            task.after(guard, next);
-                        });
+                let spawned = std::thread::Builder::new()
+                    .name("weir-build".into())
+                    .spawn(move || task.build());
                 if let Err(e) = spawned {
                     tracing::warn!("serve: no thread to build a pipeline on ({e}); building here");
-                    let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-                    let next = guard.as_mut().map_or(Next::Done, Inner::build);
-                    self.after(guard, next);
+                    self.build();
                 }
             }
             Next::Detach(query) => {
