@@ -4,6 +4,7 @@
 //! one named by `WEIR_KAFKA_BOOTSTRAP`) and stopped when the test process
 //! exits; the outage test starts and stops a private one.
 
+mod avro;
 pub(crate) mod exactly_once;
 pub(crate) mod group;
 mod mixed;

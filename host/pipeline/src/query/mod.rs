@@ -4,6 +4,7 @@
 //! `weir serve` all start pipelines through [`build_query`], so a pipeline
 //! means the same thing whichever way it is started.
 
+mod formats;
 mod group;
 mod guest;
 
@@ -193,6 +194,22 @@ pub fn build_query(
         stateful,
         component,
     } = factory(runtime, spec, guests)?;
+    let factory =
+        match formats::Codecs::build(spec, spec.state.source_names.clone())? {
+            None => factory,
+            Some(codecs) => {
+                Box::new(
+                    move |source: usize,
+                          task: u32|
+                          -> Result<
+                        Box<dyn weir_engine::Transform>,
+                        weir_engine::TransformError,
+                    > {
+                        Ok(codecs.wrap(factory.create(source, task)?, source))
+                    },
+                )
+            }
+        };
     let state = StatefulOptions {
         stateful,
         ..spec.state.clone()

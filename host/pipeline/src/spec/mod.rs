@@ -3,6 +3,7 @@
 //! `FILE:LINE:COLUMN: what is wrong`.
 
 mod connectors;
+mod formats;
 mod group;
 mod host;
 mod kafka;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weir_connectors::checkpoints::CheckpointLocation;
 
+pub use formats::{RegistrySpec, ValueFormat};
 pub use host::{HostSpec, TenantSpec};
 pub use on_error::OnError;
 use raw::{RawBackpressure, RawPipeline, RawSource};
@@ -144,6 +146,12 @@ pub struct Pipeline {
     pub state_key: Option<weir_engine::exchange::Partitioning>,
     /// `[group]`: one member of a consumer group sharing the partitions.
     pub group: Option<ConsumerGroup>,
+    /// Each source's value format, by source index.
+    pub source_formats: Vec<ValueFormat>,
+    /// Each sink's value format, in the order of `sinks`.
+    pub sink_formats: Vec<ValueFormat>,
+    /// `[registry]`: where Avro schemas come from.
+    pub registry: Option<RegistrySpec>,
 }
 
 impl Pipeline {
@@ -248,14 +256,15 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
                 .into(),
         );
     }
-    let sinks: Vec<(Option<String>, SinkSpec)> = raw
-        .sink
-        .into_iter()
-        .map(|(name, s)| {
-            let spec = connectors::sink(&name, s, base)?;
-            Ok(((name != "default").then_some(name), spec))
-        })
-        .collect::<Result<_, String>>()?;
+    let mut sinks: Vec<(Option<String>, SinkSpec)> = Vec::new();
+    let mut sink_formats = Vec::new();
+    for (name, s) in raw.sink {
+        let plain = matches!(s.kind, raw::RawSink::Log { .. } | raw::RawSink::Kafka(_));
+        let at = format!("sink.{name}");
+        sink_formats.push(formats::value_format(&at, s.format, base, true, plain)?);
+        let spec = connectors::sink(&name, s.kind, base)?;
+        sinks.push(((name != "default").then_some(name), spec));
+    }
     if matches!(mode, Mode::MicroBatch)
         && let Some((name, _)) = sinks.iter().find(|(_, s)| {
             matches!(
@@ -304,6 +313,18 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         matches!(mode, Mode::Continuous { .. }),
         &inputs,
     )?;
+    let registry = raw
+        .registry
+        .map(|r| formats::registry(r, base))
+        .transpose()?;
+    let source_formats = inputs.formats;
+    formats::check_pipeline(
+        &source_formats,
+        &sink_formats,
+        registry.as_ref(),
+        &state,
+        state_key.as_ref(),
+    )?;
     let sources = inputs.specs;
     window::check_keyed(window.as_ref(), state_key.is_some(), &state)?;
     if let Some(p) = &state_key
@@ -343,6 +364,9 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         state,
         state_key,
         group,
+        source_formats,
+        sink_formats,
+        registry,
     })
 }
 

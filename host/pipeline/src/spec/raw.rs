@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::formats::RawValueFormat;
+
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct RawPipeline {
@@ -17,7 +19,7 @@ pub struct RawPipeline {
     pub source: Vec<RawSourceEntry>,
     pub transform: Option<RawTransform>,
     pub window: Option<super::window::RawWindow>,
-    pub sink: BTreeMap<String, RawSink>,
+    pub sink: BTreeMap<String, RawSinkEntry>,
     #[serde(default)]
     pub trigger: RawTrigger,
     pub backpressure: Option<RawBackpressure>,
@@ -26,6 +28,7 @@ pub struct RawPipeline {
     pub event_time: Option<RawEventTime>,
     pub state: Option<RawState>,
     pub group: Option<super::group::RawGroup>,
+    pub registry: Option<super::formats::RawRegistry>,
 }
 
 /// Where event time comes from and how late data is treated.
@@ -76,25 +79,42 @@ pub struct RawSourceEntry {
     pub key_field: Option<String>,
     /// This source's event-time field, when not `[event-time] field`.
     pub event_time_field: Option<String>,
+    /// `value-format` and `value-schema`.
+    pub format: RawValueFormat,
     pub kind: RawSource,
+}
+
+/// Take string key `k` out of `table` (shared keys are read before the
+/// connector's own table, which refuses keys it does not know).
+fn take_string<E: serde::de::Error>(
+    table: &mut toml::Table,
+    at: &str,
+    k: &str,
+) -> Result<Option<String>, E> {
+    match table.remove(k) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(E::custom(format!(
+            "{at} {k}: expected a string, found {}",
+            v.type_str()
+        ))),
+    }
 }
 
 impl<'de> Deserialize<'de> for RawSourceEntry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let mut table = toml::Table::deserialize(d)?;
-        let mut take = |k: &str| match table.remove(k) {
-            None => Ok(None),
-            Some(toml::Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(D::Error::custom(format!(
-                "source {k}: expected a string, found {}",
-                v.type_str()
-            ))),
-        };
+        let mut take = |k: &str| take_string::<D::Error>(&mut table, "source", k);
         Ok(RawSourceEntry {
             name: take("name")?,
             key_field: take("key-field")?,
             event_time_field: take("event-time-field")?,
+            format: RawValueFormat {
+                format: take("value-format")?,
+                schema: take("value-schema")?,
+                subject_strategy: take("subject-name-strategy")?,
+            },
             kind: RawSource::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?,
         })
     }
@@ -173,6 +193,30 @@ pub struct RawLimits {
     pub crash_window: Option<String>,
     pub state: Option<String>,
     pub fuel: Option<u64>,
+}
+
+/// One `[sink.<output>]`: the format keys every sink shares, then its
+/// type's own.
+#[derive(Debug)]
+pub struct RawSinkEntry {
+    pub format: RawValueFormat,
+    pub kind: RawSink,
+}
+
+impl<'de> Deserialize<'de> for RawSinkEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut table = toml::Table::deserialize(d)?;
+        let mut take = |k: &str| take_string::<D::Error>(&mut table, "sink", k);
+        Ok(RawSinkEntry {
+            format: RawValueFormat {
+                format: take("value-format")?,
+                schema: take("value-schema")?,
+                subject_strategy: take("subject-name-strategy")?,
+            },
+            kind: RawSink::deserialize(toml::Value::Table(table)).map_err(D::Error::custom)?,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]

@@ -19,6 +19,8 @@ pub(super) struct Sources {
     pub keys: BTreeMap<usize, StateKey>,
     /// Sources with their own event-time field, by index.
     pub event_time_fields: BTreeMap<usize, String>,
+    /// Each source's value format, by index.
+    pub formats: Vec<super::ValueFormat>,
 }
 
 pub(super) fn sources(raw: Vec<RawSourceEntry>, base: &Path) -> Result<Sources, String> {
@@ -30,6 +32,7 @@ pub(super) fn sources(raw: Vec<RawSourceEntry>, base: &Path) -> Result<Sources, 
         names: Vec::new(),
         keys: BTreeMap::new(),
         event_time_fields: BTreeMap::new(),
+        formats: Vec::new(),
     };
     for (i, s) in raw.into_iter().enumerate() {
         let name = match s.name {
@@ -58,6 +61,17 @@ pub(super) fn sources(raw: Vec<RawSourceEntry>, base: &Path) -> Result<Sources, 
             }
             out.event_time_fields.insert(i, f);
         }
+        let plain = matches!(
+            s.kind,
+            super::raw::RawSource::Log { .. } | super::raw::RawSource::Kafka(_)
+        );
+        out.formats.push(super::formats::value_format(
+            &format!("source `{name}`"),
+            s.format,
+            base,
+            false,
+            plain,
+        )?);
         out.specs.push(super::connectors::source(i, s.kind, base)?);
         out.names.push(name);
     }

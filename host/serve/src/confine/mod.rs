@@ -14,7 +14,7 @@ pub use kafka::broker_address;
 pub use root::TenantRoot;
 
 use weir_connectors::checkpoints::CheckpointLocation;
-use weir_pipeline::spec::{Pipeline, SinkSpec, SourceSpec};
+use weir_pipeline::spec::{Pipeline, RegistrySpec, SinkSpec, SourceSpec};
 
 /// What a tenant's pipelines are confined by, as the admin set it.
 pub struct Allowed<'a> {
@@ -135,7 +135,30 @@ pub fn pipeline(p: &Pipeline, root: &TenantRoot, allowed: &Allowed<'_>) -> Resul
             ));
         }
     }
+    schemas(p, root, cluster.is_some())?;
     ceilings::check(p, max_memory)
+}
+
+/// Schema files come from the tenant's directory; a registry URL would let
+/// a tenant make the service send requests wherever it names, so it is
+/// refused until the admin can allow registries as it allows brokers.
+fn schemas(p: &Pipeline, root: &TenantRoot, cluster: bool) -> Result<(), String> {
+    let formats = p.source_formats.iter().chain(&p.sink_formats);
+    let files = formats
+        .filter_map(|f| f.schema.as_ref())
+        .chain(p.registry.iter().flat_map(|r| r.files()));
+    for file in files {
+        if cluster {
+            return Err(node_local("value-schema and registry.schemas"));
+        }
+        root.place(file, "schema file")?;
+    }
+    match &p.registry {
+        Some(RegistrySpec::Url { .. }) => Err(
+            "registry.url: this service does not let a tenant's pipeline call a schema registry; give schema files by id in [registry.schemas] under the tenant's directory".into(),
+        ),
+        Some(RegistrySpec::Files(_)) | None => Ok(()),
+    }
 }
 
 #[cfg(test)]

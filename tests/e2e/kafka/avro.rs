@@ -1,0 +1,290 @@
+//! Avro records framed for a schema registry, through a pipeline and back,
+//! written and read by fastavro (the ecosystem's serializer, never weir's
+//! own encoder on both sides): schema evolution mid-stream, and every bad
+//! input going to the dead-letter output with its reason.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::{Value, json};
+
+use super::{broker, create_topic, unique};
+use crate::testkit::{guest, repo_root, run_pipeline};
+
+const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"id","type":"long"},{"name":"item","type":"string"}]}"#;
+const V2: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"id","type":"long"},{"name":"item","type":"string"},
+  {"name":"qty","type":"int","default":1}]}"#;
+/// A sink schema no output fits: `total` has no default and no record has it.
+const TOTALS: &str = r#"{"type":"record","name":"Total","namespace":"shop","fields":[
+  {"name":"id","type":"long"},{"name":"total","type":"double"}]}"#;
+
+/// Run `script` in the fastavro venv with `input` on stdin; its stdout.
+fn fastavro(script: &str, input: &str) -> String {
+    let python = Command::new(repo_root().join("scripts/ecosystem-codecs"))
+        .arg("python")
+        .output()
+        .expect("scripts/ecosystem-codecs");
+    assert!(
+        python.status.success(),
+        "{}",
+        String::from_utf8_lossy(&python.stderr)
+    );
+    let python = String::from_utf8(python.stdout).unwrap();
+    let mut child = Command::new(python.trim())
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "fastavro script failed");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Framed Avro values, hex: each `[schema_id, schema, record]` of `items`
+/// written by fastavro's schemaless writer behind Confluent's header.
+const WRITE: &str = r#"
+import io, json, struct, sys
+from fastavro import parse_schema, schemaless_writer
+out = []
+for sid, schema, record in json.load(sys.stdin):
+    buf = io.BytesIO()
+    buf.write(struct.pack(">bI", 0, sid))
+    schemaless_writer(buf, parse_schema(json.loads(schema)), record)
+    out.append(buf.getvalue().hex())
+print(json.dumps(out))
+"#;
+
+/// Each hex value checked for Confluent's header and id, read by
+/// fastavro's schemaless reader with the writer schema given.
+const READ: &str = r#"
+import io, json, struct, sys
+from fastavro import parse_schema, schemaless_reader
+req = json.load(sys.stdin)
+schema = parse_schema(json.loads(req["schema"]))
+out = []
+for h in req["values"]:
+    b = bytes.fromhex(h)
+    magic, sid = struct.unpack(">bI", b[:5])
+    assert magic == 0 and sid == req["id"], (magic, sid)
+    out.append(schemaless_reader(io.BytesIO(b[5:]), schema))
+print(json.dumps(out))
+"#;
+
+fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", broker())
+        .create()
+        .unwrap();
+    for (i, v) in values.iter().enumerate() {
+        let key = format!("k{i}");
+        p.send(
+            BaseRecord::<[u8], [u8]>::to(topic)
+                .key(key.as_bytes())
+                .payload(v),
+        )
+        .map_err(|(e, _)| e)
+        .unwrap();
+    }
+    p.flush(Duration::from_secs(30)).unwrap();
+}
+
+/// Every value of a 1-partition topic, read committed.
+fn values(topic: &str) -> Vec<Vec<u8>> {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", broker())
+        .set("isolation.level", "read_committed")
+        .set("enable.partition.eof", "true")
+        .set("group.id", "weir-test-avro")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition_offset(topic, 0, Offset::Beginning)
+        .unwrap();
+    c.assign(&tpl).unwrap();
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "reading {topic} timed out");
+        match c.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => out.push(m.payload().unwrap_or_default().to_vec()),
+            Some(Err(KafkaError::PartitionEOF(_))) => return out,
+            Some(Err(e)) => panic!("{e}"),
+            None => {}
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn pipeline(dir: &Path, input: &str, output: &str, dead: &str, sink_schema: &str) {
+    let b = broker();
+    let component = guest("json-enrich");
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            r#"checkpoint = "ckpt"
+[[source]]
+type = "kafka"
+bootstrap-servers = "{b}"
+topics = ["{input}"]
+starting-offsets = "earliest"
+value-format = "avro"
+value-schema = "v2.avsc"
+[registry.schemas]
+1 = "v1.avsc"
+2 = "v2.avsc"
+3 = "totals.avsc"
+[transform]
+component = "{}"
+on-error = "dead-letter"
+[transform.config]
+uppercase = "item"
+[sink.default]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{output}"
+value-format = "avro"
+value-schema = "{sink_schema}"
+[sink.dead-letter]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{dead}"
+[trigger]
+type = "available-now"
+"#,
+            component.display()
+        ),
+    )
+    .unwrap();
+    for (name, text) in [("v1.avsc", V1), ("v2.avsc", V2), ("totals.avsc", TOTALS)] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+#[test]
+fn avro_written_by_fastavro_evolves_mid_stream_and_bad_records_are_dead_lettered() {
+    let b = broker();
+    let (input, output, dead) = (unique("avro-in"), unique("avro-out"), unique("avro-dead"));
+    for t in [&input, &output, &dead] {
+        create_topic(b, t, 1, &[]);
+    }
+    // Version 1 records, then version 2 (a field added with a default).
+    let mut items = Vec::new();
+    for i in 0..20 {
+        items.push(json!([1, V1, {"id": i, "item": format!("pen {i}")}]));
+    }
+    for i in 20..40 {
+        items.push(json!([2, V2, {"id": i, "item": format!("ink {i}"), "qty": i}]));
+    }
+    let mut framed: Vec<Vec<u8>> =
+        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
+            .unwrap()
+            .iter()
+            .map(|h| unhex(h))
+            .collect();
+    // Bad input: an unknown schema id, bytes that are not the record, no framing.
+    let mut unknown = framed[0].clone();
+    unknown[4] = 9;
+    let mut truncated = framed[25].clone();
+    truncated.truncate(7);
+    framed.insert(5, unknown);
+    framed.insert(30, truncated);
+    framed.push(br#"{"id": 99, "item": "json"}"#.to_vec());
+    produce_bytes(&input, &framed);
+
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), &input, &output, &dead, "v2.avsc");
+    let o = run_pipeline(dir.path(), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let out: Vec<String> = values(&output).iter().map(|v| hex(v)).collect();
+    let read = fastavro(
+        READ,
+        &json!({"schema": V2, "id": 2, "values": out}).to_string(),
+    );
+    let got: Vec<Value> = serde_json::from_str(&read).unwrap();
+    let mut expected: Vec<Value> = (0..20)
+        .map(|i| json!({"id": i, "item": format!("PEN {i}"), "qty": 1}))
+        .collect();
+    expected.extend((20..40).map(|i| json!({"id": i, "item": format!("INK {i}"), "qty": i})));
+    assert_eq!(got, expected);
+
+    let letters: Vec<Value> = values(&dead)
+        .iter()
+        .map(|v| serde_json::from_slice(v).unwrap())
+        .collect();
+    let reasons: Vec<&str> = letters
+        .iter()
+        .map(|l| l["error"]["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[0].contains("schema id 9 is not known"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("do not match Avro schema id 2"),
+        "{reasons:?}"
+    );
+    assert!(reasons[2].contains("magic byte"), "{reasons:?}");
+}
+
+#[test]
+fn outputs_that_do_not_fit_the_sink_schema_are_dead_lettered_naming_the_field() {
+    let b = broker();
+    let (input, output, dead) = (unique("avro-in"), unique("avro-out"), unique("avro-dead"));
+    for t in [&input, &output, &dead] {
+        create_topic(b, t, 1, &[]);
+    }
+    let items: Vec<Value> = (0..5)
+        .map(|i| json!([1, V1, {"id": i, "item": "x"}]))
+        .collect();
+    let framed: Vec<Vec<u8>> =
+        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
+            .unwrap()
+            .iter()
+            .map(|h| unhex(h))
+            .collect();
+    produce_bytes(&input, &framed);
+    let dir = tempfile::tempdir().unwrap();
+    pipeline(dir.path(), &input, &output, &dead, "totals.avsc");
+    let o = run_pipeline(dir.path(), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(values(&output).is_empty());
+    let letters = values(&dead);
+    assert_eq!(letters.len(), 5);
+    for l in letters {
+        let l: Value = serde_json::from_slice(&l).unwrap();
+        let m = l["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("sink.default") && m.contains("`item` is not in"),
+            "{m}"
+        );
+    }
+}
