@@ -266,4 +266,27 @@ mod tests {
             assert!(err.contains("the cluster's control plane"), "{to}: {err}");
         }
     }
+
+    #[test]
+    fn schema_files_stay_inside_the_tenant_and_registry_urls_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = TenantRoot::open(dir.path(), "t").unwrap();
+        let text = |schema: &str, registry: &str| {
+            format!(
+                "checkpoint = \"c\"\n[[source]]\ntype = \"log\"\npath = \"data\"\ntopic = \"in\"\nvalue-format = \"avro\"\nvalue-schema = \"{schema}\"\n[sink.default]\ntype = \"console\"\n{registry}"
+            )
+        };
+        let files = "[registry.schemas]\n1 = \"v1.avsc\"\n";
+        let check = |t: String| {
+            let p = Pipeline::parse(&t, "p.toml", root.dir()).unwrap();
+            pipeline(&p, &root, &allow(&[]))
+        };
+        check(text("v1.avsc", files)).unwrap();
+        let err = check(text("../../other/v1.avsc", files)).unwrap_err();
+        assert!(err.contains("schema file") && err.contains("outside"), "{err}");
+        let err = check(text("v1.avsc", "[registry.schemas]\n1 = \"/etc/passwd\"\n")).unwrap_err();
+        assert!(err.contains("outside"), "{err}");
+        let err = check(text("v1.avsc", "[registry]\nurl = \"http://127.0.0.1:8081\"\n")).unwrap_err();
+        assert!(err.contains("registry.url"), "{err}");
+    }
 }

@@ -1,3 +1,4 @@
+mod formats;
 mod kafka;
 mod window;
 
