@@ -283,10 +283,17 @@ mod tests {
         };
         check(text("v1.avsc", files)).unwrap();
         let err = check(text("../../other/v1.avsc", files)).unwrap_err();
-        assert!(err.contains("schema file") && err.contains("outside"), "{err}");
+        assert!(
+            err.contains("schema file") && err.contains("outside"),
+            "{err}"
+        );
         let err = check(text("v1.avsc", "[registry.schemas]\n1 = \"/etc/passwd\"\n")).unwrap_err();
         assert!(err.contains("outside"), "{err}");
-        let err = check(text("v1.avsc", "[registry]\nurl = \"http://127.0.0.1:8081\"\n")).unwrap_err();
+        let err = check(text(
+            "v1.avsc",
+            "[registry]\nurl = \"http://127.0.0.1:8081\"\n",
+        ))
+        .unwrap_err();
         assert!(err.contains("registry.url"), "{err}");
     }
 }

@@ -36,7 +36,13 @@ fn formats_and_schema_files_are_read() {
     ))
     .unwrap();
     assert_eq!(p.source_formats[0].format, Format::Avro);
-    assert!(p.source_formats[0].schema.as_ref().unwrap().ends_with("v1.avsc"));
+    assert!(
+        p.source_formats[0]
+            .schema
+            .as_ref()
+            .unwrap()
+            .ends_with("v1.avsc")
+    );
     assert_eq!(
         p.sink_formats[0].subject_strategy,
         SubjectStrategy::TopicRecordName
@@ -53,13 +59,17 @@ fn formats_and_schema_files_are_read() {
     .unwrap();
     assert!(matches!(
         p.registry,
-        Some(RegistrySpec::Url { auto_register: true, .. })
+        Some(RegistrySpec::Url {
+            auto_register: true,
+            ..
+        })
     ));
 }
 
 #[test]
 fn mistakes_are_refused_with_what_to_do() {
-    let err = |source: &str, sink: &str, rest: &str| parse(&pipeline(source, sink, rest)).unwrap_err();
+    let err =
+        |source: &str, sink: &str, rest: &str| parse(&pipeline(source, sink, rest)).unwrap_err();
     let avro = "value-format = \"avro\"";
     for (source, sink, rest, wanted) in [
         (avro, "", "", "needs a [registry]"),
@@ -67,20 +77,64 @@ fn mistakes_are_refused_with_what_to_do() {
         ("value-format = \"xml\"", "", "", "format `xml`"),
         ("value-format = \"protobuf\"", "", "", "not supported yet"),
         ("", avro, FILES, "needs value-schema"),
-        ("value-schema = \"a.avsc\"", "", "", "applies to value-format = \"avro\""),
-        ("subject-name-strategy = \"topic-name\"", "", "", "applies to sinks"),
+        (
+            "value-schema = \"a.avsc\"",
+            "",
+            "",
+            "applies to value-format = \"avro\"",
+        ),
+        (
+            "subject-name-strategy = \"topic-name\"",
+            "",
+            "",
+            "applies to sinks",
+        ),
         (avro, "", "[registry]\nurl = \"ftp://x\"", "not an http"),
-        (avro, "", "[registry]\nurl = \"http://x\"\nusername = \"u\"", "both username and password"),
-        (avro, "", "[registry]\nurl = \"http://x\"\ntimeout = \"1h\"", "at most 300s"),
-        (avro, "", "[registry]\nurl = \"http://x\"\n[registry.schemas]\n1 = \"a\"", "not both"),
-        (avro, "", "[registry.schemas]\nfirst = \"a\"", "not a schema id"),
-        (avro, "", &format!("{FILES}[state]\nkey-field = \"id\"\n"), "key it by the record key"),
-        (avro, "", &format!("{FILES}[event-time]\nfield = \"ts\"\n"), "use the record timestamp"),
+        (
+            avro,
+            "",
+            "[registry]\nurl = \"http://x\"\nusername = \"u\"",
+            "both username and password",
+        ),
+        (
+            avro,
+            "",
+            "[registry]\nurl = \"http://x\"\ntimeout = \"1h\"",
+            "at most 300s",
+        ),
+        (
+            avro,
+            "",
+            "[registry]\nurl = \"http://x\"\n[registry.schemas]\n1 = \"a\"",
+            "not both",
+        ),
+        (
+            avro,
+            "",
+            "[registry.schemas]\nfirst = \"a\"",
+            "not a schema id",
+        ),
+        (
+            avro,
+            "",
+            &format!("{FILES}[state]\nkey-field = \"id\"\n"),
+            "key it by the record key",
+        ),
+        (
+            avro,
+            "",
+            &format!("{FILES}[event-time]\nfield = \"ts\"\n"),
+            "use the record timestamp",
+        ),
     ] {
         let e = err(source, sink, rest);
         assert!(e.contains(wanted), "{source} / {sink} / {rest}: {e}");
     }
     // A files source has its own `format`; value-format is for log and kafka.
     let files = "checkpoint = \"c\"\n[[source]]\ntype = \"files\"\npath = \"in\"\nvalue-format = \"avro\"\n[sink.default]\ntype = \"console\"\n[registry.schemas]\n1 = \"a\"\n";
-    assert!(parse(files).unwrap_err().contains("applies to log and kafka sources"));
+    assert!(
+        parse(files)
+            .unwrap_err()
+            .contains("applies to log and kafka sources")
+    );
 }
