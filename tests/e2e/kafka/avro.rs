@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 use super::{broker, create_topic, unique};
 use crate::testkit::{guest, repo_root, run_pipeline};
 
-const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+pub(super) const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
   {"name":"id","type":"long"},{"name":"item","type":"string"}]}"#;
-const V2: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+pub(super) const V2: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
   {"name":"id","type":"long"},{"name":"item","type":"string"},
   {"name":"qty","type":"int","default":1}]}"#;
 /// A sink schema no output fits: `total` has no default and no record has it.
@@ -28,7 +28,7 @@ const TOTALS: &str = r#"{"type":"record","name":"Total","namespace":"shop","fiel
   {"name":"id","type":"long"},{"name":"total","type":"double"}]}"#;
 
 /// Run `script` in the fastavro venv with `input` on stdin; its stdout.
-fn fastavro(script: &str, input: &str) -> String {
+pub(super) fn fastavro(script: &str, input: &str) -> String {
     let python = Command::new(repo_root().join("scripts/ecosystem-codecs"))
         .arg("python")
         .output()
@@ -59,7 +59,7 @@ fn fastavro(script: &str, input: &str) -> String {
 
 /// Framed Avro values, hex: each `[schema_id, schema, record]` of `items`
 /// written by fastavro's schemaless writer behind Confluent's header.
-const WRITE: &str = r#"
+pub(super) const WRITE: &str = r#"
 import io, json, struct, sys
 from fastavro import parse_schema, schemaless_writer
 out = []
@@ -73,7 +73,7 @@ print(json.dumps(out))
 
 /// Each hex value checked for Confluent's header and id, read by
 /// fastavro's schemaless reader with the writer schema given.
-const READ: &str = r#"
+pub(super) const READ: &str = r#"
 import io, json, struct, sys
 from fastavro import parse_schema, schemaless_reader
 req = json.load(sys.stdin)
@@ -87,7 +87,7 @@ for h in req["values"]:
 print(json.dumps(out))
 "#;
 
-fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
+pub(super) fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", broker())
         .create()
@@ -106,7 +106,7 @@ fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
 }
 
 /// Every value of a 1-partition topic, read committed.
-fn values(topic: &str) -> Vec<Vec<u8>> {
+pub(super) fn values(topic: &str) -> Vec<Vec<u8>> {
     let c: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", broker())
         .set("isolation.level", "read_committed")
@@ -131,11 +131,11 @@ fn values(topic: &str) -> Vec<Vec<u8>> {
     }
 }
 
-fn hex(b: &[u8]) -> String {
+pub(super) fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-fn unhex(s: &str) -> Vec<u8> {
+pub(super) fn unhex(s: &str) -> Vec<u8> {
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())

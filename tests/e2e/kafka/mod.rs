@@ -9,6 +9,7 @@ pub(crate) mod exactly_once;
 pub(crate) mod group;
 mod mixed;
 pub(crate) mod outages;
+mod registry;
 mod replay;
 mod source_options;
 mod tombstones;
