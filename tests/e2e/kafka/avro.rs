@@ -288,3 +288,102 @@ fn outputs_that_do_not_fit_the_sink_schema_are_dead_lettered_naming_the_field() 
         );
     }
 }
+
+const PRICED: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
+  {"name":"id","type":"long"},{"name":"amount","type":"double"}]}"#;
+/// PRICED and the flag the guest adds to big orders.
+const FLAGGED: &str = r#"{"type":"record","name":"Flagged","namespace":"shop","fields":[
+  {"name":"id","type":"long"},{"name":"amount","type":"double"},
+  {"name":"big","type":"boolean","default":false}]}"#;
+
+#[test]
+fn avro_through_a_python_guest_comes_back_as_fastavro_expects() {
+    let b = broker();
+    let (input, output, dead) = (
+        unique("avro-py-in"),
+        unique("avro-py-out"),
+        unique("avro-py-dead"),
+    );
+    for t in [&input, &output, &dead] {
+        create_topic(b, t, 1, &[]);
+    }
+    let amounts: Vec<f64> = (0..30)
+        .map(|i| [5.0, 50.0, 1500.0][i % 3] + i as f64)
+        .collect();
+    let items: Vec<Value> = amounts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| json!([1, PRICED, {"id": i, "amount": a}]))
+        .collect();
+    let framed: Vec<Vec<u8>> =
+        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
+            .unwrap()
+            .iter()
+            .map(|h| unhex(h))
+            .collect();
+    produce_bytes(&input, &framed);
+
+    // examples/python/filter-and-flag, as a user builds it: drops amounts
+    // under 10, splices `"big":true` into those of 1000 and more.
+    let build = tempfile::tempdir().unwrap();
+    let component = crate::testkit::scaffold(
+        build.path(),
+        "python",
+        "flagger",
+        Some("filter-and-flag/app.py"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("priced.avsc"), PRICED).unwrap();
+    std::fs::write(dir.path().join("flagged.avsc"), FLAGGED).unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        format!(
+            r#"checkpoint = "ckpt"
+[[source]]
+type = "kafka"
+bootstrap-servers = "{b}"
+topics = ["{input}"]
+starting-offsets = "earliest"
+value-format = "avro"
+[registry.schemas]
+1 = "priced.avsc"
+2 = "flagged.avsc"
+[transform]
+component = "{}"
+on-error = "dead-letter"
+grants = ["wasi:sockets"]  # componentize-py's runtime imports it
+[sink.default]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{output}"
+value-format = "avro"
+value-schema = "flagged.avsc"
+[sink.dead-letter]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{dead}"
+[trigger]
+type = "available-now"
+"#,
+            component.display()
+        ),
+    )
+    .unwrap();
+    let o = run_pipeline(dir.path(), None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let out: Vec<String> = values(&output).iter().map(|v| hex(v)).collect();
+    let read = fastavro(
+        READ,
+        &json!({"schema": FLAGGED, "id": 2, "values": out}).to_string(),
+    );
+    let got: Vec<Value> = serde_json::from_str(&read).unwrap();
+    let expected: Vec<Value> = amounts
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| **a >= 10.0)
+        .map(|(i, a)| json!({"id": i, "amount": a, "big": *a >= 1000.0}))
+        .collect();
+    assert_eq!(got, expected);
+    assert!(values(&dead).is_empty());
+}
