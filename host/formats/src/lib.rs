@@ -11,12 +11,16 @@
 //! pipeline, or a Confluent-compatible registry over its REST API.
 
 mod avro;
+mod codec;
 mod error;
 pub mod framing;
+mod json_schema;
 mod schemas;
 
 pub use avro::{AvroDecoder, AvroEncoder};
+pub use codec::{Decoder, Encoder};
 pub use error::{FormatError, RecordFault};
+pub use json_schema::{JsonSchemaDecoder, JsonSchemaEncoder};
 pub use schemas::{
     FileSchemas, RegisteredSchema, RegistryClient, RegistryCredentials, SchemaKind, SchemaSource,
     SubjectStrategy,
@@ -32,6 +36,8 @@ pub enum Format {
     Json,
     /// Avro binary with Confluent framing, decoded to JSON for the guest.
     Avro,
+    /// JSON with Confluent framing, checked against its JSON Schema.
+    JsonSchema,
 }
 
 impl Format {
@@ -41,14 +47,15 @@ impl Format {
             "bytes" => Format::Bytes,
             "json" => Format::Json,
             "avro" => Format::Avro,
-            "protobuf" | "json-schema" => {
-                return Err(format!(
-                    "format `{text}` is not supported yet (supported: \"avro\", \"json\", \"bytes\")"
-                ));
+            "json-schema" => Format::JsonSchema,
+            "protobuf" => {
+                return Err(
+                    "format `protobuf` is not supported yet (supported: \"avro\", \"json-schema\", \"json\", \"bytes\")".into(),
+                );
             }
             other => {
                 return Err(format!(
-                    "format `{other}` (use \"avro\", \"json\" or \"bytes\")"
+                    "format `{other}` (use \"avro\", \"json-schema\", \"json\" or \"bytes\")"
                 ));
             }
         })
@@ -59,6 +66,12 @@ impl Format {
             Format::Bytes => "bytes",
             Format::Json => "json",
             Format::Avro => "avro",
+            Format::JsonSchema => "json-schema",
         }
+    }
+
+    /// Whether values carry a schema id and go through a codec.
+    pub fn is_registered(self) -> bool {
+        matches!(self, Format::Avro | Format::JsonSchema)
     }
 }

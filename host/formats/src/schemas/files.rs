@@ -57,17 +57,25 @@ impl SchemaSource for FileSchemas {
             .ok_or_else(|| FormatError::UnknownId(id, self.describe()))
     }
 
-    /// The id listed for a file with the same schema (compared as parsed
-    /// Avro, so whitespace and key order do not matter).
+    /// The id listed for a file with the same schema (compared parsed:
+    /// Avro by its canonical form, JSON Schema as JSON, so whitespace and
+    /// key order do not matter).
     fn id_for(&self, subject: &str, kind: SchemaKind, text: &str) -> Result<u32, FormatError> {
-        let canonical = |t: &str| {
-            apache_avro::Schema::parse_str(t)
-                .map(|s| s.canonical_form())
-                .map_err(|e| FormatError::Invalid(format!("schema for `{subject}`: {e}")))
+        let same = |t: &str| -> Result<String, FormatError> {
+            let bad = |e: String| FormatError::Invalid(format!("schema for `{subject}`: {e}"));
+            match kind {
+                SchemaKind::Avro => apache_avro::Schema::parse_str(t)
+                    .map(|s| s.canonical_form())
+                    .map_err(|e| bad(e.to_string())),
+                SchemaKind::JsonSchema => serde_json::from_str::<serde_json::Value>(t)
+                    .map(|v| v.to_string())
+                    .map_err(|e| bad(e.to_string())),
+                SchemaKind::Protobuf => Ok(t.trim().to_string()),
+            }
         };
-        let wanted = canonical(text)?;
+        let wanted = same(text)?;
         for s in self.by_id.values().filter(|s| s.kind == kind) {
-            if canonical(&s.text)? == wanted {
+            if same(&s.text)? == wanted {
                 return Ok(s.id);
             }
         }

@@ -1,6 +1,7 @@
-//! Value formats around a pipeline's transform: each input batch of an
-//! Avro source is decoded to JSON before the transform sees it, and each
-//! output routed to an Avro sink is encoded after. Records that do not
+//! Value formats around a pipeline's transform: each input batch of a
+//! schema'd source (Avro, JSON Schema) is decoded to JSON before the
+//! transform sees it, and each output routed to a schema'd sink is encoded
+//! after. Records that do not
 //! decode, or outputs that do not fit their sink's schema, are rejected as
 //! bad records, so the pipeline's error policy (skip, fail, dead-letter)
 //! decides what becomes of them, in every execution mode.
@@ -16,7 +17,7 @@ use weir_engine::{
     TransformError, TransformOutput,
 };
 use weir_formats::{
-    AvroDecoder, AvroEncoder, FileSchemas, FormatError, RecordFault, RegistryClient,
+    Decoder, Encoder, FileSchemas, Format, FormatError, RecordFault, RegistryClient,
     RegistryCredentials, SchemaSource,
 };
 
@@ -27,11 +28,11 @@ const REGISTRY_PATIENCE: Duration = Duration::from_secs(30);
 /// A pipeline's decoders and encoders, shared by its transform instances.
 pub(super) struct Codecs {
     schemas: Arc<dyn SchemaSource>,
-    /// By source index: `Some(reader schema)` for an Avro source.
-    readers: Vec<Option<Option<String>>>,
+    /// By source index: its format and reader schema (Avro).
+    readers: Vec<(Format, Option<String>)>,
     source_names: Vec<String>,
     /// Encoders by output name (`None`: the default output).
-    encoders: Vec<(Option<String>, AvroEncoder)>,
+    encoders: Vec<(Option<String>, Encoder)>,
 }
 
 impl Codecs {
@@ -68,12 +69,12 @@ impl Codecs {
         let readers = spec
             .source_formats
             .iter()
-            .map(|f| {
-                f.is_decoded()
-                    .then(|| f.schema.as_deref().map(read).transpose())
-                    .transpose()
-            })
+            .map(|f| Ok((f.format, f.schema.as_deref().map(read).transpose()?)))
             .collect::<Result<Vec<_>, BuildError>>()?;
+        // Reader schemas are checked now, not at the first record.
+        for (format, reader) in &readers {
+            Decoder::new(*format, schemas.clone(), reader.as_deref()).map_err(refused)?;
+        }
         let mut encoders = Vec::new();
         for ((route, sink), f) in spec.sinks.iter().zip(&spec.sink_formats) {
             let Some(path) = f.schema.as_deref().filter(|_| f.is_decoded()) else {
@@ -85,12 +86,12 @@ impl Codecs {
                 SinkSpec::Log { topic, .. } => topic.as_str(),
                 _ => unreachable!("validated: value-format applies to log and kafka sinks"),
             };
-            let record = AvroEncoder::record_name(&text);
+            let record = Encoder::record_name(f.format, &text);
             let subject = f
                 .subject_strategy
                 .subject(topic, record.as_deref())
                 .map_err(BuildError::Refused)?;
-            let encoder = retrying(|| AvroEncoder::new(schemas.as_ref(), &subject, &text))
+            let encoder = retrying(|| Encoder::new(f.format, schemas.as_ref(), &subject, &text))
                 .map_err(refused)?;
             encoders.push((route.clone(), encoder));
         }
@@ -111,11 +112,9 @@ impl Codecs {
         let decoders = self
             .readers
             .iter()
-            .map(|r| {
-                r.as_ref().map(|reader| {
-                    AvroDecoder::new(self.schemas.clone(), reader.as_deref())
-                        .expect("reader schemas parse: checked when the codecs were built")
-                })
+            .map(|(format, reader)| {
+                Decoder::new(*format, self.schemas.clone(), reader.as_deref())
+                    .expect("reader schemas parse: checked when the codecs were built")
             })
             .collect();
         Box::new(Formatted {
@@ -126,7 +125,7 @@ impl Codecs {
         })
     }
 
-    fn encoder(&self, route: Option<&str>) -> Option<&AvroEncoder> {
+    fn encoder(&self, route: Option<&str>) -> Option<&Encoder> {
         self.encoders
             .iter()
             .find(|(r, _)| r.as_deref() == route)
@@ -158,12 +157,12 @@ fn retrying<T>(mut f: impl FnMut() -> Result<T, FormatError>) -> Result<T, Forma
 struct Formatted {
     codecs: Arc<Codecs>,
     inner: Box<dyn Transform>,
-    decoders: Vec<Option<AvroDecoder>>,
+    decoders: Vec<Option<Decoder>>,
     /// The source of this instance's batches (stateless queries).
     source: usize,
 }
 
-/// A batch with its Avro values decoded, and what did not decode.
+/// A batch with its values decoded, and what did not decode.
 struct Decoded {
     batch: RecordBatch,
     /// Input index of each decoded record, when some were left out.
@@ -205,7 +204,7 @@ impl Formatted {
                 Err(RecordFault(reason)) => faults.push(Rejected {
                     index: i as u32,
                     kind: RejectKind::BadRecord,
-                    reason: format!("value-format avro: {reason}"),
+                    reason: format!("value-format: {reason}"),
                 }),
             }
         }
@@ -283,7 +282,7 @@ fn remap(out: TransformOutput, kept: &[u32], decoded: &RecordBatch) -> Transform
     TransformOutput { batch, rejected }
 }
 
-/// Encode every output routed to an Avro sink. An output that does not fit
+/// Encode every output routed to a schema'd sink. An output that does not fit
 /// rejects the input it came from (all of that input's outputs are left
 /// out) when `per_input`; for fired timers it stops the pipeline.
 fn encode(

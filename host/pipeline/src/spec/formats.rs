@@ -122,8 +122,9 @@ pub struct ValueFormat {
 }
 
 impl ValueFormat {
+    /// Values carry a schema id and are decoded before the transform.
     pub fn is_decoded(&self) -> bool {
-        self.format == Format::Avro
+        self.format.is_registered()
     }
 }
 
@@ -155,14 +156,16 @@ pub(super) fn value_format(
         ));
     }
     let schema = raw.schema.map(|s| base.join(s));
-    if schema.is_some() && format != Format::Avro {
+    let takes_schema = format == Format::Avro || (sink && format.is_registered());
+    if schema.is_some() && !takes_schema {
         return Err(format!(
-            "{at}.value-schema applies to value-format = \"avro\""
+            "{at}.value-schema applies to value-format = \"avro\" (a reader schema) and to sinks of a schema'd format"
         ));
     }
-    if sink && format == Format::Avro && schema.is_none() {
+    if sink && format.is_registered() && schema.is_none() {
         return Err(format!(
-            "{at}: value-format = \"avro\" needs value-schema, the .avsc file records are written with"
+            "{at}: value-format = \"{}\" needs value-schema, the schema file records are written with",
+            format.as_str()
         ));
     }
     let subject_strategy = match raw.subject_strategy {
@@ -190,14 +193,14 @@ pub(super) fn check_pipeline(
     state: &weir_engine::state::StatefulOptions,
     state_key: Option<&weir_engine::exchange::Partitioning>,
 ) -> Result<(), String> {
-    let avro = sources.iter().chain(sinks).any(ValueFormat::is_decoded);
-    if avro && registry.is_none() {
+    let registered = sources.iter().chain(sinks).any(ValueFormat::is_decoded);
+    if registered && registry.is_none() {
         return Err(
-            "value-format = \"avro\" needs a [registry]: a url, or schema files by id in [registry.schemas]".into(),
+            "value-format = \"avro\" or \"json-schema\" needs a [registry]: a url, or schema files by id in [registry.schemas]".into(),
         );
     }
-    if !avro && registry.is_some() {
-        return Err("[registry] applies when a source or sink has value-format = \"avro\"".into());
+    if !registered && registry.is_some() {
+        return Err("[registry] applies when a source or sink has value-format = \"avro\" or \"json-schema\"".into());
     }
     for (i, f) in sources.iter().enumerate() {
         if !f.is_decoded() {
@@ -211,14 +214,16 @@ pub(super) fn check_pipeline(
                 || (!p.source_keys.contains_key(&i) && by_field(&p.key)))
         {
             return Err(format!(
-                "source {i}: state is keyed by a value field, which is read before an Avro value is decoded; key it by the record key ([state] key = \"record-key\")"
+                "source {i}: state is keyed by a value field, which is read before a {} value is decoded; key it by the record key ([state] key = \"record-key\")",
+                f.format.as_str()
             ));
         }
         if let Some(et) = &state.event_time
             && et.field_of(i).is_some()
         {
             return Err(format!(
-                "source {i}: event time is read from a value field before an Avro value is decoded; use the record timestamp (leave [event-time] field out)"
+                "source {i}: event time is read from a value field before a {} value is decoded; use the record timestamp (leave [event-time] field out)",
+                f.format.as_str()
             ));
         }
     }
