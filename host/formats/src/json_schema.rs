@@ -179,4 +179,14 @@ mod tests {
             .0;
         assert!(f.contains("field `/item`"), "{f}");
     }
+
+    #[test]
+    fn a_schema_naming_a_remote_ref_is_refused_not_fetched() {
+        // Nothing listens there; a fetch would fail differently (or hang).
+        let remote = r#"{"$ref": "http://127.0.0.1:9/order.json"}"#;
+        let err = compile(remote, "sink schema").unwrap_err();
+        assert!(err.contains("not a valid JSON Schema"), "{err}");
+        let file = r#"{"$ref": "file:///etc/passwd"}"#;
+        assert!(compile(file, "sink schema").is_err());
+    }
 }

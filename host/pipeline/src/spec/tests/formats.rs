@@ -76,8 +76,18 @@ fn mistakes_are_refused_with_what_to_do() {
         ("", "", FILES, "[registry] applies when"),
         ("value-format = \"xml\"", "", "", "format `xml`"),
         ("value-format = \"protobuf\"", "", "", "not supported yet"),
-        ("value-format = \"json-schema\"\nvalue-schema = \"o.json\"", "", FILES, "and to sinks of a schema'd format"),
-        ("", "value-format = \"json-schema\"", FILES, "needs value-schema"),
+        (
+            "value-format = \"json-schema\"\nvalue-schema = \"o.json\"",
+            "",
+            FILES,
+            "and to sinks of a schema'd format",
+        ),
+        (
+            "",
+            "value-format = \"json-schema\"",
+            FILES,
+            "needs value-schema",
+        ),
         ("", avro, FILES, "needs value-schema"),
         (
             "value-schema = \"a.avsc\"",
