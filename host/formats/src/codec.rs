@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use crate::{
     AvroDecoder, AvroEncoder, Format, FormatError, JsonSchemaDecoder, JsonSchemaEncoder,
-    RecordFault, SchemaSource,
+    ProtobufDecoder, ProtobufEncoder, RecordFault, SchemaSource,
 };
 
 /// Turns one source's framed values into the JSON a guest sees.
 pub enum Decoder {
     Avro(AvroDecoder),
     JsonSchema(JsonSchemaDecoder),
+    Protobuf(ProtobufDecoder),
 }
 
 impl Decoder {
@@ -25,6 +26,7 @@ impl Decoder {
         Ok(match format {
             Format::Avro => Some(Decoder::Avro(AvroDecoder::new(source, reader)?)),
             Format::JsonSchema => Some(Decoder::JsonSchema(JsonSchemaDecoder::new(source))),
+            Format::Protobuf => Some(Decoder::Protobuf(ProtobufDecoder::new(source))),
             Format::Bytes | Format::Json => None,
         })
     }
@@ -39,6 +41,7 @@ impl Decoder {
         match self {
             Decoder::Avro(d) => d.decode(value, out),
             Decoder::JsonSchema(d) => d.decode(value, out),
+            Decoder::Protobuf(d) => d.decode(value, out),
         }
     }
 }
@@ -47,6 +50,7 @@ impl Decoder {
 pub enum Encoder {
     Avro(AvroEncoder),
     JsonSchema(JsonSchemaEncoder),
+    Protobuf(ProtobufEncoder),
 }
 
 impl Encoder {
@@ -61,6 +65,7 @@ impl Encoder {
             Format::JsonSchema => {
                 JsonSchemaEncoder::new(source, subject, text).map(Encoder::JsonSchema)
             }
+            Format::Protobuf => ProtobufEncoder::new(source, subject, text).map(Encoder::Protobuf),
             Format::Bytes | Format::Json => Err(FormatError::Invalid(format!(
                 "format {} has no schema to encode with",
                 format.as_str()
@@ -69,7 +74,8 @@ impl Encoder {
     }
 
     /// The fully qualified record name the schema gives, for the
-    /// record-name subject strategies (Avro records, JSON Schema `title`).
+    /// record-name subject strategies (Avro records, JSON Schema `title`,
+    /// the first Protobuf message).
     pub fn record_name(format: Format, text: &str) -> Option<String> {
         match format {
             Format::Avro => AvroEncoder::record_name(text),
@@ -78,6 +84,7 @@ impl Encoder {
                 .get("title")?
                 .as_str()
                 .map(str::to_string),
+            Format::Protobuf => ProtobufEncoder::record_name(text),
             Format::Bytes | Format::Json => None,
         }
     }
@@ -86,6 +93,7 @@ impl Encoder {
         match self {
             Encoder::Avro(e) => e.encode(json, out),
             Encoder::JsonSchema(e) => e.encode(json, out),
+            Encoder::Protobuf(e) => e.encode(json, out),
         }
     }
 }

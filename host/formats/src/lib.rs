@@ -15,12 +15,14 @@ mod codec;
 mod error;
 pub mod framing;
 mod json_schema;
+mod protobuf;
 mod schemas;
 
 pub use avro::{AvroDecoder, AvroEncoder};
 pub use codec::{Decoder, Encoder};
 pub use error::{FormatError, RecordFault};
 pub use json_schema::{JsonSchemaDecoder, JsonSchemaEncoder};
+pub use protobuf::{ProtobufDecoder, ProtobufEncoder};
 pub use schemas::{
     FileSchemas, RegisteredSchema, RegistryClient, RegistryCredentials, SchemaKind, SchemaSource,
     SubjectStrategy,
@@ -38,6 +40,8 @@ pub enum Format {
     Avro,
     /// JSON with Confluent framing, checked against its JSON Schema.
     JsonSchema,
+    /// Protobuf with Confluent framing (and message indexes), as JSON for the guest.
+    Protobuf,
 }
 
 impl Format {
@@ -48,14 +52,10 @@ impl Format {
             "json" => Format::Json,
             "avro" => Format::Avro,
             "json-schema" => Format::JsonSchema,
-            "protobuf" => {
-                return Err(
-                    "format `protobuf` is not supported yet (supported: \"avro\", \"json-schema\", \"json\", \"bytes\")".into(),
-                );
-            }
+            "protobuf" => Format::Protobuf,
             other => {
                 return Err(format!(
-                    "format `{other}` (use \"avro\", \"json-schema\", \"json\" or \"bytes\")"
+                    "format `{other}` (use \"avro\", \"protobuf\", \"json-schema\", \"json\" or \"bytes\")"
                 ));
             }
         })
@@ -67,11 +67,12 @@ impl Format {
             Format::Json => "json",
             Format::Avro => "avro",
             Format::JsonSchema => "json-schema",
+            Format::Protobuf => "protobuf",
         }
     }
 
     /// Whether values carry a schema id and go through a codec.
     pub fn is_registered(self) -> bool {
-        matches!(self, Format::Avro | Format::JsonSchema)
+        matches!(self, Format::Avro | Format::JsonSchema | Format::Protobuf)
     }
 }

@@ -27,8 +27,9 @@ pub(super) const V2: &str = r#"{"type":"record","name":"Order","namespace":"shop
 const TOTALS: &str = r#"{"type":"record","name":"Total","namespace":"shop","fields":[
   {"name":"id","type":"long"},{"name":"total","type":"double"}]}"#;
 
-/// Run `script` in the fastavro venv with `input` on stdin; its stdout.
-pub(super) fn fastavro(script: &str, input: &str) -> String {
+/// Run `script` in the venv of the ecosystem's codecs (fastavro, protobuf)
+/// with `input` on stdin; its stdout.
+pub(super) fn in_codecs_venv(script: &str, input: &str) -> String {
     let python = Command::new(repo_root().join("scripts/ecosystem-codecs"))
         .arg("python")
         .output()
@@ -202,12 +203,14 @@ fn avro_written_by_fastavro_evolves_mid_stream_and_bad_records_are_dead_lettered
     for i in 20..40 {
         items.push(json!([2, V2, {"id": i, "item": format!("ink {i}"), "qty": i}]));
     }
-    let mut framed: Vec<Vec<u8>> =
-        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
-            .unwrap()
-            .iter()
-            .map(|h| unhex(h))
-            .collect();
+    let mut framed: Vec<Vec<u8>> = serde_json::from_str::<Vec<String>>(&in_codecs_venv(
+        WRITE,
+        &Value::Array(items).to_string(),
+    ))
+    .unwrap()
+    .iter()
+    .map(|h| unhex(h))
+    .collect();
     // Bad input: an unknown schema id, bytes that are not the record, no framing.
     let mut unknown = framed[0].clone();
     unknown[4] = 9;
@@ -224,7 +227,7 @@ fn avro_written_by_fastavro_evolves_mid_stream_and_bad_records_are_dead_lettered
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let out: Vec<String> = values(&output).iter().map(|v| hex(v)).collect();
-    let read = fastavro(
+    let read = in_codecs_venv(
         READ,
         &json!({"schema": V2, "id": 2, "values": out}).to_string(),
     );
@@ -265,12 +268,14 @@ fn outputs_that_do_not_fit_the_sink_schema_are_dead_lettered_naming_the_field() 
     let items: Vec<Value> = (0..5)
         .map(|i| json!([1, V1, {"id": i, "item": "x"}]))
         .collect();
-    let framed: Vec<Vec<u8>> =
-        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
-            .unwrap()
-            .iter()
-            .map(|h| unhex(h))
-            .collect();
+    let framed: Vec<Vec<u8>> = serde_json::from_str::<Vec<String>>(&in_codecs_venv(
+        WRITE,
+        &Value::Array(items).to_string(),
+    ))
+    .unwrap()
+    .iter()
+    .map(|h| unhex(h))
+    .collect();
     produce_bytes(&input, &framed);
     let dir = tempfile::tempdir().unwrap();
     pipeline(dir.path(), &input, &output, &dead, "totals.avsc");
@@ -315,12 +320,14 @@ fn avro_through_a_python_guest_comes_back_as_fastavro_expects() {
         .enumerate()
         .map(|(i, a)| json!([1, PRICED, {"id": i, "amount": a}]))
         .collect();
-    let framed: Vec<Vec<u8>> =
-        serde_json::from_str::<Vec<String>>(&fastavro(WRITE, &Value::Array(items).to_string()))
-            .unwrap()
-            .iter()
-            .map(|h| unhex(h))
-            .collect();
+    let framed: Vec<Vec<u8>> = serde_json::from_str::<Vec<String>>(&in_codecs_venv(
+        WRITE,
+        &Value::Array(items).to_string(),
+    ))
+    .unwrap()
+    .iter()
+    .map(|h| unhex(h))
+    .collect();
     produce_bytes(&input, &framed);
 
     // examples/python/filter-and-flag, as a user builds it: drops amounts
@@ -373,7 +380,7 @@ type = "available-now"
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let out: Vec<String> = values(&output).iter().map(|v| hex(v)).collect();
-    let read = fastavro(
+    let read = in_codecs_venv(
         READ,
         &json!({"schema": FLAGGED, "id": 2, "values": out}).to_string(),
     );

@@ -36,11 +36,11 @@ impl FileSchemas {
     }
 }
 
-/// `.avsc` is Avro; `.json` a JSON Schema; `.desc`/`.pb` a descriptor set.
+/// `.json` is a JSON Schema; `.proto` a Protobuf schema; others Avro.
 fn kind_of(path: &Path) -> SchemaKind {
     match path.extension().and_then(|e| e.to_str()) {
         Some("json") => SchemaKind::JsonSchema,
-        Some("desc" | "pb" | "binpb") => SchemaKind::Protobuf,
+        Some("proto") => SchemaKind::Protobuf,
         _ => SchemaKind::Avro,
     }
 }

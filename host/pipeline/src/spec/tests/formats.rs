@@ -75,7 +75,7 @@ fn mistakes_are_refused_with_what_to_do() {
         (avro, "", "", "needs a [registry]"),
         ("", "", FILES, "[registry] applies when"),
         ("value-format = \"xml\"", "", "", "format `xml`"),
-        ("value-format = \"protobuf\"", "", "", "not supported yet"),
+        ("value-format = \"protobuf\"", "", "", "needs a [registry]"),
         (
             "value-format = \"json-schema\"\nvalue-schema = \"o.json\"",
             "",
