@@ -4,12 +4,11 @@
 //! one named by `WEIR_KAFKA_BOOTSTRAP`) and stopped when the test process
 //! exits; the outage test starts and stops a private one.
 
-mod avro;
 pub(crate) mod exactly_once;
+mod formats;
 pub(crate) mod group;
 mod mixed;
 pub(crate) mod outages;
-mod registry;
 mod replay;
 mod source_options;
 mod tombstones;

@@ -1,22 +1,14 @@
-//! Avro records framed for a schema registry, through a pipeline and back,
-//! written and read by fastavro (the ecosystem's serializer, never weir's
-//! own encoder on both sides): schema evolution mid-stream, and every bad
-//! input going to the dead-letter output with its reason.
+//! Avro through pipelines with schema files by id: evolution mid-stream,
+//! every bad input dead-lettered with its reason, outputs that do not fit,
+//! and a Python guest.
 
 use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
 
-use rdkafka::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{Offset, TopicPartitionList};
 use serde_json::{Value, json};
 
-use super::{broker, create_topic, unique};
-use crate::testkit::{guest, repo_root, run_pipeline};
+use super::super::{broker, create_topic, unique};
+use super::{hex, in_codecs_venv, produce_bytes, unhex, values};
+use crate::testkit::{guest, run_pipeline};
 
 pub(super) const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
   {"name":"id","type":"long"},{"name":"item","type":"string"}]}"#;
@@ -28,37 +20,7 @@ const TOTALS: &str = r#"{"type":"record","name":"Total","namespace":"shop","fiel
   {"name":"id","type":"long"},{"name":"total","type":"double"}]}"#;
 
 /// Run `script` in the venv of the ecosystem's codecs (fastavro, protobuf)
-/// with `input` on stdin; its stdout.
-pub(super) fn in_codecs_venv(script: &str, input: &str) -> String {
-    let python = Command::new(repo_root().join("scripts/ecosystem-codecs"))
-        .arg("python")
-        .output()
-        .expect("scripts/ecosystem-codecs");
-    assert!(
-        python.status.success(),
-        "{}",
-        String::from_utf8_lossy(&python.stderr)
-    );
-    let python = String::from_utf8(python.stdout).unwrap();
-    let mut child = Command::new(python.trim())
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "fastavro script failed");
-    String::from_utf8(out.stdout).unwrap()
-}
 
-/// Framed Avro values, hex: each `[schema_id, schema, record]` of `items`
 /// written by fastavro's schemaless writer behind Confluent's header.
 pub(super) const WRITE: &str = r#"
 import io, json, struct, sys
@@ -87,61 +49,6 @@ for h in req["values"]:
     out.append(schemaless_reader(io.BytesIO(b[5:]), schema))
 print(json.dumps(out))
 "#;
-
-pub(super) fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
-    let p: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", broker())
-        .create()
-        .unwrap();
-    for (i, v) in values.iter().enumerate() {
-        let key = format!("k{i}");
-        p.send(
-            BaseRecord::<[u8], [u8]>::to(topic)
-                .key(key.as_bytes())
-                .payload(v),
-        )
-        .map_err(|(e, _)| e)
-        .unwrap();
-    }
-    p.flush(Duration::from_secs(30)).unwrap();
-}
-
-/// Every value of a 1-partition topic, read committed.
-pub(super) fn values(topic: &str) -> Vec<Vec<u8>> {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", broker())
-        .set("isolation.level", "read_committed")
-        .set("enable.partition.eof", "true")
-        .set("group.id", "weir-test-avro")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    tpl.add_partition_offset(topic, 0, Offset::Beginning)
-        .unwrap();
-    c.assign(&tpl).unwrap();
-    let mut out = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "reading {topic} timed out");
-        match c.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => out.push(m.payload().unwrap_or_default().to_vec()),
-            Some(Err(KafkaError::PartitionEOF(_))) => return out,
-            Some(Err(e)) => panic!("{e}"),
-            None => {}
-        }
-    }
-}
-
-pub(super) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-pub(super) fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
 
 fn pipeline(dir: &Path, input: &str, output: &str, dead: &str, sink_schema: &str) {
     let b = broker();
