@@ -152,3 +152,25 @@ def test_an_unexpected_exception_names_the_users_file_and_line():
         raise weir.BadRecord("no")
 
     assert testing.run(["a"])[1] == [(0, "no")]
+
+
+def test_records_read_as_dataclasses_and_dataclasses_emit_as_json():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Order:
+        id: int
+        item: str
+        qty: int = 1
+
+    @weir.flat_map
+    def upper(r, out):
+        o = r.json(Order)
+        out.emit_json(dataclasses.replace(o, item=o.item.upper()))
+
+    outs, rejected = testing.run(['{"id":1,"item":"pen"}', '{"id":2,"colour":"red"}', "[1]", "nope"])
+    assert [o.value for o in outs] == [b'{"id":1,"item":"PEN","qty":1}']
+    assert [i for i, _ in rejected] == [1, 2, 3]
+    assert "unexpected keyword argument 'colour'" in rejected[0][1]
+    assert rejected[1][1] == "value is not a Order object"
+    assert rejected[2][1].startswith("value is not JSON")

@@ -5,6 +5,8 @@ is back-filled at the first record that differs. Works on any object with
 the contract's batch fields (the generated ``Batch``, or the native one of
 ``weir.testing``)."""
 
+import dataclasses
+import json
 from typing import Any, List, Optional, Tuple, Union
 
 from ._errors import BadRecord, Broken
@@ -26,6 +28,29 @@ class Record:
         self.value = value
         self.index = index
         self._b = batch
+
+    def json(self, cls: Any = None) -> Any:
+        """The value decoded from JSON; with ``cls`` a dataclass, an instance
+        of it. Records of a schema'd format (Avro, Protobuf, JSON Schema)
+        reach the guest as JSON, so a dataclass that mirrors the schema reads
+        them. A value that does not decode, or does not fit ``cls``, refuses
+        the record."""
+        if self.value is None:
+            raise BadRecord("record has no value")
+        try:
+            data = json.loads(self.value)
+        except ValueError as e:
+            raise BadRecord(f"value is not JSON: {e}") from None
+        if cls is None:
+            return data
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"Record.json: {cls!r} is not a dataclass")
+        if not isinstance(data, dict):
+            raise BadRecord(f"value is not a {cls.__name__} object")
+        try:
+            return cls(**data)
+        except TypeError as e:
+            raise BadRecord(f"value is not a {cls.__name__}: {e}") from None
 
     @property
     def text(self) -> str:
@@ -223,6 +248,22 @@ class Output:
         """Emit ``value`` (bytes or str). Key and headers default to the
         input record's; ``timestamp`` (ms) to its; ``to`` names an output."""
         self._push(_as_bytes(value, "an emitted value"), key, headers, timestamp, to)
+
+    def emit_json(
+        self,
+        value: Any,
+        *,
+        key: Any = KEEP,
+        headers: Any = KEEP,
+        timestamp: Optional[int] = None,
+        to: Optional[str] = None,
+    ) -> None:
+        """Emit ``value`` (a dataclass instance, or anything ``json.dumps``
+        takes) as compact JSON; a sink of a schema'd format encodes it
+        against its schema."""
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        self.emit(json.dumps(value, separators=(",", ":")), key=key, headers=headers, timestamp=timestamp, to=to)
 
     def emit_tombstone(
         self, *, key: Any = KEEP, headers: Any = KEEP, timestamp: Optional[int] = None, to: Optional[str] = None
