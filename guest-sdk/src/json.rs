@@ -151,3 +151,72 @@ mod tests {
         );
     }
 }
+
+/// Typed records: a record's value read as a serde type, and a serde value
+/// emitted. Records of a schema'd format (`value-format = "avro"`,
+/// `"protobuf"`, `"json-schema"`) reach the guest as JSON, so a struct that
+/// mirrors the schema reads them, and what it emits is encoded against the
+/// sink's schema by the host.
+impl crate::Record<'_> {
+    /// The value as `T`; a bad record (with serde's reason, which names the
+    /// field) when it does not deserialize.
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, RecordError> {
+        serde_json::from_slice(self.value())
+            .map_err(|e| RecordError::bad(format!("value is not the expected JSON: {e}")))
+    }
+}
+
+impl crate::Output<'_, '_> {
+    /// Emit `value` as JSON, keeping key, headers and timestamp, written
+    /// straight into the output buffer.
+    pub fn emit_json<T: serde::Serialize>(&mut self, value: &T) -> Result<(), RecordError> {
+        let mut failed = None;
+        self.emit_with(|buf| {
+            let start = buf.len();
+            if let Err(e) = serde_json::to_writer(&mut *buf, value) {
+                buf.truncate(start);
+                failed = Some(e);
+            }
+        });
+        match failed {
+            None => Ok(()),
+            // The partial output is rolled back with the record's others.
+            Some(e) => Err(RecordError::bad(format!(
+                "output does not serialize to JSON: {e}"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod typed_tests {
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize)]
+    struct Order {
+        id: i64,
+        item: String,
+        #[serde(default)]
+        qty: i32,
+    }
+
+    #[test]
+    fn records_read_as_structs_and_structs_emit_as_json() {
+        let run = crate::testing::flat_map(
+            |r: &crate::Record<'_>, out: &mut crate::Output<'_, '_>| {
+                let mut o: Order = r.json()?;
+                o.item = o.item.to_uppercase();
+                out.emit_json(&o)
+            },
+            &[r#"{"id":1,"item":"pen"}"#, r#"{"id":"x"}"#],
+        )
+        .unwrap();
+        assert_eq!(run.values(), vec![r#"{"id":1,"item":"PEN","qty":0}"#]);
+        assert_eq!(run.rejected.len(), 1);
+        assert!(
+            run.rejected[0].1.contains("invalid type"),
+            "{:?}",
+            run.rejected
+        );
+    }
+}
