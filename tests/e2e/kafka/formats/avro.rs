@@ -1,13 +1,13 @@
-//! Avro through pipelines with schema files by id: evolution mid-stream,
-//! every bad input dead-lettered with its reason, outputs that do not fit,
-//! and a Python guest.
+//! Avro through pipelines with schema files by id (evolution mid-stream,
+//! every bad input dead-lettered with its reason, outputs that do not fit),
+//! and through the real registry to a Python guest.
 
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::super::{broker, create_topic, unique};
-use super::{hex, in_codecs_venv, produce_bytes, unhex, values};
+use super::{get, hex, in_codecs_venv, produce_bytes, register, registry, unhex, values};
 use crate::testkit::{guest, run_pipeline};
 
 pub(super) const V1: &str = r#"{"type":"record","name":"Order","namespace":"shop","fields":[
@@ -222,10 +222,14 @@ fn avro_through_a_python_guest_comes_back_as_fastavro_expects() {
     let amounts: Vec<f64> = (0..30)
         .map(|i| [5.0, 50.0, 1500.0][i % 3] + i as f64)
         .collect();
+    // Through the real registry: the producer registers its schema and
+    // frames with that id; the sink registers its own on first use.
+    let url = registry();
+    let id = register(url, &format!("{input}-value"), PRICED);
     let items: Vec<Value> = amounts
         .iter()
         .enumerate()
-        .map(|(i, a)| json!([1, PRICED, {"id": i, "amount": a}]))
+        .map(|(i, a)| json!([id, PRICED, {"id": i, "amount": a}]))
         .collect();
     let framed: Vec<Vec<u8>> = serde_json::from_str::<Vec<String>>(&in_codecs_venv(
         WRITE,
@@ -247,7 +251,6 @@ fn avro_through_a_python_guest_comes_back_as_fastavro_expects() {
         Some("filter-and-flag/app.py"),
     );
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("priced.avsc"), PRICED).unwrap();
     std::fs::write(dir.path().join("flagged.avsc"), FLAGGED).unwrap();
     std::fs::write(
         dir.path().join("p.toml"),
@@ -259,9 +262,8 @@ bootstrap-servers = "{b}"
 topics = ["{input}"]
 starting-offsets = "earliest"
 value-format = "avro"
-[registry.schemas]
-1 = "priced.avsc"
-2 = "flagged.avsc"
+[registry]
+url = "{url}"
 [transform]
 component = "{}"
 on-error = "dead-letter"
@@ -287,9 +289,12 @@ type = "available-now"
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
     let out: Vec<String> = values(&output).iter().map(|v| hex(v)).collect();
+    let out_id = get(&format!("{url}/subjects/{output}-value/versions/latest"))["id"]
+        .as_u64()
+        .unwrap();
     let read = in_codecs_venv(
         READ,
-        &json!({"schema": FLAGGED, "id": 2, "values": out}).to_string(),
+        &json!({"schema": FLAGGED, "id": out_id, "values": out}).to_string(),
     );
     let got: Vec<Value> = serde_json::from_str(&read).unwrap();
     let expected: Vec<Value> = amounts
