@@ -19,8 +19,7 @@ pub(super) const V2: &str = r#"{"type":"record","name":"Order","namespace":"shop
 const TOTALS: &str = r#"{"type":"record","name":"Total","namespace":"shop","fields":[
   {"name":"id","type":"long"},{"name":"total","type":"double"}]}"#;
 
-/// Run `script` in the venv of the ecosystem's codecs (fastavro, protobuf)
-
+/// Framed Avro values, hex: each `[schema_id, schema, record]` of `items`
 /// written by fastavro's schemaless writer behind Confluent's header.
 pub(super) const WRITE: &str = r#"
 import io, json, struct, sys

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::broker;
 use crate::testkit::repo_root;
 
+/// Run `script` in the venv of the ecosystem's codecs (fastavro, protobuf)
 /// with `input` on stdin; its stdout.
 fn in_codecs_venv(script: &str, input: &str) -> String {
     let python = Command::new(repo_root().join("scripts/ecosystem-codecs"))
@@ -51,11 +52,11 @@ fn in_codecs_venv(script: &str, input: &str) -> String {
         .write_all(input.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "fastavro script failed");
+    assert!(out.status.success(), "codec script failed");
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Framed Avro values, hex: each `[schema_id, schema, record]` of `items`
+/// Produce `values` to `topic`, keys `k0`, `k1`... in order.
 fn produce_bytes(topic: &str, values: &[Vec<u8>]) {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", broker())
