@@ -63,3 +63,15 @@ fn outputs_round_trip_and_faults_name_the_field() {
         "{f}"
     );
 }
+
+#[test]
+fn a_proto_imports_only_the_well_known_types() {
+    let wkt = "syntax = \"proto3\";\nimport \"google/protobuf/timestamp.proto\";\nmessage A { google.protobuf.Timestamp at = 1; }\n";
+    assert!(compile(wkt, "schema").is_ok());
+    for import in ["other.proto", "/etc/passwd", "../../etc/passwd"] {
+        let text =
+            format!("syntax = \"proto3\";\nimport \"{import}\";\nmessage A {{ int32 x = 1; }}\n");
+        let err = compile(&text, "schema").unwrap_err();
+        assert!(err.contains("not a .proto file weir can compile"), "{err}");
+    }
+}
