@@ -43,7 +43,7 @@ class Record:
             raise BadRecord(f"value is not JSON: {e}") from None
         if cls is None:
             return data
-        if not dataclasses.is_dataclass(cls):
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
             raise TypeError(f"Record.json: {cls!r} is not a dataclass")
         if not isinstance(data, dict):
             raise BadRecord(f"value is not a {cls.__name__} object")
