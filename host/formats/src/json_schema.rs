@@ -4,12 +4,12 @@
 //! Schemas resolve no remote `$ref`s (the crate's network and file
 //! resolvers are not built in), so a schema cannot make weir fetch anything.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use jsonschema::Validator;
 use serde_json::Value;
 
+use crate::by_id::ById;
 use crate::framing::{frame_header, unframe};
 use crate::{FormatError, RecordFault, SchemaKind, SchemaSource};
 
@@ -36,14 +36,14 @@ fn check(schema: &Validator, value: &Value, what: &str) -> Result<(), RecordFaul
 /// Checks framed JSON values of one source against their writer schemas.
 pub struct JsonSchemaDecoder {
     source: Arc<dyn SchemaSource>,
-    writers: HashMap<u32, Result<Validator, RecordFault>>,
+    writers: ById<Validator>,
 }
 
 impl JsonSchemaDecoder {
     pub fn new(source: Arc<dyn SchemaSource>) -> Self {
         JsonSchemaDecoder {
             source,
-            writers: HashMap::new(),
+            writers: ById::new(),
         }
     }
 
@@ -58,19 +58,13 @@ impl JsonSchemaDecoder {
             Err(fault) => return Ok(Err(fault)),
         };
         let id = framed.schema_id;
-        if !self.writers.contains_key(&id) {
-            let fetched = match self.source.by_id(id) {
-                Ok(s) if s.kind != SchemaKind::JsonSchema => Err(RecordFault(format!(
-                    "schema id {id} is a {} schema, and this source's format is json-schema",
-                    s.kind.registry_name()
-                ))),
-                Ok(s) => compile(&s.text, &format!("schema id {id}")).map_err(RecordFault),
-                Err(e @ FormatError::Unavailable { .. }) => return Err(e),
-                Err(e) => Err(RecordFault(e.to_string())),
-            };
-            self.writers.insert(id, fetched);
-        }
-        let schema = match &self.writers[&id] {
+        let schema = match self.writers.get(
+            self.source.as_ref(),
+            id,
+            SchemaKind::JsonSchema,
+            "json-schema",
+            |t| compile(t, &format!("schema id {id}")),
+        )? {
             Ok(s) => s,
             Err(fault) => return Ok(Err(fault.clone())),
         };

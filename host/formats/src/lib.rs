@@ -11,6 +11,7 @@
 //! pipeline, or a Confluent-compatible registry over its REST API.
 
 mod avro;
+mod by_id;
 mod codec;
 mod error;
 pub mod framing;

@@ -3,7 +3,6 @@
 //! id) to the pipeline's reader schema when one is given, as Avro's schema
 //! resolution says: a field added with a default reads as that default.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use apache_avro::Schema;
@@ -12,6 +11,7 @@ use apache_avro::types::Value as AvroValue;
 use apache_avro::writer::datum::GenericDatumWriter;
 use serde_json::Value as JsonValue;
 
+use crate::by_id::ById;
 use crate::framing::{frame_header, unframe};
 use crate::{FormatError, RecordFault, SchemaKind, SchemaSource};
 
@@ -20,7 +20,7 @@ pub struct AvroDecoder {
     source: Arc<dyn SchemaSource>,
     reader: Option<Schema>,
     /// Writer schemas by id, fetched once each.
-    writers: HashMap<u32, Result<Schema, RecordFault>>,
+    writers: ById<Schema>,
 }
 
 impl AvroDecoder {
@@ -36,31 +36,8 @@ impl AvroDecoder {
         Ok(AvroDecoder {
             source,
             reader,
-            writers: HashMap::new(),
+            writers: ById::new(),
         })
-    }
-
-    /// The writer schema for `id`; an id the source does not know, or a
-    /// schema that is not Avro, is remembered as a fault of every record
-    /// naming it. `Err` only while the source cannot answer.
-    fn writer(&mut self, id: u32) -> Result<&Result<Schema, RecordFault>, FormatError> {
-        if !self.writers.contains_key(&id) {
-            let fetched = match self.source.by_id(id) {
-                Ok(s) if s.kind != SchemaKind::Avro => Err(RecordFault(format!(
-                    "schema id {id} is a {} schema, and this source's format is avro",
-                    s.kind.registry_name()
-                ))),
-                Ok(s) => Schema::parse_str(&s.text).map_err(|e| {
-                    RecordFault(format!("schema id {id} is not a valid Avro schema: {e}"))
-                }),
-                Err(FormatError::Unavailable { url, message }) => {
-                    return Err(FormatError::Unavailable { url, message });
-                }
-                Err(e) => Err(RecordFault(e.to_string())),
-            };
-            self.writers.insert(id, fetched);
-        }
-        Ok(&self.writers[&id])
     }
 
     /// Append `value` decoded as JSON to `out`. The outer `Err` means the
@@ -75,14 +52,20 @@ impl AvroDecoder {
             Ok(f) => f,
             Err(fault) => return Ok(Err(fault)),
         };
-        let reader = self.reader.clone();
-        let writer = match self.writer(framed.schema_id)? {
-            Ok(w) => w,
-            Err(fault) => return Ok(Err(fault.clone())),
-        };
+        let id = framed.schema_id;
+        let writer =
+            match self
+                .writers
+                .get(self.source.as_ref(), id, SchemaKind::Avro, "avro", |t| {
+                    Schema::parse_str(t)
+                        .map_err(|e| format!("schema id {id} is not a valid Avro schema: {e}"))
+                })? {
+                Ok(w) => w,
+                Err(fault) => return Ok(Err(fault.clone())),
+            };
         Ok(read_datum(
             writer,
-            reader.as_ref(),
+            self.reader.as_ref(),
             framed.payload,
             framed.schema_id,
             out,

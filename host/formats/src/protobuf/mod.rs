@@ -6,7 +6,6 @@
 //! sees the message in proto3's JSON mapping with the `.proto` field names,
 //! every field present and 64-bit integers as numbers.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +15,7 @@ use prost_reflect::{
 };
 use protox::file::{ChainFileResolver, File, FileResolver, GoogleFileResolver};
 
+use crate::by_id::ById;
 use crate::framing::{frame_header, unframe};
 use crate::{FormatError, RecordFault, SchemaKind, SchemaSource};
 
@@ -103,14 +103,14 @@ fn json_options() -> SerializeOptions {
 /// Decodes framed Protobuf values of one source into JSON.
 pub struct ProtobufDecoder {
     source: Arc<dyn SchemaSource>,
-    writers: HashMap<u32, Result<DescriptorPool, RecordFault>>,
+    writers: ById<DescriptorPool>,
 }
 
 impl ProtobufDecoder {
     pub fn new(source: Arc<dyn SchemaSource>) -> Self {
         ProtobufDecoder {
             source,
-            writers: HashMap::new(),
+            writers: ById::new(),
         }
     }
 
@@ -125,19 +125,13 @@ impl ProtobufDecoder {
             Err(fault) => return Ok(Err(fault)),
         };
         let id = framed.schema_id;
-        if !self.writers.contains_key(&id) {
-            let fetched = match self.source.by_id(id) {
-                Ok(s) if s.kind != SchemaKind::Protobuf => Err(RecordFault(format!(
-                    "schema id {id} is a {} schema, and this source's format is protobuf",
-                    s.kind.registry_name()
-                ))),
-                Ok(s) => compile(&s.text, &format!("schema id {id}")).map_err(RecordFault),
-                Err(e @ FormatError::Unavailable { .. }) => return Err(e),
-                Err(e) => Err(RecordFault(e.to_string())),
-            };
-            self.writers.insert(id, fetched);
-        }
-        let pool = match &self.writers[&id] {
+        let pool = match self.writers.get(
+            self.source.as_ref(),
+            id,
+            SchemaKind::Protobuf,
+            "protobuf",
+            |t| compile(t, &format!("schema id {id}")),
+        )? {
             Ok(p) => p,
             Err(fault) => return Ok(Err(fault.clone())),
         };
