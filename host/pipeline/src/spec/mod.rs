@@ -23,7 +23,7 @@ use weir_connectors::checkpoints::CheckpointLocation;
 pub use formats::{RegistrySpec, ValueFormat};
 pub use host::{HostSpec, TenantSpec};
 pub use on_error::OnError;
-use raw::{RawBackpressure, RawPipeline, RawSource};
+use raw::{RawPipeline, RawSource};
 pub use transform::{GuestEnv, GuestLimits, limits_from_pairs, limits_table};
 use units::key_location;
 pub use units::{parse_duration, parse_size};
@@ -303,7 +303,7 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
     let idle = trigger::idle_wait(&raw.trigger)?;
     let backpressure = raw
         .backpressure
-        .map(|b| backpressure(b, trigger))
+        .map(|b| trigger::backpressure(b, trigger))
         .transpose()?
         .flatten();
     let (state, state_key) = state::options(
@@ -368,47 +368,6 @@ fn validate(raw: RawPipeline, base: &Path, env: GuestEnv<'_>) -> Result<Pipeline
         sink_formats,
         registry,
     })
-}
-
-fn backpressure(b: RawBackpressure, trigger: Trigger) -> Result<Option<PidConfig>, String> {
-    if b.enabled == Some(false) {
-        return Ok(None);
-    }
-    if !matches!(trigger, Trigger::ProcessingTime(_)) {
-        return Err(
-            "backpressure sizes batches to the trigger interval: it needs [trigger] type = \"processing-time\""
-                .into(),
-        );
-    }
-    let d = PidConfig::default();
-    let c = PidConfig {
-        proportional: b.proportional.unwrap_or(d.proportional),
-        integral: b.integral.unwrap_or(d.integral),
-        derivative: b.derivative.unwrap_or(d.derivative),
-        min_rate: b.min_rate.unwrap_or(d.min_rate),
-        initial_rate: b.initial_rate,
-    };
-    for (k, v) in [
-        ("proportional", c.proportional),
-        ("integral", c.integral),
-        ("derivative", c.derivative),
-    ] {
-        if !(v >= 0.0 && v.is_finite()) {
-            return Err(format!(
-                "backpressure.{k}: {v} must be a non-negative number"
-            ));
-        }
-    }
-    if !(c.min_rate > 0.0 && c.min_rate.is_finite()) {
-        return Err(format!(
-            "backpressure.min-rate: {} must be positive",
-            c.min_rate
-        ));
-    }
-    if c.initial_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
-        return Err("backpressure.initial-rate must be positive".into());
-    }
-    Ok(Some(c))
 }
 
 #[cfg(test)]

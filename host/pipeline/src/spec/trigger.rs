@@ -1,8 +1,8 @@
 //! `[trigger]`: when a micro-batch runs, and how an idle query waits.
 
-use super::raw::RawTrigger;
+use super::raw::{RawBackpressure, RawTrigger};
 use super::units::parse_duration;
-use weir_engine::{IdleWait, Trigger};
+use weir_engine::{IdleWait, PidConfig, Trigger};
 
 pub(super) fn trigger(t: &RawTrigger) -> Result<Trigger, String> {
     Ok(
@@ -58,4 +58,50 @@ pub(super) fn idle_wait(t: &RawTrigger) -> Result<IdleWait, String> {
         ));
     }
     Ok(idle)
+}
+
+/// `[backpressure]`: Spark Streaming's PID rate control, which sizes
+/// batches to the processing-time trigger's interval.
+pub(super) fn backpressure(
+    b: RawBackpressure,
+    trigger: Trigger,
+) -> Result<Option<PidConfig>, String> {
+    if b.enabled == Some(false) {
+        return Ok(None);
+    }
+    if !matches!(trigger, Trigger::ProcessingTime(_)) {
+        return Err(
+            "backpressure sizes batches to the trigger interval: it needs [trigger] type = \"processing-time\""
+                .into(),
+        );
+    }
+    let d = PidConfig::default();
+    let c = PidConfig {
+        proportional: b.proportional.unwrap_or(d.proportional),
+        integral: b.integral.unwrap_or(d.integral),
+        derivative: b.derivative.unwrap_or(d.derivative),
+        min_rate: b.min_rate.unwrap_or(d.min_rate),
+        initial_rate: b.initial_rate,
+    };
+    for (k, v) in [
+        ("proportional", c.proportional),
+        ("integral", c.integral),
+        ("derivative", c.derivative),
+    ] {
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(format!(
+                "backpressure.{k}: {v} must be a non-negative number"
+            ));
+        }
+    }
+    if !(c.min_rate > 0.0 && c.min_rate.is_finite()) {
+        return Err(format!(
+            "backpressure.min-rate: {} must be positive",
+            c.min_rate
+        ));
+    }
+    if c.initial_rate.is_some_and(|r| !(r > 0.0 && r.is_finite())) {
+        return Err("backpressure.initial-rate must be positive".into());
+    }
+    Ok(Some(c))
 }
