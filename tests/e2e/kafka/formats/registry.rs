@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use weir_formats::{FormatError, RegistryClient, SchemaKind, SchemaSource};
@@ -163,8 +163,10 @@ type = "available-now"
         .spawn()
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
+    let (ended_tx, ended) = std::sync::mpsc::channel();
     let stderr = run.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
+    // Its stderr ends when weir exits: the whole log is that event.
+    std::thread::spawn(move || {
         let mut all = String::new();
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             if line.contains("unavailable") {
@@ -173,7 +175,7 @@ type = "available-now"
             all.push_str(&line);
             all.push('\n');
         }
-        all
+        let _ = ended_tx.send(all);
     });
     let waited = rx.recv_timeout(Duration::from_secs(60));
     signal("-CONT");
@@ -181,15 +183,10 @@ type = "available-now"
         waited.is_ok(),
         "weir never reported the registry unavailable"
     );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "weir run did not finish");
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let log = reader.join().unwrap();
+    let log = ended
+        .recv_timeout(Duration::from_secs(120))
+        .expect("weir run did not finish");
+    let status = run.wait().unwrap();
     assert!(status.success(), "{log}");
 
     // Every record, in order, under the id the sink registered.
