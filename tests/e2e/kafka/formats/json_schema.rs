@@ -4,8 +4,7 @@
 use serde_json::{Value, json};
 
 use super::super::{broker, create_topic, unique};
-use super::{get, produce_bytes, registry, values};
-use crate::testkit::guest;
+use super::{get, produce_bytes, registry, uppercase_through_registry, values};
 
 const ORDER_JSON_SCHEMA: &str = r#"{"title":"Order","type":"object","properties":{
   "id":{"type":"integer"},"item":{"type":"string","maxLength":10}},
@@ -42,40 +41,13 @@ fn json_schema_records_are_checked_in_and_out_through_the_registry() {
 
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("order.json"), ORDER_JSON_SCHEMA).unwrap();
-    std::fs::write(
-        work.path().join("p.toml"),
-        format!(
-            r#"checkpoint = "ckpt"
-[[source]]
-type = "kafka"
-bootstrap-servers = "{b}"
-topics = ["{input}"]
-starting-offsets = "earliest"
-value-format = "json-schema"
-[registry]
-url = "{url}"
-[transform]
-component = "{}"
-on-error = "dead-letter"
-[transform.config]
-uppercase = "item"
-[sink.default]
-type = "kafka"
-bootstrap-servers = "{b}"
-topic = "{output}"
-value-format = "json-schema"
-value-schema = "order.json"
-[sink.dead-letter]
-type = "kafka"
-bootstrap-servers = "{b}"
-topic = "{dead}"
-[trigger]
-type = "available-now"
-"#,
-            guest("json-enrich").display()
-        ),
-    )
-    .unwrap();
+    uppercase_through_registry(
+        work.path(),
+        url,
+        "json-schema",
+        "order.json",
+        [&input, &output, &dead],
+    );
     let o = crate::testkit::run_pipeline(work.path(), None);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 

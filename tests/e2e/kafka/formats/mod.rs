@@ -175,3 +175,52 @@ fn get(url: &str) -> Value {
         .read_json()
         .unwrap()
 }
+
+/// `dir/p.toml`: Kafka `[input, output, dead]`: `input` in `format` ->
+/// json-enrich uppercasing `item` -> `output` in `format`, written with
+/// `schema` (a file in `dir`); bad records to `dead`; schemas from the
+/// registry at `url`.
+fn uppercase_through_registry(
+    dir: &Path,
+    url: &str,
+    format: &str,
+    schema: &str,
+    topics: [&str; 3],
+) {
+    let [input, output, dead] = topics;
+    let b = broker();
+    std::fs::write(
+        dir.join("p.toml"),
+        format!(
+            r#"checkpoint = "ckpt"
+[[source]]
+type = "kafka"
+bootstrap-servers = "{b}"
+topics = ["{input}"]
+starting-offsets = "earliest"
+value-format = "{format}"
+[registry]
+url = "{url}"
+[transform]
+component = "{}"
+on-error = "dead-letter"
+[transform.config]
+uppercase = "item"
+[sink.default]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{output}"
+value-format = "{format}"
+value-schema = "{schema}"
+[sink.dead-letter]
+type = "kafka"
+bootstrap-servers = "{b}"
+topic = "{dead}"
+[trigger]
+type = "available-now"
+"#,
+            crate::testkit::guest("json-enrich").display()
+        ),
+    )
+    .unwrap();
+}

@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use super::super::{broker, create_topic, unique};
-use super::{get, hex, in_codecs_venv, produce_bytes, registry, unhex, values};
-use crate::testkit::guest;
+use super::{
+    get, hex, in_codecs_venv, produce_bytes, registry, unhex, uppercase_through_registry, values,
+};
 
 const ORDER_PROTO: &str = r#"syntax = "proto3";
 package shop;
@@ -80,40 +81,13 @@ fn protobuf_records_written_and_read_by_protobufs_runtime_pass_through_the_regis
 
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("order.proto"), ORDER_PROTO).unwrap();
-    std::fs::write(
-        work.path().join("p.toml"),
-        format!(
-            r#"checkpoint = "ckpt"
-[[source]]
-type = "kafka"
-bootstrap-servers = "{b}"
-topics = ["{input}"]
-starting-offsets = "earliest"
-value-format = "protobuf"
-[registry]
-url = "{url}"
-[transform]
-component = "{}"
-on-error = "dead-letter"
-[transform.config]
-uppercase = "item"
-[sink.default]
-type = "kafka"
-bootstrap-servers = "{b}"
-topic = "{output}"
-value-format = "protobuf"
-value-schema = "order.proto"
-[sink.dead-letter]
-type = "kafka"
-bootstrap-servers = "{b}"
-topic = "{dead}"
-[trigger]
-type = "available-now"
-"#,
-            guest("json-enrich").display()
-        ),
-    )
-    .unwrap();
+    uppercase_through_registry(
+        work.path(),
+        url,
+        "protobuf",
+        "order.proto",
+        [&input, &output, &dead],
+    );
     let o = crate::testkit::run_pipeline(work.path(), None);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
