@@ -70,6 +70,41 @@ fn names_and_paths_that_leave_the_tenant_root_are_refused() {
         "outside the tenant's data",
         &data,
     );
+    // Schema files are places too, and a registry URL would make the
+    // service send requests where mallory says.
+    let avro = base.replace(
+        "topic = \"in\"\n",
+        "topic = \"in\"\nvalue-format = \"avro\"\nvalue-schema = \"SCHEMA\"\n",
+    );
+    for (schema, registry) in [
+        (
+            "../alice/log/in/x.avsc",
+            "[registry.schemas]\n1 = \"own.avsc\"\n",
+        ),
+        ("own.avsc", "[registry.schemas]\n1 = \"/etc/passwd\"\n"),
+        (
+            "own.avsc",
+            "[registry.schemas]\n1 = \"../alice/checkpoints/x\"\n",
+        ),
+    ] {
+        let text = format!("{}{registry}", avro.replace("SCHEMA", schema));
+        assert_refused(
+            put(&s, &mallory, "steal", &text),
+            400,
+            "outside the tenant's data",
+            &data,
+        );
+    }
+    let text = format!(
+        "{}[registry]\nurl = \"http://127.0.0.1:8081/\"\n",
+        avro.replace("SCHEMA", "own.avsc")
+    );
+    assert_refused(
+        put(&s, &mallory, "steal", &text),
+        400,
+        "registry.url",
+        &data,
+    );
     // Nothing of alice's changed, nothing was made outside, and her
     // pipeline goes on.
     assert!(!outside.exists());
